@@ -577,7 +577,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "unknown_event_type" | "webhook_url_refused" | "rate_limited" | "internal_error" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "unknown_event_type" | "webhook_url_refused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**

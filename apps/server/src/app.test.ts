@@ -1,0 +1,168 @@
+import type { Problem } from '@scenario-scoring/api-types';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Logger } from './logger.js';
+import { forEachDatabase } from './storage/test-databases.js';
+import { startTestServer, type TestServer } from './test-server.js';
+
+const VALID_SCORE = { subject: 'applicant-8841', context: { jurisdiction: 'DE', utilization: 0.35 } };
+
+forEachDatabase('createApp', ({ storage }) => {
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    ({ key } = await storage().createApiKey('app'));
+    server = await startTestServer({ storage: storage() });
+  });
+  afterAll(() => server.close());
+
+  const problemOf = async (response: Response) => {
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+    const problem = (await response.json()) as Problem;
+    expect(problem.request_id).toBe(response.headers.get('x-request-id'));
+    return problem;
+  };
+
+  it('answers an unknown route with 404 not_found', async () => {
+    for (const path of ['/v1/nothing-here', '/nothing-here']) {
+      const response = await server.request(path, { key });
+      expect(response.status).toBe(404);
+      expect(await problemOf(response)).toMatchObject({
+        code: 'not_found',
+        title: 'Not found',
+        detail: `No operation exists at GET ${path}.`,
+      });
+    }
+  });
+
+  it('answers a wrong method with 405 and the methods the contract allows in Allow', async () => {
+    const response = await server.request('/v1/scoring/score', { key, method: 'GET' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('POST');
+    expect(await problemOf(response)).toMatchObject({
+      code: 'method_not_allowed',
+      title: 'Method not allowed',
+    });
+
+    const onTemplate = await server.request('/v1/webhooks/wh_01JZ4VD5E7F9G1H3J5K7M9N1P3', {
+      key,
+      method: 'PUT',
+    });
+    expect(onTemplate.status).toBe(405);
+    expect(onTemplate.headers.get('allow')).toBe('GET, DELETE, PATCH');
+  });
+
+  it('answers 501 not_implemented for the operations of later versions, after validating them', async () => {
+    const run = await server.request('/v1/scoring/runs', { key, body: { items: [VALID_SCORE] } });
+    expect(run.status).toBe(501);
+    expect(await problemOf(run)).toMatchObject({
+      type: '/docs#section/errors/not_implemented',
+      title: 'Not implemented',
+      code: 'not_implemented',
+      detail: expect.stringContaining('POST /v1/scoring/runs (createRun)'),
+    });
+
+    const webhooks = await server.request('/v1/webhooks', { key });
+    expect(webhooks.status).toBe(501);
+
+    const invalid = await server.request('/v1/scoring/runs', { key, body: { items: [] } });
+    expect(invalid.status).toBe(400);
+    expect((await problemOf(invalid)).errors).toEqual([
+      { path: '/body/items', message: 'must NOT have fewer than 1 items' },
+    ]);
+  });
+
+  it('answers an invalid query parameter with every problem listed', async () => {
+    const response = await server.request('/v1/webhooks?limit=0&colour=red', { key });
+    expect(response.status).toBe(400);
+    const problem = await problemOf(response);
+    expect(problem.code).toBe('validation_failed');
+    expect(problem.errors).toContainEqual({
+      path: '/query/colour',
+      message: "Unknown query parameter 'colour'",
+    });
+  });
+
+  it('answers the first request as fast as later ones: the validator is compiled at start', async () => {
+    const fresh = await startTestServer({ storage: storage() });
+    try {
+      const time = async (path: string, body?: unknown) => {
+        const started = performance.now();
+        const response = await fresh.request(path, { key, ...(body !== undefined && { body }) });
+        await response.arrayBuffer();
+        expect(response.status).toBe(200);
+        return performance.now() - started;
+      };
+      for (const [path, body] of [
+        ['/v1/scoring/score', VALID_SCORE],
+        ['/v1/scoring/policies/DE', undefined],
+      ] as const) {
+        const first = await time(path, body);
+        const later: number[] = [];
+        for (let i = 0; i < 15; i++) later.push(await time(path, body));
+        const median = later.sort((a, b) => a - b)[7] as number;
+        // A first request that compiled the schemas takes tens of milliseconds more.
+        expect(first).toBeLessThan(Math.max(3 * median, median + 15));
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
+forEachDatabase('createApp, when something fails unexpectedly', ({ storage }) => {
+  const logged: { message: string; fields?: Record<string, unknown> }[] = [];
+  const logger: Logger = { info() {}, error: (message, fields) => logged.push({ message, fields }) };
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    ({ key } = await storage().createApiKey('failing'));
+    const real = storage();
+    const failing = Object.create(real) as typeof real;
+    failing.appendLogRecord = async () => {
+      throw new Error('disk full at /var/lib/secret-path (password=hunter2)');
+    };
+    server = await startTestServer({ storage: failing, logger });
+  });
+  afterAll(() => server.close());
+
+  it('answers 500 internal_error, disclosing nothing, and logs the error under the request id', async () => {
+    const response = await server.request('/v1/scoring/score', { key, body: VALID_SCORE });
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(text).not.toMatch(/disk full|secret|hunter2|Error|\bat\b.*\.js/);
+    const requestId = response.headers.get('x-request-id');
+    expect(JSON.parse(text)).toEqual({
+      type: '/docs#section/errors/internal_error',
+      title: 'Internal error',
+      status: 500,
+      detail: 'The server failed unexpectedly. Quote the request_id when you report it.',
+      instance: '/v1/scoring/score',
+      code: 'internal_error',
+      request_id: requestId,
+    });
+    expect(logged).toContainEqual({
+      message: 'unexpected error',
+      fields: expect.objectContaining({
+        requestId,
+        error: expect.objectContaining({ message: expect.stringContaining('disk full') }),
+      }),
+    });
+  });
+
+  describe('when a handler drifts from the contract', () => {
+    it('is caught by response validation (development and tests) as a 500', async () => {
+      const real = storage();
+      const drifting = Object.create(real) as typeof real;
+      drifting.ping = async () => 'yes' as unknown as boolean;
+      const drifted = await startTestServer({ storage: drifting, logger });
+      try {
+        const response = await drifted.request('/readyz');
+        expect(response.status).toBe(500);
+        expect(logged.at(-1)?.fields?.error).toMatchObject({ message: expect.stringContaining('database') });
+      } finally {
+        await drifted.close();
+      }
+    });
+  });
+});

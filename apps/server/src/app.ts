@@ -1,0 +1,80 @@
+import type { OperationId } from '@scenario-scoring/api-types';
+import express, { type Express, type RequestHandler } from 'express';
+import type { Config } from './config.js';
+import { type Contract, loadContract } from './contract.js';
+import { docsRoutes } from './docs/docs-routes.js';
+import { AppError } from './errors/app-error.js';
+import { createErrorHandler } from './errors/error-handler.js';
+import { healthRoute, readinessRoute } from './health/health-routes.js';
+import { authenticate } from './http/auth.js';
+import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
+import { contractValidation } from './http/contract-validation.js';
+import { jsonBody } from './http/json-body.js';
+import { notImplemented } from './http/not-implemented.js';
+import { rateLimit } from './http/rate-limit.js';
+import { requestId } from './http/request-id.js';
+import './http/locals.js';
+import { jsonLogger, type Logger } from './logger.js';
+import { logRoute } from './logs/log-route.js';
+import { policyRoute } from './policies/policy-route.js';
+import { scoreRoute } from './scoring/score-route.js';
+import type { Storage } from './storage/storage.js';
+
+/** What the app is built from. */
+export interface AppOptions {
+  storage: Storage;
+  config: Config;
+  logger?: Logger;
+  /** The contract to serve and enforce; by default the bundled one. */
+  contract?: Contract;
+}
+
+/**
+ * The Express app of the server, without listening. Resolves once the contract validator is compiled, so
+ * the first request is as fast as any other. Every response carries `X-Request-Id`; every failure is a
+ * problem+json from the one error handler.
+ */
+export async function createApp(options: AppOptions): Promise<Express> {
+  const { storage, config } = options;
+  const logger = options.logger ?? jsonLogger;
+  const contract = options.contract ?? loadContract();
+  const operations = contractOperations(contract.document);
+  const validation = await contractValidation(contract, {
+    validateResponses: config.nodeEnv !== 'production',
+  });
+
+  // Operations not listed here are in the contract for a later version and answer 501.
+  const implemented: Partial<Record<OperationId, RequestHandler>> = {
+    scoreSubject: scoreRoute(storage) as RequestHandler,
+    getPolicy: policyRoute as RequestHandler,
+    getLogRecord: logRoute(storage) as RequestHandler,
+    getHealth: healthRoute as RequestHandler,
+    getReadiness: readinessRoute(storage) as RequestHandler,
+  };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestId);
+  app.use(docsRoutes(contract));
+  app.use('/v1', authenticate(storage));
+  if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
+  app.use(jsonBody(config.bodyLimitBytes));
+  app.use(validation);
+  for (const operation of operations) {
+    const handler = implemented[operation.operationId as OperationId] ?? notImplemented(operation);
+    app.route(operation.expressPath)[operation.method](handler);
+  }
+  // The validator answers unknown paths first; this catches anything it lets through.
+  app.use((req) => {
+    throw new AppError('not_found', { detail: `No operation exists at ${req.method} ${req.path}.` });
+  });
+  app.use(
+    createErrorHandler({
+      logger,
+      bodyLimitBytes: config.bodyLimitBytes,
+      allowedMethods: allowedMethodsLookup(operations),
+    }),
+  );
+  return app;
+}

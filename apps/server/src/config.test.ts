@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('applies the defaults to an empty environment', () => {
+    expect(loadConfig({})).toEqual({
+      port: 3000,
+      host: '0.0.0.0',
+      dataDir: './data',
+      databaseUrl: undefined,
+      nodeEnv: 'production',
+      bodyLimitBytes: 1_048_576,
+      rateLimitPerSecond: 1000,
+    });
+  });
+
+  it('reads every variable', () => {
+    expect(
+      loadConfig({
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: '/var/lib/scenario-scoring',
+        DATABASE_URL: 'postgres://app@db:5432/scoring',
+        NODE_ENV: 'development',
+        BODY_LIMIT_BYTES: '2048',
+        RATE_LIMIT_PER_SECOND: '0',
+      }),
+    ).toEqual({
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: '/var/lib/scenario-scoring',
+      databaseUrl: 'postgres://app@db:5432/scoring',
+      nodeEnv: 'development',
+      bodyLimitBytes: 2048,
+      rateLimitPerSecond: 0,
+    });
+  });
+
+  it('names every bad variable in one error, without echoing the database URL', () => {
+    const env = {
+      PORT: '80a',
+      HOST: ' ',
+      DATABASE_URL: 'mysql://user:s3cret@db/x',
+      NODE_ENV: 'staging',
+      BODY_LIMIT_BYTES: '-1',
+      RATE_LIMIT_PER_SECOND: '1.5',
+    };
+    let error: unknown;
+    try {
+      loadConfig(env);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const { problems, message } = error as ConfigError;
+    expect(problems).toEqual([
+      'PORT must be an integer from 0 to 65535 (got "80a")',
+      'HOST must not be empty',
+      'DATABASE_URL must be a postgres:// or postgresql:// URL (leave it unset for SQLite)',
+      'NODE_ENV must be one of development, test, production (got "staging")',
+      'BODY_LIMIT_BYTES must be an integer from 1 to 67108864 (got "-1")',
+      'RATE_LIMIT_PER_SECOND must be an integer from 0 to 1000000 (got "1.5")',
+    ]);
+    expect(message).not.toContain('s3cret');
+  });
+
+  it('refuses a port out of range', () => {
+    expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT must be an integer from 0 to 65535/);
+  });
+});

@@ -1,0 +1,25 @@
+import type { ErrorCode } from '@scenario-scoring/api-types';
+
+/** The fixed HTTP status and title of each error code (the contract's error guide). */
+export const ERROR_CODES = {
+  validation_failed: { status: 400, title: 'Request validation failed' },
+  malformed_json: { status: 400, title: 'Malformed JSON' },
+  missing_api_key: { status: 401, title: 'API key missing' },
+  invalid_api_key: { status: 401, title: 'API key invalid' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
+  unknown_event_type: { status: 422, title: 'Unknown event type' },
+  webhook_url_refused: { status: 422, title: 'Webhook URL refused' },
+  rate_limited: { status: 429, title: 'Rate limited' },
+  internal_error: { status: 500, title: 'Internal error' },
+  not_implemented: { status: 501, title: 'Not implemented' },
+  service_unavailable: { status: 503, title: 'Service unavailable' },
+  run_deadline_exceeded: { status: 504, title: 'Run deadline exceeded' },
+  storage_unavailable: { status: 503, title: 'Storage unavailable' },
+} as const satisfies Record<ErrorCode, { status: number; title: string }>;
+
+export type { ErrorCode };

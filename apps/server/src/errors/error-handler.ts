@@ -1,0 +1,66 @@
+import type { ErrorRequestHandler, Response } from 'express';
+import { describeError, type Logger } from '../logger.js';
+import { AppError } from './app-error.js';
+import { translateError } from './error-translation.js';
+import { problem } from './problem.js';
+
+const MAX_INSTANCE_CHARS = 2048;
+
+/** What the error handler needs from the app. */
+export interface ErrorHandlerOptions {
+  logger: Logger;
+  bodyLimitBytes: number;
+  allowedMethods(path: string): readonly string[] | undefined;
+}
+
+/**
+ * The one error handler: every failure becomes a problem+json response with a stable `code` and the
+ * request id. Unexpected errors are logged in full and answered with `internal_error`, disclosing nothing.
+ */
+export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    const requestId = res.locals.requestId;
+    if (res.headersSent) {
+      // Too late for a problem: let Express end the connection.
+      options.logger.error('error after the response started', { requestId, error: describeError(error) });
+      next(error);
+      return;
+    }
+    let appError = translateError(error, {
+      method: req.method,
+      path: req.path,
+      bodyLimitBytes: options.bodyLimitBytes,
+      allowedMethods: options.allowedMethods,
+    });
+    if (appError === undefined) {
+      options.logger.error('unexpected error', {
+        requestId,
+        method: req.method,
+        path: req.path,
+        error: describeError(error),
+      });
+      appError = new AppError('internal_error', {
+        detail: 'The server failed unexpectedly. Quote the request_id when you report it.',
+      });
+    }
+    sendProblem(res, appError, req.path, requestId);
+  };
+}
+
+/** Answers with the problem of `error`, its headers included. */
+export function sendProblem(
+  res: Response,
+  error: AppError,
+  path: string,
+  requestId: string | undefined,
+): void {
+  if (error.headers !== undefined) res.set(error.headers);
+  res.status(error.status).type('application/problem+json');
+  const body = problem(error.code, {
+    detail: error.detail,
+    instance: path.slice(0, MAX_INSTANCE_CHARS),
+    ...(requestId !== undefined && { requestId }),
+    ...(error.errors !== undefined && { errors: error.errors }),
+  });
+  res.json(body);
+}

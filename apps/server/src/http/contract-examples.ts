@@ -1,0 +1,52 @@
+import type { OpenApiDocument } from '../contract.js';
+import type { ContractOperation } from './contract-routes.js';
+
+type Json = Record<string, unknown>;
+
+/** Follows a local `$ref` (`#/components/…`) until it reaches a value. */
+function resolve(document: OpenApiDocument, value: unknown): Json | undefined {
+  let current = value as Json | undefined;
+  for (let depth = 0; current !== undefined && typeof current.$ref === 'string' && depth < 10; depth++) {
+    const segments = current.$ref.replace(/^#\//, '').split('/');
+    current = segments.reduce<unknown>((node, key) => (node as Json | undefined)?.[key], document) as
+      | Json
+      | undefined;
+  }
+  return current;
+}
+
+/** A schema's first example (`examples[0]`, else `example`), following `$ref`s. */
+function schemaExample(document: OpenApiDocument, schema: unknown): unknown {
+  const resolved = resolve(document, schema);
+  if (resolved === undefined) return undefined;
+  if (Array.isArray(resolved.examples)) return resolved.examples[0];
+  return resolved.example;
+}
+
+/**
+ * A request the contract itself says is valid for an operation: path parameters from their schemas'
+ * examples and the body from the first request body example.
+ */
+export function requestExample(
+  operation: ContractOperation,
+  document: OpenApiDocument,
+): { url: string; body: unknown } {
+  const parameters = ((operation.definition.parameters as unknown[] | undefined) ?? []).map((p) =>
+    resolve(document, p),
+  );
+  let url = operation.path;
+  for (const parameter of parameters) {
+    if (parameter?.in !== 'path') continue;
+    const value = parameter.example ?? schemaExample(document, parameter.schema);
+    url = url.replace(`{${String(parameter.name)}}`, encodeURIComponent(String(value)));
+  }
+  const requestBody = resolve(document, operation.definition.requestBody);
+  const media = (requestBody?.content as Json | undefined)?.['application/json'] as Json | undefined;
+  let body: unknown;
+  if (media !== undefined) {
+    const examples = media.examples as Record<string, unknown> | undefined;
+    const first = examples === undefined ? undefined : resolve(document, Object.values(examples)[0]);
+    body = first?.value ?? media.example ?? (requestBody?.required === true ? {} : undefined);
+  }
+  return { url, body };
+}

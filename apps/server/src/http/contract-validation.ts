@@ -1,0 +1,95 @@
+import type { AddressInfo } from 'node:net';
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { Contract } from '../contract.js';
+import { requestExample } from './contract-examples.js';
+import { type ContractOperation, contractOperations } from './contract-routes.js';
+import { speedUpValidatorHotPath } from './validator-hot-path.js';
+
+/** How strictly the contract is enforced. */
+export interface ContractValidationOptions {
+  /** Validate responses too (development and tests): a handler drifting from the contract answers 500. */
+  validateResponses: boolean;
+}
+
+/**
+ * The express-openapi-validator middleware for the contract, compiled before it is returned: the validator
+ * compiles each operation's schemas on its first request, so a warm-up request per operation is sent
+ * through it here rather than making a client's first request pay for it. Rejects when the contract is
+ * invalid or one of its own request examples does not pass.
+ */
+export async function contractValidation(
+  contract: Contract,
+  options: ContractValidationOptions,
+): Promise<RequestHandler[]> {
+  speedUpValidatorHotPath();
+  const handlers = OpenApiValidator.middleware({
+    // The validator clones the document before it touches it.
+    apiSpec: contract.document as unknown as Parameters<typeof OpenApiValidator.middleware>[0]['apiSpec'],
+    validateApiSpec: true,
+    validateRequests: { allErrors: true },
+    // Responses of 5xx are never validated (the validator skips them), so 501 stubs need no exclusion.
+    validateResponses: options.validateResponses ? { allErrors: true } : false,
+    // Authentication is the server's own middleware, which runs first.
+    validateSecurity: false,
+    ignoreUndocumented: false,
+    fileUploader: false,
+  });
+  await warmUp(handlers, contractOperations(contract.document), contract);
+  return handlers;
+}
+
+const WARM_UP_HEADER = 'x-warm-up-operation';
+
+async function warmUp(
+  handlers: RequestHandler[],
+  operations: readonly ContractOperation[],
+  contract: Contract,
+): Promise<void> {
+  const reached = new Set<string>();
+  const failures: string[] = [];
+  const app = express();
+  app.use(express.json({ strict: false, type: 'application/json' }), ...handlers);
+  // Answering with an empty object compiles the operation's response validators (it then fails them).
+  app.use((req, res) => {
+    reached.add(String(req.headers[WARM_UP_HEADER]));
+    res.status(200).json({});
+  });
+  const onError: ErrorRequestHandler = (error, req, res, _next) => {
+    const operationId = String(req.headers[WARM_UP_HEADER]);
+    if (!reached.has(operationId)) failures.push(`${operationId}: ${describe(error)}`);
+    res.status(204).end();
+  };
+  app.use(onError);
+
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const { port } = server.address() as AddressInfo;
+  try {
+    for (const operation of operations) {
+      const { url, body } = requestExample(operation, contract.document);
+      const response = await fetch(`http://127.0.0.1:${port}${url}`, {
+        method: operation.method.toUpperCase(),
+        headers: {
+          [WARM_UP_HEADER]: operation.operationId,
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+        },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      });
+      await response.arrayBuffer();
+    }
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+  if (failures.length > 0) {
+    throw new Error(
+      `the contract failed to compile or rejects its own examples:\n- ${failures.join('\n- ')}`,
+    );
+  }
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const items = (error as { errors?: { path?: string; message?: string }[] }).errors ?? [];
+  return [error.message, ...items.map((item) => `${item.path} ${item.message}`)].join('; ');
+}

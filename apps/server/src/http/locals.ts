@@ -1,0 +1,15 @@
+import type { ApiKeyOwner } from '../storage/storage.js';
+
+declare global {
+  namespace Express {
+    /** What the server's middleware records about a request, read by later middleware and handlers. */
+    interface Locals {
+      /** The `X-Request-Id` of the response: the client's valid one, or a new `req_` id. */
+      requestId: string;
+      /** True when `requestId` was made here, so it is a `req_` id. */
+      requestIdGenerated: boolean;
+      /** Who the request's API key belongs to; set by the auth middleware on `/v1/` routes. */
+      apiKey: ApiKeyOwner;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../storage/database.js';
+import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
+import type { StoredLogRecord } from '../storage/storage.js';
+
+/**
+ * Rows per INSERT statement: 5 parameters a row stays far below SQLite's 32766 and PostgreSQL's 65535
+ * bound parameters, whatever `maxBatch` is.
+ */
+const ROWS_PER_STATEMENT = 1000;
+
+/** The score log: appends grouped into one durable transaction per batch, reads by (tenant, CID). */
+export interface LogStore {
+  append(record: StoredLogRecord): Promise<void>;
+  get(tenantId: string, cid: string): Promise<Buffer | undefined>;
+  /** Counters of the group commit (flushes = transactions). */
+  readonly stats: GroupCommitStats;
+  /** Flushes pending appends and refuses new ones. */
+  close(): Promise<void>;
+}
+
+/**
+ * Inserts records in one transaction. A (tenant, CID) already present is left alone: the CID is the hash
+ * of the bytes, so the bytes are the same by definition.
+ */
+export async function insertLogRecords(
+  db: Kysely<Database>,
+  records: readonly StoredLogRecord[],
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    for (let start = 0; start < records.length; start += ROWS_PER_STATEMENT) {
+      const rows = records.slice(start, start + ROWS_PER_STATEMENT).map((record) => ({
+        tenant_id: record.tenantId,
+        cid: record.cid,
+        bytes: record.bytes,
+        request_id: record.requestId,
+        created_at: record.createdAt.toISOString(),
+      }));
+      await trx
+        .insertInto('log_records')
+        .values(rows)
+        .onConflict((conflict) => conflict.columns(['tenant_id', 'cid']).doNothing())
+        .execute();
+    }
+  });
+}
+
+/**
+ * The bytes of a tenant's record, as a Buffer on both dialects (so `res.send` sends them as they are),
+ * or undefined when this tenant has no such record.
+ */
+export async function selectLogRecord(
+  db: Kysely<Database>,
+  tenantId: string,
+  cid: string,
+): Promise<Buffer | undefined> {
+  const row = await db
+    .selectFrom('log_records')
+    .select('bytes')
+    .where('tenant_id', '=', tenantId)
+    .where('cid', '=', cid)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const bytes = row.bytes;
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A LogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
+export function createLogStore(db: Kysely<Database>, maxBatch?: number): LogStore {
+  const committer = new GroupCommitter<StoredLogRecord>((batch) => insertLogRecords(db, batch), maxBatch);
+  return {
+    append: (record) => committer.add(record),
+    get: (tenantId, cid) => selectLogRecord(db, tenantId, cid),
+    get stats() {
+      return committer.stats;
+    },
+    close: () => committer.close(),
+  };
+}

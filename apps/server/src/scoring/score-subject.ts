@@ -1,0 +1,47 @@
+import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
+import {
+  buildLogRecord,
+  canonicalBytes,
+  cidOfBytes,
+  effectivePolicy,
+  scoreContext,
+} from '@scenario-scoring/engine';
+import type { Storage } from '../storage/storage.js';
+
+/** Who asks for a scoring, and the ids and clock it is recorded under. */
+export interface ScoringCaller {
+  tenantId: string;
+  /** The `req_` id of the response, also kept with the log record. */
+  requestId: string;
+  now: Date;
+}
+
+/**
+ * Scores a valid request under its jurisdiction's policy and logs it durably before answering: the log
+ * record's canonical bytes are appended, and `log_cid` is their CID, so no result exists without its record.
+ */
+export async function scoreSubject(
+  storage: Pick<Storage, 'appendLogRecord'>,
+  caller: ScoringCaller,
+  request: ScoreRequest,
+): Promise<ScoreResponse> {
+  const policy = effectivePolicy(request.context.jurisdiction);
+  const result = scoreContext(request.context, policy);
+  const record = buildLogRecord({
+    policy_version: policy.policy_version,
+    subject: request.subject,
+    context: request.context,
+    result,
+  });
+  const bytes = canonicalBytes(record);
+  const cid = cidOfBytes(bytes);
+  await storage.appendLogRecord({
+    tenantId: caller.tenantId,
+    cid,
+    bytes,
+    requestId: caller.requestId,
+    createdAt: caller.now,
+  });
+  // The engine types a lever's name as any factor; only actionable ones (the contract's enum) become levers.
+  return { id: caller.requestId, status: 'ok', result: result as ScoreResponse['result'], log_cid: cid };
+}

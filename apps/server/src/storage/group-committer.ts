@@ -1,0 +1,129 @@
+/** The default cap on the number of items one flush commits. */
+export const DEFAULT_GROUP_COMMIT_MAX_BATCH = 512;
+
+/** Counters of a GroupCommitter, for tests and metrics. */
+export interface GroupCommitStats {
+  /** Flushes attempted: one transaction (and one disk flush) each. */
+  flushes: number;
+  /** Flushes whose transaction failed; every item of those was rejected. */
+  failedFlushes: number;
+  /** Items acknowledged as committed. */
+  committedItems: number;
+  /** The most items one flush carried. */
+  largestBatch: number;
+}
+
+/** Thrown by `add` once the committer is closing: nothing new is accepted that could be left unflushed. */
+export class GroupCommitterClosedError extends Error {
+  override readonly name = 'GroupCommitterClosedError';
+  constructor() {
+    super('the group committer is closed');
+  }
+}
+
+interface Pending<T> {
+  item: T;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Groups items that arrive together into one commit. A durable commit costs a disk flush, and a flush per
+ * request stalls everything behind it; one flush for everything that arrived meanwhile amortizes it.
+ *
+ * The first item schedules a flush with `setImmediate`, so everything added in the same turn of the event
+ * loop (and the I/O polled before it) rides along. One flush runs at a time; items added during it wait for
+ * the next. A batch holds at most `maxBatch` items. `add` resolves only after the commit of its batch
+ * succeeded and rejects with the commit's error otherwise: nothing is acknowledged that is not committed.
+ */
+export class GroupCommitter<T> {
+  readonly #commit: (batch: readonly T[]) => Promise<void>;
+  readonly #maxBatch: number;
+  #queue: Pending<T>[] = [];
+  #scheduled = false;
+  #flushing = false;
+  #closed = false;
+  #idleWaiters: (() => void)[] = [];
+  readonly #stats: GroupCommitStats = { flushes: 0, failedFlushes: 0, committedItems: 0, largestBatch: 0 };
+
+  /** `commit` must write the whole batch in one transaction, or fail as a whole. */
+  constructor(commit: (batch: readonly T[]) => Promise<void>, maxBatch = DEFAULT_GROUP_COMMIT_MAX_BATCH) {
+    if (!Number.isInteger(maxBatch) || maxBatch < 1)
+      throw new RangeError(`maxBatch must be >= 1, got ${maxBatch}`);
+    this.#commit = commit;
+    this.#maxBatch = maxBatch;
+  }
+
+  /** Queues an item; resolves once it is committed, rejects if its batch's commit fails. */
+  add(item: T): Promise<void> {
+    if (this.#closed) return Promise.reject(new GroupCommitterClosedError());
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ item, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  /** Resolves once every item added so far is settled (committed or rejected). */
+  drain(): Promise<void> {
+    if (this.#isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** Refuses new items, then waits for the queued ones to be flushed. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.drain();
+  }
+
+  /** A snapshot of the counters. */
+  get stats(): GroupCommitStats {
+    return { ...this.#stats };
+  }
+
+  /** Items waiting for a flush (not counting the one in flight). */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  #isIdle(): boolean {
+    return this.#queue.length === 0 && !this.#flushing && !this.#scheduled;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#flushing) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const batch = this.#queue.splice(0, this.#maxBatch);
+    if (batch.length === 0) return this.#settleIdle();
+    this.#flushing = true;
+    this.#stats.flushes += 1;
+    this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length);
+    try {
+      await this.#commit(batch.map((pending) => pending.item));
+      this.#stats.committedItems += batch.length;
+      for (const pending of batch) pending.resolve();
+    } catch (error) {
+      this.#stats.failedFlushes += 1;
+      for (const pending of batch) pending.reject(error);
+    } finally {
+      this.#flushing = false;
+    }
+    // Items that arrived during the flush go in the next one, a loop turn later so that requests
+    // polled meanwhile can join it.
+    if (this.#queue.length > 0) this.#schedule();
+    else this.#settleIdle();
+  }
+
+  #settleIdle(): void {
+    if (!this.#isIdle()) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}

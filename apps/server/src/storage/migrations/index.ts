@@ -1,0 +1,11 @@
+import type { Migration } from 'kysely/migration';
+import * as initial from './0001-initial.js';
+
+/**
+ * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
+ * built server and the tests run exactly the same list on SQLite and PostgreSQL. Append; never edit one
+ * that has shipped.
+ */
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '0001-initial': initial,
+};

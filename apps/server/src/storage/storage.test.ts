@@ -1,0 +1,93 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openStorage } from './storage.js';
+import { createTestDatabase, forEachDatabase } from './test-databases.js';
+
+const record = (cid: string) => ({
+  tenantId: 'tenant_storage',
+  cid,
+  bytes: new TextEncoder().encode(`{"cid":"${cid}"}`),
+  requestId: 'req_storage',
+  createdAt: new Date('2025-01-31T12:00:00.000Z'),
+});
+
+forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
+  it('creates the tables on first open', async () => {
+    const tables = (await storage().db.introspection.getTables()).map((table) => table.name);
+    expect(tables).toEqual(expect.arrayContaining(['tenants', 'api_keys', 'log_records']));
+  });
+
+  it('answers a ping', async () => {
+    expect(await storage().ping()).toBe(true);
+  });
+
+  it('runs no migration twice when opened again, and keeps the data', async () => {
+    await storage().appendLogRecord(record('cid_reopen'));
+    const { key } = await storage().createApiKey('tenant_storage');
+    const again = await reopen();
+    const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(again.db);
+    expect(applied.rows.map((row) => row.name)).toEqual(['0001-initial']);
+    expect(Buffer.from((await again.getLogRecord('tenant_storage', 'cid_reopen')) ?? [])).toEqual(
+      Buffer.from(record('cid_reopen').bytes),
+    );
+    expect(await again.findApiKey(key)).toMatchObject({ tenantId: 'tenant_storage' });
+  });
+
+  it('flushes pending appends on close', async () => {
+    const pending = [1, 2, 3].map((i) => storage().appendLogRecord(record(`cid_close_${i}`)));
+    const again = await reopen(); // closes the current storage without waiting for the appends first
+    await Promise.all(pending);
+    for (const i of [1, 2, 3])
+      expect(await again.getLogRecord('tenant_storage', `cid_close_${i}`)).toBeDefined();
+  });
+
+  it('refuses appends after close, and a closed storage does not answer pings', async () => {
+    const closed = storage();
+    await reopen();
+    await expect(closed.appendLogRecord(record('cid_after_close'))).rejects.toThrow(/closed/);
+    expect(await closed.ping()).toBe(false);
+  });
+
+  if (kind === 'sqlite') {
+    it('keeps SQLite in WAL mode with synchronous=FULL, so a commit is on disk', async () => {
+      const db = storage().db;
+      const journal = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db);
+      const synchronous = await sql<{ synchronous: number }>`pragma synchronous`.execute(db);
+      const foreignKeys = await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db);
+      expect(journal.rows[0]?.journal_mode).toBe('wal');
+      expect(synchronous.rows[0]?.synchronous).toBe(2); // FULL
+      expect(foreignKeys.rows[0]?.foreign_keys).toBe(1);
+      expect(storage().location).toMatch(/scenario-scoring\.sqlite$/);
+    });
+  }
+});
+
+describe('openStorage on one PostgreSQL database from several instances at once', () => {
+  it('migrates once, the others waiting on the advisory lock', async () => {
+    const database = await createTestDatabase('postgres');
+    try {
+      const storages = await Promise.all(Array.from({ length: 4 }, () => openStorage(database.options)));
+      for (const storage of storages) {
+        const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(storage.db);
+        expect(applied.rows).toHaveLength(1);
+      }
+      await Promise.all(storages.map((storage) => storage.close()));
+    } finally {
+      await database.dispose();
+    }
+  });
+});
+
+describe('openStorage with SQLite', () => {
+  it('creates DATA_DIR when it does not exist', async () => {
+    const database = await createTestDatabase('sqlite');
+    try {
+      const storage = await openStorage({ dataDir: `${database.options.dataDir}/nested/data` });
+      expect(await storage.ping()).toBe(true);
+      expect(storage.location).toBe(`${database.options.dataDir}/nested/data/scenario-scoring.sqlite`);
+      await storage.close();
+    } finally {
+      await database.dispose();
+    }
+  });
+});

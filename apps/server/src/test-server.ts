@@ -1,0 +1,70 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.js';
+import type { Config } from './config.js';
+import { type Logger, silentLogger } from './logger.js';
+import type { Storage } from './storage/storage.js';
+
+/** The configuration tests run with: validation of responses on, no rate limit unless asked. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    port: 0,
+    host: '127.0.0.1',
+    dataDir: '/nonexistent',
+    databaseUrl: undefined,
+    nodeEnv: 'test',
+    bodyLimitBytes: 1_048_576,
+    rateLimitPerSecond: 0,
+    ...overrides,
+  };
+}
+
+/** A request to the test server: JSON bodies are serialised, `key` becomes a bearer token. */
+export interface TestRequest {
+  method?: string;
+  key?: string;
+  /** Sent as JSON unless it is a string, which is sent as is; either way as application/json unless `headers` say otherwise. */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** An app listening on 127.0.0.1 on a free port, with a `fetch` bound to it. */
+export interface TestServer {
+  readonly url: string;
+  request(path: string, request?: TestRequest): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** Starts `createApp` on a free port: real HTTP, real storage. */
+export async function startTestServer(options: {
+  storage: Storage;
+  config?: Partial<Config>;
+  logger?: Logger;
+}): Promise<TestServer> {
+  const app = await createApp({
+    storage: options.storage,
+    config: testConfig(options.config),
+    logger: options.logger ?? silentLogger,
+  });
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    request(path, { method, key, body, headers = {} } = {}) {
+      const allHeaders: Record<string, string> = { ...headers };
+      if (key !== undefined) allHeaders.authorization = `Bearer ${key}`;
+      if (body !== undefined) allHeaders['content-type'] ??= 'application/json';
+      return fetch(`${url}${path}`, {
+        method: method ?? (body === undefined ? 'GET' : 'POST'),
+        headers: allHeaders,
+        ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      });
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}

@@ -1,0 +1,165 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ScoreResponse } from '@scenario-scoring/api-types';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
+
+const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const MAIN = join(serverDir, 'dist', 'main.js');
+const CLI = join(serverDir, 'dist', 'cli.js');
+const SCORE = { subject: 'process-test', context: { jurisdiction: 'DE', utilization: 0.4 } };
+
+/** The built server, as `npm start` runs it: environment only, output on stdout. */
+class ServerProcess {
+  readonly child: ChildProcess;
+  output = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(env: Record<string, string>) {
+    this.child = spawn(process.execPath, [MAIN], {
+      cwd: serverDir,
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', ...env },
+    });
+    this.child.stdout?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+    });
+    this.child.stderr?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+    });
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+  }
+
+  /** Resolves with the first match of `pattern` in the output, or rejects when the process exits first. */
+  async waitFor(pattern: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const match = this.output.match(pattern);
+      if (match) return match;
+      if (this.child.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`no ${pattern} in the output of the server:\n${this.output}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
+
+/** Runs the built CLI to completion. */
+function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(MAIN) || !existsSync(join(serverDir, 'dist', 'contract', 'openapi.json'))) {
+    throw new Error('the server is not built: run "npm run build -w @scenario-scoring/server" first');
+  }
+});
+
+for (const kind of DATABASE_KINDS) {
+  describe(`the built server (${kind})`, () => {
+    let database: TestDatabase;
+    let env: Record<string, string>;
+    beforeAll(async () => {
+      database = await createTestDatabase(kind);
+      env = {
+        DATA_DIR: database.options.dataDir,
+        ...(database.options.databaseUrl !== undefined && { DATABASE_URL: database.options.databaseUrl }),
+      };
+    });
+    afterAll(() => database.dispose());
+
+    it('creates and prints a first key, listens on the real port, scores, and exits 0 on SIGTERM', async () => {
+      const server = new ServerProcess(env);
+      try {
+        const [, key] = await server.waitFor(
+          /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/,
+        );
+        const [, port] = await server.waitFor(
+          /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at http:\/\/localhost:\1\/docs\n/,
+        );
+        expect(Number(port)).toBeGreaterThan(0);
+        const response = await fetch(`http://127.0.0.1:${port}/v1/scoring/score`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(SCORE),
+        });
+        expect(response.status).toBe(200);
+        expect(((await response.json()) as ScoreResponse).status).toBe('ok');
+      } finally {
+        server.child.kill('SIGTERM');
+      }
+      expect(await server.exited).toEqual({ code: 0, signal: null });
+    });
+
+    it('creates no key when one exists, and a key made by the CLI works at once', async () => {
+      const server = new ServerProcess(env);
+      try {
+        const [, port] = await server.waitFor(/listening on http:\/\/localhost:(\d+)/);
+        expect(server.output).not.toMatch(/Created an API key/);
+
+        const created = await runCli(['create-key', '--tenant', 'acme'], env);
+        expect(created).toMatchObject({ code: 0, stderr: '' });
+        expect(created.stdout).toMatch(/^sk_[0-9A-Za-z]{40}\n$/);
+
+        const response = await fetch(`http://127.0.0.1:${port}/v1/scoring/policies/DE`, {
+          headers: { authorization: `Bearer ${created.stdout.trim()}` },
+        });
+        expect(response.status).toBe(200);
+      } finally {
+        server.child.kill('SIGINT');
+      }
+      expect((await server.exited).code).toBe(0);
+    });
+  });
+}
+
+describe('the built CLI', () => {
+  it('prints its usage on --help', async () => {
+    const help = await runCli(['--help'], {});
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Usage: node dist\/cli\.js create-key --tenant NAME/);
+  });
+
+  it('refuses bad arguments with a clear error and exit code 2', async () => {
+    for (const [args, error] of [
+      [[], /no command given/],
+      [['delete-key'], /unknown command "delete-key"/],
+      [['create-key'], /create-key needs --tenant NAME/],
+      [['create-key', '--tenant', 'Bad Name'], /invalid tenant name "Bad Name"/],
+      [['create-key', '--tenant', 'a', '--colour', 'red'], /Unknown option '--colour'/],
+    ] as const) {
+      const result = await runCli([...args], {});
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(error);
+      expect(result.stderr).toMatch(/Usage:/);
+    }
+  });
+});
+
+describe('the built server with a bad environment', () => {
+  it('names every bad variable and exits non-zero', async () => {
+    const server = new ServerProcess({ PORT: 'eighty', BODY_LIMIT_BYTES: '0', DATA_DIR: '/tmp' });
+    const { code } = await server.exited;
+    expect(code).not.toBe(0);
+    expect(server.output).toMatch(/PORT must be an integer/);
+    expect(server.output).toMatch(/BODY_LIMIT_BYTES must be an integer/);
+  });
+});

@@ -1,0 +1,129 @@
+/**
+ * bench/score: POST /v1/scoring/score on the real server (validated, durably logged) against a bare
+ * node:http endpoint returning the same JSON, and against the Prism mock, alternated over several rounds in
+ * one run. Prints requests/s, p50/p99 and each target's ratio to bare node:http.
+ *
+ *   npm run bench:score -- [--rounds 3] [--duration 5] [--connections 50] [--db sqlite|postgres]
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildLogRecord, canonicalBytes, cidOfBytes, effectivePolicy, scoreContext } from '@scenario-scoring/engine';
+import pg from 'pg';
+import { freePort, type RunningProcess, startProcess } from '../lib/child-process.ts';
+import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50' },
+    db: { type: 'string', default: 'sqlite' },
+  },
+});
+const ROUNDS = Number(args.rounds);
+const DURATION_S = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+const ROOT = new URL('../../', import.meta.url).pathname;
+const SERVER_MAIN = join(ROOT, 'apps/server/dist/main.js');
+const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
+const BUNDLE = join(ROOT, 'openapi/dist/openapi.yaml');
+const PRISM = join(ROOT, 'node_modules/.bin/prism');
+
+const context = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84, debt_to_income: 0.28 };
+const requestBody = (n: number) => JSON.stringify({ subject: `bench-${n}`, context });
+
+// The JSON the real server returns for this input, so the baseline sends the same bytes.
+const policy = effectivePolicy(context.jurisdiction);
+const result = scoreContext(context, policy);
+const record = buildLogRecord({ policy_version: policy.policy_version, subject: 'bench-0', context, result });
+const sameJson = JSON.stringify({
+  id: 'req_01JZ4V8Q6Y3M2N5P7R9S1T3V5X',
+  status: 'ok',
+  result,
+  log_cid: cidOfBytes(canonicalBytes(record)),
+});
+
+async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `ss_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'ss-bench-'));
+const database = args.db === 'postgres' ? await freshPostgres() : undefined;
+const serverEnv = {
+  NODE_ENV: 'production',
+  DATA_DIR: dataDir,
+  RATE_LIMIT_PER_SECOND: '0',
+  ...(database ? { DATABASE_URL: database.url } : {}),
+};
+const processes: RunningProcess[] = [];
+try {
+  const apiKey = execFileSync('node', [SERVER_CLI, 'create-key', '--tenant', 'bench'], {
+    env: { ...process.env, ...serverEnv },
+    encoding: 'utf8',
+  })
+    .trim()
+    .split('\n')
+    .at(-1) as string;
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+
+  const [serverPort, barePort, prismPort] = [await freePort(), await freePort(), await freePort()];
+  const server = await startProcess('node', [SERVER_MAIN], {
+    env: { ...serverEnv, PORT: String(serverPort), HOST: '127.0.0.1' },
+    url: `http://127.0.0.1:${serverPort}`,
+    readyPath: '/readyz',
+  });
+  const bare = await startProcess('node', [join(ROOT, 'bench/score/bare-server.ts')], {
+    env: { PORT: String(barePort), BARE_BODY: sameJson },
+    url: `http://127.0.0.1:${barePort}`,
+  });
+  const prism = await startProcess(PRISM, ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE], {
+    url: `http://127.0.0.1:${prismPort}`,
+    readyPath: '/healthz',
+    timeoutMs: 60_000,
+  });
+  processes.push(server, bare, prism);
+
+  const targets: LoadTarget[] = [
+    { name: 'bare node:http', url: `${bare.url}/v1/scoring/score`, headers, body: requestBody },
+    { name: `server (${args.db})`, url: `${server.url}/v1/scoring/score`, headers, body: requestBody },
+    { name: 'prism mock', url: `${prism.url}/v1/scoring/score`, headers, body: requestBody },
+  ];
+  console.log(
+    `bench/score: ${ROUNDS} rounds × ${targets.length} targets × ${DURATION_S} s, ${CONNECTIONS} connections, Node ${process.version}`,
+  );
+  for (const target of targets) await measure(target, CONNECTIONS, 1); // warm-up, not reported
+  const rounds: Round[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const target of targets) {
+      const r = await measure(target, CONNECTIONS, DURATION_S);
+      rounds.push(r);
+      console.log(
+        `round ${round} ${r.target.padEnd(18)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}`,
+      );
+    }
+  }
+  printSummary(rounds, 'bare node:http');
+} finally {
+  for (const p of processes) await p.stop();
+  await database?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,70 @@
+import type { paths as ContractPaths, Problem as ContractProblem } from '@scenario-scoring/api-types';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { API_KEY, BASE_URL, jsonResponse, SCORE_RESPONSE } from '../test/scripted-fetch.js';
+import type { LogRecord, Policy, paths, Run, ScoreResponse } from './api-types.js';
+import { createClient } from './client-factory.js';
+import type { Problem, ProblemCode } from './problem-guard.js';
+
+/** Type tests: `tsc` (npm run typecheck) checks them; running them only proves they are well-formed. */
+describe('types', () => {
+  const fetch = async () => jsonResponse(SCORE_RESPONSE);
+  const client = createClient({ baseUrl: BASE_URL, apiKey: API_KEY, fetch, retries: false });
+
+  it('copies the contract types unchanged from @scenario-scoring/api-types', () => {
+    expectTypeOf<Problem>().toEqualTypeOf<ContractProblem>();
+    expectTypeOf<paths>().toEqualTypeOf<ContractPaths>();
+    expectTypeOf<ProblemCode>().toEqualTypeOf<ContractProblem['code']>();
+    expectTypeOf<ProblemCode>().toExtend<string>();
+  });
+
+  it('types the score call: its body, its data and its error', async () => {
+    const result = await client.POST('/v1/scoring/score', {
+      body: { subject: 'applicant-42', context: { jurisdiction: 'DE', utilization: 0.3 } },
+    });
+    expectTypeOf(result.data).toEqualTypeOf<ScoreResponse | undefined>();
+    expectTypeOf(result.error).toEqualTypeOf<Problem | undefined>();
+    if (result.data) {
+      expectTypeOf(result.data.result.scenarios[0]).toEqualTypeOf<
+        ScoreResponse['result']['scenarios'][number] | undefined
+      >();
+      expectTypeOf(result.data.log_cid).toBeString();
+    } else {
+      // Narrowing on data leaves the problem.
+      expectTypeOf(result.error).toEqualTypeOf<Problem>();
+    }
+    expect(result.data?.status).toBe('ok');
+  });
+
+  it('refuses calls the contract does not allow', async () => {
+    // @ts-expect-error subject is required
+    await client.POST('/v1/scoring/score', { body: { context: { jurisdiction: 'DE' } } });
+    await client.POST('/v1/scoring/score', {
+      body: {
+        subject: 's',
+        // @ts-expect-error an input has the wrong type
+        context: { jurisdiction: 'DE', utilization: 'high' },
+      },
+    });
+    // @ts-expect-error there is no such path
+    await client.GET('/v1/scoring/scores');
+    // @ts-expect-error the path parameter is required
+    await client.GET('/v1/scoring/policies/{jurisdiction}', {});
+  });
+
+  it('types each operation by its own response', async () => {
+    const policy = await client.GET('/v1/scoring/policies/{jurisdiction}', {
+      params: { path: { jurisdiction: 'FR' } },
+    });
+    expectTypeOf(policy.data).toEqualTypeOf<Policy | undefined>();
+    const run = await client.GET('/v1/scoring/runs/{id}', { params: { path: { id: 'run_1' } } });
+    expectTypeOf(run.data).toEqualTypeOf<Run | undefined>();
+    expectTypeOf(run.error).toEqualTypeOf<Problem | undefined>();
+    const log = await client.GET('/v1/logs/{cid}', { params: { path: { cid: 'b' } } });
+    expectTypeOf(log.data).toEqualTypeOf<LogRecord | undefined>();
+    const bytes = await client.GET('/v1/logs/{cid}', {
+      params: { path: { cid: 'b' } },
+      parseAs: 'arrayBuffer',
+    });
+    expectTypeOf(bytes.data).toEqualTypeOf<ArrayBuffer | undefined>();
+  });
+});

@@ -1,0 +1,27 @@
+/**
+ * @scenario-scoring/client — a typed client of the scenario-scoring API: openapi-fetch typed by the
+ * contract, with auth, request ids and retries as middleware, problem types, log record verification
+ * and webhook verification.
+ */
+
+export type { Middleware } from 'openapi-fetch';
+export type * from './api-types.js';
+export { API_KEY_PATTERN, assertApiKey, authMiddleware } from './auth-middleware.js';
+export {
+  type ClientOptions,
+  createClient,
+  DEFAULT_USER_AGENT,
+  type ScoringClient,
+} from './client-factory.js';
+export { CLIENT_VERSION } from './client-version.js';
+export { computeLogCid, type LogRecordBytes, verifyLogRecord } from './log-record-verifier.js';
+export { isProblem, type Problem, type ProblemCode } from './problem-guard.js';
+export { randomRequestId, requestIdMiddleware } from './request-id-middleware.js';
+export { backoffMs, retryAfterMs } from './retry-delay.js';
+export { DEFAULT_RETRY, type RetryOptions, retryMiddleware } from './retry-middleware.js';
+export {
+  fetchVerifiedLogRecord,
+  type LogRecordMismatch,
+  type VerifiedLogRecordResult,
+} from './verified-log-fetch.js';
+export { type ReceivedHeaders, verifyWebhook, WebhookVerificationError } from './webhook-verifier.js';

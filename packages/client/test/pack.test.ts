@@ -1,0 +1,143 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * The published shape: `npm pack` the built package, install the tarball in a clean project outside the
+ * workspace (only the registry's packages around it), and check that it type-checks and imports there.
+ */
+const run = promisify(execFile);
+const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
+const HELLO_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
+
+/** The environment without the npm_* settings of an enclosing `npm run`, which would steer the inner npm. */
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+
+const CONSUMER = `import { createClient, isProblem, verifyLogRecord, type Problem, type ProblemCode } from '@scenario-scoring/client';
+
+const client = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_${'a'.repeat(40)}' });
+
+export async function firstScore(): Promise<number | undefined> {
+  const { data, error } = await client.POST('/v1/scoring/score', {
+    body: { subject: 'x', context: { jurisdiction: 'DE' } },
+  });
+  const code: ProblemCode | undefined = error?.code;
+  const problem: Problem | undefined = error;
+  if (code === 'rate_limited' || isProblem(problem)) return undefined;
+  if (!data) return undefined;
+  // @ts-expect-error a score is a number, not a string
+  const wrong: string = data.result.scenarios[0].score;
+  // @ts-expect-error scenarios have no such field
+  void data.result.scenarios[0].value;
+  void wrong;
+  await verifyLogRecord(new Uint8Array(), data.log_cid);
+  return data.result.scenarios[0].score;
+}
+`;
+
+const TSCONFIGS = {
+  'tsconfig.nodenext.json': { module: 'NodeNext', moduleResolution: 'NodeNext' },
+  'tsconfig.bundler.json': { module: 'ESNext', moduleResolution: 'Bundler' },
+};
+
+let workDir = '';
+afterAll(async () => {
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+async function declarationFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile() && e.name.endsWith('.d.ts')).map((e) => join(e.parentPath, e.name));
+}
+
+describe('the packed package', () => {
+  it('installs, type-checks and imports in a clean project outside the workspace', {
+    timeout: 120_000,
+  }, async () => {
+    if (!existsSync(join(PACKAGE_DIR, 'dist/index.js'))) {
+      throw new Error('dist/ is missing: run `npm run build -w @scenario-scoring/client` first');
+    }
+    workDir = await mkdtemp(join(tmpdir(), 'ss-client-pack-'));
+    // --ignore-scripts: the test packs the dist/ that turbo built, instead of rebuilding it under other tests.
+    const packed = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', workDir], {
+      cwd: PACKAGE_DIR,
+      env: cleanEnv,
+    });
+    const [{ filename, files }] = JSON.parse(packed.stdout) as [
+      { filename: string; files: { path: string }[] },
+    ];
+    const paths = files.map((f) => f.path);
+    expect(paths).toContain('dist/index.js');
+    expect(paths).toContain('dist/index.d.ts');
+    expect(paths).toContain('README.md');
+    expect(
+      paths.filter((p) => p.startsWith('src/') || p.startsWith('test/') || p.endsWith('.test.js')),
+    ).toEqual([]);
+
+    const project = join(workDir, 'consumer');
+    await mkdir(project);
+    await writeFile(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+    );
+    // Bounded below the test's own timeout, so that a registry that cannot be reached shows npm's output
+    // (behind a TLS-intercepting proxy npm needs NODE_EXTRA_CA_CERTS: turbo.json passes it through).
+    await run('npm', ['install', '--no-audit', '--no-fund', join(workDir, filename), 'typescript@5.9.3'], {
+      cwd: project,
+      env: cleanEnv,
+      timeout: 100_000,
+    }).catch((failed: { stdout?: string; stderr?: string }) => {
+      throw new Error(
+        `npm install in the clean project failed:\n${failed.stdout ?? ''}${failed.stderr ?? ''}`,
+        {
+          cause: failed,
+        },
+      );
+    });
+
+    const installed = join(project, 'node_modules/@scenario-scoring/client');
+    for (const file of await declarationFiles(join(installed, 'dist'))) {
+      expect(await readFile(file, 'utf8'), file).not.toMatch(
+        /from ['"]@scenario-scoring\/|import\(['"]@scenario-scoring\//,
+      );
+    }
+    expect(existsSync(join(project, 'node_modules/@scenario-scoring/api-types'))).toBe(false);
+
+    await writeFile(join(project, 'index.ts'), CONSUMER);
+    for (const [name, resolution] of Object.entries(TSCONFIGS)) {
+      const compilerOptions = {
+        ...resolution,
+        target: 'ES2022',
+        lib: ['ES2023', 'DOM'],
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+      };
+      await writeFile(join(project, name), JSON.stringify({ compilerOptions, files: ['index.ts'] }));
+      const tsc = await run('node', ['node_modules/typescript/bin/tsc', '-p', name], { cwd: project }).then(
+        (done) => ({ exitCode: 0, output: done.stdout + done.stderr }),
+        (failed: { code: number; stdout: string; stderr: string }) => ({
+          exitCode: failed.code,
+          output: failed.stdout + failed.stderr,
+        }),
+      );
+      expect(tsc, `tsc -p ${name}`).toEqual({ exitCode: 0, output: '' });
+    }
+
+    const imported = await run(
+      'node',
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('@scenario-scoring/client'); console.log(typeof m.createClient, await m.computeLogCid('hello world'));",
+      ],
+      { cwd: project },
+    );
+    expect(imported.stdout.trim()).toBe(`function ${HELLO_CID}`);
+  });
+});

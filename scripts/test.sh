@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every check and test: lint, contract bundle, types check, docs test in Chromium, mock test,
+# engine, server (SQLite and PostgreSQL), client pack test and the contract suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing Debian's chromium for the docs test" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "The docs test needs Chromium: install Debian's 'chromium' package or set CHROMIUM_PATH." >&2
+    exit 1
+  fi
+fi
+exec npm test

@@ -1,0 +1,80 @@
+import {
+  fetchVerifiedLogRecord,
+  type ScoreRequest,
+  type ScoringClient,
+  verifyLogRecord,
+} from '@scenario-scoring/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, getLog, postScore, SCORE_OPERATION } from './harness/contract-calls.js';
+import { clientOf } from './harness/contract-client.js';
+import { requestExample } from './harness/contract-validator.js';
+import { preferHeader } from './harness/documented-answer.js';
+import { expectedScoring } from './harness/expected-scoring.js';
+import { startTarget, type Target } from './harness/targets.js';
+
+const FULL_FILE = requestExample(SCORE_OPERATION, 'FullFile') as ScoreRequest;
+/** A well-formed CID that no scoring logs: the CID of `hello world`. */
+const UNKNOWN_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
+
+let target: Target;
+let client: ScoringClient;
+let loggedCid: string;
+beforeAll(async () => {
+  target = await startTarget();
+  client = clientOf(target);
+  const { data } = await postScore(client, { json: FULL_FILE }, { status: 200, example: 'FullFile' });
+  loggedCid = data?.log_cid ?? '';
+});
+afterAll(() => target?.stop());
+
+describe('a scoring log record', () => {
+  it('is served as the exact bytes its CID names, the canonical record the engine builds', async () => {
+    const { data } = await getLog(client, loggedCid, { status: 200, example: 'FullFile' });
+    const bytes = new Uint8Array(data ?? new ArrayBuffer(0));
+    expect(await verifyLogRecord(bytes, loggedCid), new TextDecoder().decode(bytes)).toBe(true);
+    expect(bytes).toEqual(expectedScoring(FULL_FILE).logBytes);
+  });
+
+  it('verifies with the client in one step', async () => {
+    const verified = await fetchVerifiedLogRecord(client, loggedCid, {
+      headers: preferHeader({ status: 200, example: 'FullFile' }),
+    });
+    expect(verified.error).toBeUndefined();
+    expect(verified.data?.record).toMatchObject({
+      schema: 'score-log/1',
+      model_version: 'scorecard-1',
+      subject: FULL_FILE.subject,
+      context: FULL_FILE.context,
+    });
+  });
+
+  it('answers an unknown cid with 404 not_found', async () => {
+    const { error } = await getLog(client, UNKNOWN_CID, { status: 404, example: 'NotFound' });
+    expectProblem(target, error, { code: 'not_found', instance: `/v1/logs/${UNKNOWN_CID}` });
+  });
+
+  it("answers another tenant's cid with 404 not_found, as if it did not exist", async () => {
+    const other = clientOf(target, { apiKey: target.otherTenantKey });
+    const { error } = await getLog(other, loggedCid, { status: 404, example: 'NotFound' });
+    expectProblem(target, error, { code: 'not_found', instance: `/v1/logs/${loggedCid}` });
+    // The other tenant scoring the same input logs the same bytes under the same CID, and sees its own.
+    const scored = await postScore(other, { json: FULL_FILE }, { status: 200, example: 'FullFile' });
+    expect(scored.data?.log_cid).toBe(loggedCid);
+    const { data } = await getLog(other, loggedCid, { status: 200, example: 'FullFile' });
+    expect(await verifyLogRecord(new Uint8Array(data ?? new ArrayBuffer(0)), loggedCid)).toBe(true);
+  });
+
+  it.each([
+    'not-a-cid',
+    'bafkreiayofhlaqkaph3jjsfs6wjoujxsu665s7ehdjfl443rszjeaj77v',
+    'BAFKREIAYOFHLAQKAPH3JJSFS6WJOUJXSU665S7EHDJFL443RSZJEAJ77VU',
+    'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG',
+  ])('refuses %s, which is not a log CID, with 400 validation_failed naming /path/cid', async (cid) => {
+    const { error } = await getLog(client, cid, { status: 400, example: 'InvalidParameter' });
+    expectProblem(target, error, {
+      code: 'validation_failed',
+      paths: ['/path/cid'],
+      instance: `/v1/logs/${cid}`,
+    });
+  });
+});

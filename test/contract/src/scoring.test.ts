@@ -1,0 +1,132 @@
+import { type ScoreRequest, type ScoringClient, verifyLogRecord } from '@scenario-scoring/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getLog, postScore, SCORE_OPERATION } from './harness/contract-calls.js';
+import { clientOf } from './harness/contract-client.js';
+import { requestExample } from './harness/contract-validator.js';
+import { expectedScoring, REQUEST_ID_PATTERN } from './harness/expected-scoring.js';
+import { startTarget, type Target } from './harness/targets.js';
+
+const FULL_FILE = requestExample(SCORE_OPERATION, 'FullFile') as ScoreRequest;
+const THIN_FILE = requestExample(SCORE_OPERATION, 'ThinFile') as ScoreRequest;
+const INPUTS = ['on_time_ratio', 'utilization', 'history_months', 'debt_to_income', 'inquiries_12m'] as const;
+
+let target: Target;
+let client: ScoringClient;
+beforeAll(async () => {
+  target = await startTarget();
+  client = clientOf(target);
+});
+afterAll(() => target?.stop());
+
+/** Scores `request`; then, where the target computes (`exact`), expects the engine's answer and log. */
+async function expectScoredAsTheEngine(request: ScoreRequest, example: string, exact: boolean) {
+  const { data } = await postScore(client, { json: request }, { status: 200, example });
+  if (data === undefined) throw new Error('no scoring');
+  const { id, ...rest } = data;
+  expect(id).toMatch(REQUEST_ID_PATTERN);
+  if (!exact) return;
+  const expected = expectedScoring(request);
+  expect(rest).toEqual(expected.response);
+  const log = await getLog(client, data.log_cid, { status: 200, example });
+  const bytes = new Uint8Array(log.data ?? new ArrayBuffer(0));
+  expect(await verifyLogRecord(bytes, data.log_cid), new TextDecoder().decode(bytes)).toBe(true);
+  expect(bytes).toEqual(expected.logBytes);
+}
+
+describe('scoring the contract examples', () => {
+  it.each([
+    ['FullFile', FULL_FILE],
+    ['ThinFile', THIN_FILE],
+  ])(
+    'scores the %s example as the engine does, and serves the log record its log_cid names',
+    async (name, request) => {
+      await expectScoredAsTheEngine(request, name, true);
+    },
+  );
+
+  it('widens the band of a thin file beyond that of a full one', async () => {
+    const band = async (request: ScoreRequest, example: string) => {
+      const { data } = await postScore(client, { json: request }, { status: 200, example });
+      const [p10, p50, p90] = data?.result.scenarios.map((s) => s.score) ?? [];
+      expect(p10).toBeLessThanOrEqual(p50 as number);
+      expect(p50).toBeLessThanOrEqual(p90 as number);
+      return (p90 as number) - (p10 as number);
+    };
+    expect(await band(THIN_FILE, 'ThinFile')).toBeGreaterThan(await band(FULL_FILE, 'FullFile'));
+  });
+});
+
+// The mock answers every valid scoring with a documented example; only the server computes, so only its
+// answers are compared with the engine's.
+describe('every optional input may be absent or present', () => {
+  it.each(INPUTS)('scores the full file without %s', async (input) => {
+    const context = { ...FULL_FILE.context };
+    delete context[input];
+    await expectScoredAsTheEngine(
+      { subject: 'without-input', context },
+      'FullFile',
+      target.kind === 'server',
+    );
+  });
+
+  it.each(INPUTS)('scores a file with only %s', async (input) => {
+    const context = { jurisdiction: 'DE', [input]: FULL_FILE.context[input] };
+    await expectScoredAsTheEngine({ subject: 'only-input', context }, 'FullFile', target.kind === 'server');
+  });
+});
+
+describe('values at the edge of their range are accepted', () => {
+  it.each([
+    { on_time_ratio: 0 },
+    { on_time_ratio: 1 },
+    { utilization: 0 },
+    { utilization: 10 },
+    { history_months: 0 },
+    { history_months: 1200 },
+    { debt_to_income: 0 },
+    { debt_to_income: 10 },
+    { inquiries_12m: 0 },
+    { inquiries_12m: 100 },
+    { history_months: 84.0 },
+  ])('scores %o', async (inputs) => {
+    const request = { subject: 'edge', context: { jurisdiction: 'DE', ...inputs } };
+    await expectScoredAsTheEngine(request, 'FullFile', target.kind === 'server');
+  });
+
+  it.each([
+    ['a one-character subject', 'a'],
+    ['a 256-character subject', 's'.repeat(256)],
+    ['a subject beyond ASCII', 'zoë-ünïcødé-申请人-🧾'],
+  ])('scores %s', async (_name, subject) => {
+    await expectScoredAsTheEngine(
+      { subject, context: { jurisdiction: 'FR' } },
+      'FullFile',
+      target.kind === 'server',
+    );
+  });
+
+  it.each(['US', 'US-NY', 'US-CA', 'GB', 'DE', 'FR-75C', 'CN-BJ'])(
+    'scores jurisdiction %s under its effective policy',
+    async (jurisdiction) => {
+      const request = { subject: 'policy', context: { jurisdiction, utilization: 0.5 } };
+      await expectScoredAsTheEngine(request, 'FullFile', target.kind === 'server');
+    },
+  );
+
+  it('scores a body sent as application/json; charset=utf-8', async () => {
+    const { data } = await postScore(
+      client,
+      { json: FULL_FILE },
+      { status: 200, example: 'FullFile' },
+      { 'Content-Type': 'application/json; charset=utf-8' },
+    );
+    expect(data).toMatchObject(expectedScoring(FULL_FILE).response);
+  });
+
+  it('scores a body of almost 1 MiB (padded with JSON whitespace)', async () => {
+    const json = JSON.stringify(FULL_FILE);
+    const raw = `${json.slice(0, -1)}${' '.repeat(1_000_000 - json.length)}}`;
+    const { data } = await postScore(client, { raw }, { status: 200, example: 'FullFile' });
+    expect(data).toMatchObject(expectedScoring(FULL_FILE).response);
+  });
+});
