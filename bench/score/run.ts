@@ -10,7 +10,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildLogRecord, canonicalBytes, cidOfBytes, effectivePolicy, scoreContext } from '@scenario-scoring/engine';
+import {
+  buildLogRecord,
+  canonicalBytes,
+  cidOfBytes,
+  effectivePolicy,
+  scoreContext,
+} from '@scenario-scoring/engine';
 import pg from 'pg';
 import { freePort, type RunningProcess, startProcess } from '../lib/child-process.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
@@ -32,7 +38,13 @@ const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
 const BUNDLE = join(ROOT, 'openapi/dist/openapi.yaml');
 const PRISM = join(ROOT, 'node_modules/.bin/prism');
 
-const context = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84, debt_to_income: 0.28 };
+const context = {
+  jurisdiction: 'DE',
+  on_time_ratio: 0.96,
+  utilization: 0.35,
+  history_months: 84,
+  debt_to_income: 0.28,
+};
 const requestBody = (n: number) => JSON.stringify({ subject: `bench-${n}`, context });
 
 // The JSON the real server returns for this input, so the baseline sends the same bytes.
@@ -95,11 +107,15 @@ try {
     env: { PORT: String(barePort), BARE_BODY: sameJson },
     url: `http://127.0.0.1:${barePort}`,
   });
-  const prism = await startProcess(PRISM, ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE], {
-    url: `http://127.0.0.1:${prismPort}`,
-    readyPath: '/healthz',
-    timeoutMs: 60_000,
-  });
+  const prism = await startProcess(
+    PRISM,
+    ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
+    {
+      url: `http://127.0.0.1:${prismPort}`,
+      readyPath: '/healthz',
+      timeoutMs: 60_000,
+    },
+  );
   processes.push(server, bare, prism);
 
   const targets: LoadTarget[] = [

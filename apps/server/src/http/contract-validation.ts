@@ -10,6 +10,8 @@ import { speedUpValidatorHotPath } from './validator-hot-path.js';
 export interface ContractValidationOptions {
   /** Validate responses too (development and tests): a handler drifting from the contract answers 500. */
   validateResponses: boolean;
+  /** Told which operations the warm-up sent through the validator before it was returned. */
+  onWarmedUp?: (operationIds: readonly string[]) => void;
 }
 
 /**
@@ -35,7 +37,8 @@ export async function contractValidation(
     ignoreUndocumented: false,
     fileUploader: false,
   });
-  await warmUp(handlers, contractOperations(contract.document), contract);
+  const warmed = await warmUp(handlers, contractOperations(contract.document), contract);
+  options.onWarmedUp?.(warmed);
   return handlers;
 }
 
@@ -45,7 +48,8 @@ async function warmUp(
   handlers: RequestHandler[],
   operations: readonly ContractOperation[],
   contract: Contract,
-): Promise<void> {
+): Promise<string[]> {
+  const warmed: string[] = [];
   const reached = new Set<string>();
   const failures: string[] = [];
   const app = express();
@@ -77,6 +81,7 @@ async function warmUp(
         ...(body !== undefined && { body: JSON.stringify(body) }),
       });
       await response.arrayBuffer();
+      warmed.push(operation.operationId);
     }
   } finally {
     await new Promise((resolve) => server.close(resolve));
@@ -86,6 +91,7 @@ async function warmUp(
       `the contract failed to compile or rejects its own examples:\n- ${failures.join('\n- ')}`,
     );
   }
+  return warmed;
 }
 
 function describe(error: unknown): string {

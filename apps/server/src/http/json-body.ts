@@ -35,10 +35,18 @@ const requireJsonMediaType: RequestHandler = (req, _res, next) => {
 /**
  * After parsing, one spelling of the content type for every request: the contract validator caches its
  * compiled schemas per content type, so a client varying parameters (`; x=1`, `; x=2`, …) would otherwise
- * make it compile and keep a new validator for each. Body-less reads get none, as warmed up at start.
+ * make it compile and keep a new validator for each. Body-less reads get none, as warmed up at start;
+ * body-less writes get JSON, so the contract reports the missing body.
  */
 const normalizeContentType: RequestHandler = (req, _res, next) => {
-  if (req.headers['content-type'] !== undefined) {
+  // A write with no body at all is a missing body (400 validation_failed), not a wrong media type.
+  if (
+    req.headers['content-type'] === undefined &&
+    !BODYLESS_METHODS.has(req.method) &&
+    !hasBody(req.headers)
+  ) {
+    req.headers['content-type'] = JSON_MEDIA_TYPE;
+  } else if (req.headers['content-type'] !== undefined) {
     if (BODYLESS_METHODS.has(req.method) && !hasBody(req.headers)) delete req.headers['content-type'];
     else req.headers['content-type'] = JSON_MEDIA_TYPE;
   }
