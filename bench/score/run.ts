@@ -10,13 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  buildLogRecord,
-  canonicalBytes,
-  cidOfBytes,
-  effectivePolicy,
-  scoreContext,
-} from '@scenario-scoring/engine';
+import { scoreAndLog } from '@scenario-scoring/engine';
 import pg from 'pg';
 import { freePort, type RunningProcess, startProcess } from '../lib/child-process.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
@@ -48,14 +42,12 @@ const context = {
 const requestBody = (n: number) => JSON.stringify({ subject: `bench-${n}`, context });
 
 // The JSON the real server returns for this input, so the baseline sends the same bytes.
-const policy = effectivePolicy(context.jurisdiction);
-const result = scoreContext(context, policy);
-const record = buildLogRecord({ policy_version: policy.policy_version, subject: 'bench-0', context, result });
+const sample = scoreAndLog('bench-0', context);
 const sameJson = JSON.stringify({
   id: 'req_01JZ4V8Q6Y3M2N5P7R9S1T3V5X',
   status: 'ok',
-  result,
-  log_cid: cidOfBytes(canonicalBytes(record)),
+  result: sample.result,
+  log_cid: sample.logCid,
 });
 
 async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {

@@ -25,6 +25,7 @@ export {
   LOG_SCHEMA,
   type LogRecord,
 } from './log-record.js';
+export { type LoggedScoring, scoreAndLog } from './logged-scoring.js';
 export {
   effectivePolicy,
   loadPolicies,

@@ -1,11 +1,5 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
-import {
-  buildLogRecord,
-  canonicalBytes,
-  cidOfBytes,
-  effectivePolicy,
-  scoreContext,
-} from '@scenario-scoring/engine';
+import { scoreAndLog } from '@scenario-scoring/engine';
 import type { Storage } from '../storage/storage.js';
 
 /** Who asks for a scoring, and the ids and clock it is recorded under. */
@@ -25,16 +19,7 @@ export async function scoreSubject(
   caller: ScoringCaller,
   request: ScoreRequest,
 ): Promise<ScoreResponse> {
-  const policy = effectivePolicy(request.context.jurisdiction);
-  const result = scoreContext(request.context, policy);
-  const record = buildLogRecord({
-    policy_version: policy.policy_version,
-    subject: request.subject,
-    context: request.context,
-    result,
-  });
-  const bytes = canonicalBytes(record);
-  const cid = cidOfBytes(bytes);
+  const { result, logBytes: bytes, logCid: cid } = scoreAndLog(request.subject, request.context);
   await storage.appendLogRecord({
     tenantId: caller.tenantId,
     cid,

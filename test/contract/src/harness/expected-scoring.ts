@@ -1,12 +1,5 @@
 import type { ScoreRequest } from '@scenario-scoring/client';
-import {
-  buildLogRecord,
-  canonicalBytes,
-  cidOfBytes,
-  effectivePolicy,
-  type ScoreResult,
-  scoreContext,
-} from '@scenario-scoring/engine';
+import { type ScoreResult, scoreAndLog } from '@scenario-scoring/engine';
 
 /** What the API must answer for a scoring, computed by the engine: the result, log record bytes and CID. */
 export interface ExpectedScoring {
@@ -18,16 +11,8 @@ export interface ExpectedScoring {
 
 /** The engine's scoring of `request` under its jurisdiction's effective policy. */
 export function expectedScoring(request: ScoreRequest): ExpectedScoring {
-  const policy = effectivePolicy(request.context.jurisdiction);
-  const result = scoreContext(request.context, policy);
-  const record = buildLogRecord({
-    policy_version: policy.policy_version,
-    subject: request.subject,
-    context: request.context,
-    result,
-  });
-  const logBytes = canonicalBytes(record);
-  return { response: { status: 'ok', result, log_cid: cidOfBytes(logBytes) }, logBytes };
+  const { result, logBytes, logCid } = scoreAndLog(request.subject, request.context);
+  return { response: { status: 'ok', result, log_cid: logCid }, logBytes };
 }
 
 /** A response `id`: `req_` and a ULID. */

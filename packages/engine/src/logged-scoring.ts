@@ -1,0 +1,26 @@
+import { buildLogRecord, canonicalBytes, cidOfBytes } from './log-record.js';
+import { effectivePolicy } from './policy-loader.js';
+import type { Policy, ScoreContext, ScoreResult } from './score-types.js';
+import { scoreContext } from './scorecard-model.js';
+
+/** A scoring with everything its log needs: the policy used, the result, the record's bytes and CID. */
+export interface LoggedScoring {
+  policy: Policy;
+  result: ScoreResult;
+  /** The RFC 8785 canonical bytes of the log record. */
+  logBytes: Uint8Array;
+  /** The CIDv1 (raw, sha2-256, base32) of `logBytes`. */
+  logCid: string;
+}
+
+/**
+ * Scores a subject under its jurisdiction's effective policy and builds its log record: the one pipeline
+ * the server, the contract suite and the benchmarks share, so they cannot drift apart.
+ */
+export function scoreAndLog(subject: string, context: ScoreContext): LoggedScoring {
+  const policy = effectivePolicy(context.jurisdiction);
+  const result = scoreContext(context, policy);
+  const record = buildLogRecord({ policy_version: policy.policy_version, subject, context, result });
+  const logBytes = canonicalBytes(record);
+  return { policy, result, logBytes, logCid: cidOfBytes(logBytes) };
+}
