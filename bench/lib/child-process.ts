@@ -1,19 +1,7 @@
 /** Starting and stopping the processes a benchmark measures, each on a free loopback port. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-
-/** A free TCP port on 127.0.0.1, found by letting the kernel pick one. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** A child process that serves HTTP on `url`. */
 export interface RunningProcess {

@@ -11,8 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
+import { freePort } from '@scenario-scoring/testkit';
 import pg from 'pg';
-import { freePort, type RunningProcess, startProcess } from '../lib/child-process.ts';
+import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({

@@ -1,7 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { type PrismServer, randomApiKey, snapshotFile, startPrism } from '@scenario-scoring/testkit';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,19 +12,14 @@ import {
   operationsOf,
   pointerSegment,
 } from './contract-bundle.js';
-import { type PrismServer, startPrism } from './prism-server.js';
 
 // Prism watches its document and restarts when it changes: serve a private copy, so that a rebuild of
 // dist/ during the run cannot restart it, and read that same copy.
-const snapshotDir = mkdtempSync(join(tmpdir(), 'openapi-mock-'));
-const snapshot = join(snapshotDir, 'openapi.yaml');
-copyFileSync(BUNDLE_YAML, snapshot);
-const bundle = loadBundle(snapshot);
+const snapshot = snapshotFile(BUNDLE_YAML);
+const bundle = loadBundle(snapshot.path);
 const operations = operationsOf(bundle, 'paths');
 
-const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-/** An API key of the documented shape: `sk_` and 40 base62 characters. */
-const API_KEY = `sk_${[...randomBytes(40)].map((byte) => BASE62[byte % 62]).join('')}`;
+const API_KEY = randomApiKey();
 const PROBLEM_JSON = 'application/problem+json';
 
 // Every $ref of the bundle is local (`#/components/...`): registering the whole document lets Ajv follow
@@ -186,12 +178,12 @@ const operationsWithBody = operations.filter((operation) => operation.node.reque
 let prism: PrismServer;
 
 beforeAll(async () => {
-  prism = await startPrism(snapshot);
+  prism = await startPrism(snapshot.path);
 });
 
 afterAll(async () => {
   await prism?.stop();
-  rmSync(snapshotDir, { recursive: true, force: true });
+  snapshot.remove();
 });
 
 describe('the Prism mock of the contract', () => {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -14,10 +13,3 @@ export const REPO_ROOT = dirname(dirname(packageDir('@scenario-scoring/server'))
 /** The server's entry and CLI as `npm start` and `npm run create-key` run them, relative to REPO_ROOT. */
 export const SERVER_MAIN = join('apps', 'server', 'dist', 'main.js');
 export const SERVER_CLI = join('apps', 'server', 'dist', 'cli.js');
-
-/** The Prism CLI's entry script, run with this Node so that the child we hold is Prism itself. */
-export function prismCli(): string {
-  const dir = packageDir('@stoplight/prism-cli');
-  const { bin } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin: { prism: string } };
-  return join(dir, bin.prism);
-}

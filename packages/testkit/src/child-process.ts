@@ -36,7 +36,7 @@ export function startNodeProcess(
   const child = spawn(process.execPath, args, {
     cwd: options.cwd,
     env: options.env,
-    // A pipe on stdin lets a child that preloads a watchdog notice our death (see prism-target.ts).
+    // A pipe on stdin lets a child that preloads a watchdog notice our death (see prism.ts).
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   running.add(child);

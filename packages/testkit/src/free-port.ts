@@ -1,0 +1,15 @@
+import { createServer } from 'node:net';
+
+/** A TCP port of 127.0.0.1 that was free a moment ago, found by letting the OS pick one. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
