@@ -6,6 +6,7 @@
  *   npm run bench:score -- [--rounds 3] [--duration 5] [--connections 50] [--db sqlite|postgres]
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,7 +78,7 @@ const serverEnv = {
   NODE_ENV: 'production',
   DATA_DIR: dataDir,
   RATE_LIMIT_PER_SECOND: '0',
-  ...(database ? { DATABASE_URL: database.url } : {}),
+  ...(database ? { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64') } : {}),
 };
 const processes: RunningProcess[] = [];
 try {

@@ -1,5 +1,6 @@
 import type { OperationId } from '@scenario-scoring/api-types';
 import express, { type Express, type RequestHandler } from 'express';
+import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Contract, loadContract } from './contract.js';
 import { docsRoutes } from './docs/docs-routes.js';
@@ -19,6 +20,8 @@ import { logRoute } from './logs/log-route.js';
 import { policyRoute } from './policies/policy-route.js';
 import { scoreRoute } from './scoring/score-route.js';
 import type { Storage } from './storage/storage.js';
+import type { SecretBox } from './webhooks/secret-box.js';
+import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** What the app is built from. */
 export interface AppOptions {
@@ -27,6 +30,12 @@ export interface AppOptions {
   logger?: Logger;
   /** The contract to serve and enforce; by default the bundled one. */
   contract?: Contract;
+  /** The clock every handler reads; tests pass a fake one. */
+  clock?: Clock;
+  /** Encrypts webhook secrets at rest (see webhooks/secret-box.ts). */
+  secretBox: SecretBox;
+  /** The instance's background workers, reported by `/readyz`. */
+  workers?: readonly BackgroundWorker[];
 }
 
 /**
@@ -37,6 +46,10 @@ export interface AppOptions {
 export async function createApp(options: AppOptions): Promise<Express> {
   const { storage, config } = options;
   const logger = options.logger ?? jsonLogger;
+  const clock = options.clock ?? systemClock;
+  const workers = options.workers ?? [];
+  // Read by the webhook and run routes as they land.
+  void clock;
   const contract = options.contract ?? loadContract();
   const operations = contractOperations(contract.document);
   const validation = await contractValidation(contract, {
@@ -49,7 +62,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     getPolicy: policyRoute as RequestHandler,
     getLogRecord: logRoute(storage) as RequestHandler,
     getHealth: healthRoute as RequestHandler,
-    getReadiness: readinessRoute(storage) as RequestHandler,
+    getReadiness: readinessRoute(storage, workers) as RequestHandler,
   };
 
   const app = express();

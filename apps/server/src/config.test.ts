@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './config.js';
+import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/webhook-config.js';
+
+const KEY = Buffer.alloc(32, 7).toString('base64');
 
 describe('loadConfig', () => {
   it('applies the defaults to an empty environment', () => {
@@ -11,6 +14,19 @@ describe('loadConfig', () => {
       nodeEnv: 'production',
       bodyLimitBytes: 1_048_576,
       rateLimitPerSecond: 1000,
+      webhooks: {
+        allowedCidrs: [],
+        allowHttp: false,
+        retryScheduleMs: DEFAULT_RETRY_SCHEDULE_MS,
+        retryJitter: 0.2,
+        throttledMinDelayMs: 60_000,
+        timeoutMs: 15_000,
+        disableAfterFailingMs: 5 * 86_400_000,
+        leaseMs: 60_000,
+        pollIntervalMs: 200,
+        concurrency: 64,
+        secretsKey: undefined,
+      },
     });
   });
 
@@ -24,8 +40,13 @@ describe('loadConfig', () => {
         NODE_ENV: 'development',
         BODY_LIMIT_BYTES: '2048',
         RATE_LIMIT_PER_SECOND: '0',
+        SECRETS_KEY: KEY,
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32, 10.0.0.0/8',
+        WEBHOOK_RETRY_SCHEDULE: '10ms,1s,2m',
+        WEBHOOK_TIMEOUT: '2s',
+        WEBHOOK_DISABLE_AFTER: '1h',
       }),
-    ).toEqual({
+    ).toMatchObject({
       port: 0,
       host: '127.0.0.1',
       dataDir: '/var/lib/scenario-scoring',
@@ -33,7 +54,28 @@ describe('loadConfig', () => {
       nodeEnv: 'development',
       bodyLimitBytes: 2048,
       rateLimitPerSecond: 0,
+      webhooks: {
+        allowedCidrs: ['127.0.0.1/32', '10.0.0.0/8'],
+        allowHttp: true,
+        retryScheduleMs: [10, 1000, 120_000],
+        timeoutMs: 2000,
+        disableAfterFailingMs: 3_600_000,
+        secretsKey: KEY,
+      },
     });
+  });
+
+  it('requires SECRETS_KEY with DATABASE_URL, so every instance encrypts webhook secrets alike', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://app@db/scoring' })).toThrow(
+      /SECRETS_KEY is required/,
+    );
+    expect(() => loadConfig({ SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY must be the base64 of 32/);
+  });
+
+  it('refuses a malformed duration or CIDR', () => {
+    expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5s,soon' })).toThrow(/WEBHOOK_RETRY_SCHEDULE must be/);
+    expect(() => loadConfig({ WEBHOOK_ALLOWED_CIDRS: 'localhost' })).toThrow(/WEBHOOK_ALLOWED_CIDRS must be/);
+    expect(() => loadConfig({ WEBHOOK_TIMEOUT: '2m' })).toThrow(/WEBHOOK_LEASE must be longer/);
   });
 
   it('names every bad variable in one error, without echoing the database URL', () => {

@@ -1,9 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
+import type { Clock } from './clock.js';
+import { EnvReader } from './config/env-reader.js';
 import type { Config } from './config.js';
 import { type Logger, silentLogger } from './logger.js';
 import type { Storage } from './storage/storage.js';
+import { SecretBox } from './webhooks/secret-box.js';
+import { readWebhookConfig } from './webhooks/webhook-config.js';
+import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** The configuration tests run with: validation of responses on, no rate limit unless asked. */
 export function testConfig(overrides: Partial<Config> = {}): Config {
@@ -15,6 +21,14 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     nodeEnv: 'test',
     bodyLimitBytes: 1_048_576,
     rateLimitPerSecond: 0,
+    // Tests deliver to receivers on 127.0.0.1, with the schedule compressed.
+    webhooks: {
+      ...readWebhookConfig(new EnvReader({}), { nodeEnv: 'test', databaseUrl: undefined }),
+      allowedCidrs: ['127.0.0.1/32', '::1/128'],
+      retryScheduleMs: [10, 20, 40],
+      throttledMinDelayMs: 10,
+      pollIntervalMs: 50,
+    },
     ...overrides,
   };
 }
@@ -40,11 +54,17 @@ export async function startTestServer(options: {
   storage: Storage;
   config?: Partial<Config>;
   logger?: Logger;
+  clock?: Clock;
+  secretBox?: SecretBox;
+  workers?: readonly BackgroundWorker[];
 }): Promise<TestServer> {
   const app = await createApp({
     storage: options.storage,
     config: testConfig(options.config),
     logger: options.logger ?? silentLogger,
+    secretBox: options.secretBox ?? new SecretBox(randomBytes(32)),
+    ...(options.clock && { clock: options.clock }),
+    ...(options.workers && { workers: options.workers }),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

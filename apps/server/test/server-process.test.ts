@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,7 +81,10 @@ for (const kind of DATABASE_KINDS) {
       database = await createTestDatabase(kind);
       env = {
         DATA_DIR: database.options.dataDir,
-        ...(database.options.databaseUrl !== undefined && { DATABASE_URL: database.options.databaseUrl }),
+        ...(database.options.databaseUrl !== undefined && {
+          DATABASE_URL: database.options.databaseUrl,
+          SECRETS_KEY: randomBytes(32).toString('base64'),
+        }),
       };
     });
     afterAll(() => database.dispose());

@@ -1,6 +1,7 @@
 import type { operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
 import type { Storage } from '../storage/storage.js';
+import type { BackgroundWorker } from '../workers/background-worker.js';
 
 type Health = operations['getHealth']['responses'][200]['content']['application/json'];
 type Readiness = operations['getReadiness']['responses'][200]['content']['application/json'];
@@ -14,14 +15,17 @@ export const healthRoute: RequestHandler<never, Health> = (_req, res) => {
 };
 
 /**
- * `GET /readyz`: 200 when the database answers; 503 otherwise. Migrations ran when the storage opened,
- * and there are no workers yet.
+ * `GET /readyz`: 200 when the database answers and every background worker runs; 503 otherwise.
+ * Migrations ran when the storage opened.
  */
-export function readinessRoute(storage: Pick<Storage, 'ping'>): RequestHandler<never, Readiness> {
+export function readinessRoute(
+  storage: Pick<Storage, 'ping'>,
+  workers: readonly Pick<BackgroundWorker, 'running'>[] = [],
+): RequestHandler<never, Readiness> {
   return async (_req, res) => {
     const database = await storage.ping().catch(() => false);
-    const checks = { database, migrations: true, workers: true };
-    if (database) {
+    const checks = { database, migrations: true, workers: workers.every((worker) => worker.running) };
+    if (checks.database && checks.workers) {
       res.json({ status: 'ready', checks });
       return;
     }

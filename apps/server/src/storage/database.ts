@@ -30,9 +30,114 @@ export interface LogRecordsTable {
   created_at: IsoTimestamp;
 }
 
-/** The whole schema, as Kysely sees it. Later features (runs, webhooks) add their tables here. */
+/** 0 or 1: booleans are integers on both dialects. */
+export type Flag = 0 | 1;
+
+/** The event outbox: one row per event, written in the transaction of the change that raised it. */
+export interface EventsTable {
+  /** `evt_…`: the `webhook-id` of every delivery of this event. */
+  id: string;
+  tenant_id: string;
+  type: string;
+  /** The exact JSON body every delivery sends: `{"id","type","timestamp","data"}`. */
+  payload: string;
+  created_at: IsoTimestamp;
+  /** When deliveries were created for it (fanned out to the tenant's webhooks); null until then. */
+  dispatched_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+}
+
+/** A registered webhook endpoint. */
+export interface WebhooksTable {
+  id: string;
+  tenant_id: string;
+  url: string;
+  /** JSON array of event types, or `["*"]`. */
+  events: string;
+  description: string | null;
+  status: 'active' | 'disabled';
+  disabled_reason: 'endpoint_gone' | 'failing' | 'manual' | null;
+  /** The first failure since the last success; 5 days of that disables the webhook. */
+  failing_since: IsoTimestamp | null;
+  created_at: IsoTimestamp;
+  updated_at: IsoTimestamp;
+  /** Soft delete: a deleted webhook answers 404 and receives nothing. */
+  deleted_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+}
+
+/** A webhook's signing secrets, encrypted; the current one has `expires_at` null. */
+export interface WebhookSecretsTable {
+  id: string;
+  webhook_id: string;
+  /** AES-256-GCM ciphertext of the `whsec_…` secret (see webhooks/secret-box.ts). */
+  ciphertext: string;
+  created_at: IsoTimestamp;
+  expires_at: IsoTimestamp | null;
+}
+
+/** The delivery of one event to one webhook, across its attempts. */
+export interface DeliveriesTable {
+  id: string;
+  tenant_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempt_count: ColumnType<number, number | undefined, number>;
+  /** Scheduled attempts that failed: the position in the retry schedule. */
+  failed_scheduled_attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: IsoTimestamp | null;
+  /** Whether the next attempt is a `scheduled` retry or a `manual` redelivery. */
+  next_trigger: ColumnType<
+    'scheduled' | 'manual',
+    'scheduled' | 'manual' | undefined,
+    'scheduled' | 'manual'
+  >;
+  last_attempt_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  /** A worker's claim: nobody else attempts the delivery before this time. */
+  locked_until: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  locked_by: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: IsoTimestamp;
+  updated_at: IsoTimestamp;
+}
+
+/** One HTTP attempt of a delivery. */
+export interface DeliveryAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempted_at: IsoTimestamp;
+  /** 0 when no response came. */
+  status_code: number;
+  duration_ms: number;
+  error: string | null;
+  /** The first 4 KB of the response body. */
+  response_body: string | null;
+  trigger: 'scheduled' | 'manual';
+}
+
+/** The first response to an `Idempotency-Key`, replayed for 24 hours. */
+export interface IdempotencyKeysTable {
+  api_key_id: string;
+  key: string;
+  /** The operationId the key was used with. */
+  operation: string;
+  /** SHA-256 hex of the operation and the canonical request body. */
+  request_hash: string;
+  response_status: number;
+  /** JSON object of the response headers to replay (Location). */
+  response_headers: string;
+  response_body: string;
+  created_at: IsoTimestamp;
+}
+
+/** The whole schema, as Kysely sees it. */
 export interface Database {
   tenants: TenantsTable;
   api_keys: ApiKeysTable;
   log_records: LogRecordsTable;
+  events: EventsTable;
+  webhooks: WebhooksTable;
+  webhook_secrets: WebhookSecretsTable;
+  deliveries: DeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { type Dialect, Kysely, sql } from 'kysely';
+import { OutboxSignal } from '../events/event-outbox.js';
 import { createApiKeyStore } from '../keys/api-key-store.js';
 import { createLogStore } from '../logs/log-store.js';
 import type { Database } from './database.js';
@@ -32,6 +33,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   return {
     kind,
     db,
+    outbox: new OutboxSignal(),
     location: options.databaseUrl
       ? redactPassword(options.databaseUrl)
       : join(options.dataDir, SQLITE_FILE_NAME),

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { OutboxSignal } from '../events/event-outbox.js';
 import type { Database } from './database.js';
 import type { GroupCommitStats } from './group-committer.js';
 
@@ -23,8 +24,10 @@ export interface ApiKeyOwner {
 /** The server's persistence: one Kysely query layer over SQLite (embedded default) or PostgreSQL. */
 export interface Storage {
   readonly kind: 'sqlite' | 'postgres';
-  /** The one query layer, for later features (runs, webhooks). */
+  /** The one query layer, for every feature's own queries. */
   readonly db: Kysely<Database>;
+  /** Notify it after committing events, so this instance's delivery workers wake at once. */
+  readonly outbox: OutboxSignal;
   /** Where the data lives, for the start-up log: the SQLite file, or the PostgreSQL URL without password. */
   readonly location: string;
   /** Counters of the log's group commit: `flushes` is the number of transactions (and disk flushes). */

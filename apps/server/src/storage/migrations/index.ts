@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely/migration';
 import * as initial from './0001-initial.js';
+import * as eventsWebhooksIdempotency from './0002-events-webhooks-idempotency.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -8,4 +9,5 @@ import * as initial from './0001-initial.js';
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-initial': initial,
+  '0002-events-webhooks-idempotency': eventsWebhooksIdempotency,
 };

@@ -1,0 +1,74 @@
+import type { EventPayloads } from '@scenario-scoring/api-types';
+import type { Kysely, Transaction } from 'kysely';
+import { newId } from '../ids.js';
+import type { Database } from '../storage/database.js';
+
+/** The type of an event: `run.completed`, `run.failed`, `policy.escalated` or `webhook.test`. */
+export type EventType = keyof EventPayloads;
+
+/** The `data` of an event of type `T`, as the contract's `webhooks:` section declares it. */
+export type EventData<T extends EventType> = EventPayloads[T]['data'];
+
+/** An event ready for the outbox: its id and the exact bytes every delivery of it sends. */
+export interface OutboxEvent {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly type: EventType;
+  /** `{"id","type","timestamp","data"}` serialised once, so every attempt signs the same body. */
+  readonly payload: string;
+  readonly createdAt: Date;
+}
+
+/** A new event of `type` for `tenantId`, with a new `evt_` id, timestamped `now`. */
+export function newEvent<T extends EventType>(
+  tenantId: string,
+  type: T,
+  data: EventData<T>,
+  now: Date,
+): OutboxEvent {
+  const id = newId('evt');
+  const payload = JSON.stringify({ id, type, timestamp: now.toISOString(), data });
+  return { id, tenantId, type, payload, createdAt: now };
+}
+
+/** Rows per INSERT, well below both dialects' bound-parameter limits. */
+const EVENTS_PER_STATEMENT = 500;
+
+/**
+ * Writes events to the outbox. Call it inside the transaction of the change that raises them, so the
+ * change and its events commit together or not at all; then call `OutboxSignal.notify()` after the commit.
+ */
+export async function insertEvents(
+  db: Kysely<Database> | Transaction<Database>,
+  events: readonly OutboxEvent[],
+): Promise<void> {
+  for (let start = 0; start < events.length; start += EVENTS_PER_STATEMENT) {
+    const rows = events.slice(start, start + EVENTS_PER_STATEMENT).map((event) => ({
+      id: event.id,
+      tenant_id: event.tenantId,
+      type: event.type,
+      payload: event.payload,
+      created_at: event.createdAt.toISOString(),
+    }));
+    await db.insertInto('events').values(rows).execute();
+  }
+}
+
+/**
+ * Wakes this process's delivery workers as soon as events are committed, so the first attempt does not
+ * wait for the next poll. Other instances find the events by polling.
+ */
+export class OutboxSignal {
+  readonly #listeners = new Set<() => void>();
+
+  /** Tells the listeners that events were committed. */
+  notify(): void {
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Calls `listener` on every notify; returns the function that unsubscribes it. */
+  subscribe(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}

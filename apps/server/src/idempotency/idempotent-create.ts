@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto';
+import { canonicalBytes } from '@scenario-scoring/engine';
+import type { Response } from 'express';
+import type { Kysely, Transaction } from 'kysely';
+import { AppError } from '../errors/app-error.js';
+import type { Database } from '../storage/database.js';
+
+/** How long the first response to a key is kept and replayed (Stripe: 24 hours). */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** What identifies a create for idempotency: the API key, its `Idempotency-Key`, the operation and body. */
+export interface IdempotencyScope {
+  apiKeyId: string;
+  /** The request's `Idempotency-Key`; undefined makes the create an ordinary one. */
+  key: string | undefined;
+  operation: string;
+  body: unknown;
+}
+
+/** The response of a create, as sent the first time and replayed after. */
+export interface CreatedResponse {
+  status: number;
+  /** Headers to replay with it, such as `Location`. */
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** A create's response, and whether it is the replay of an earlier one. */
+export interface IdempotentOutcome {
+  status: number;
+  headers: Record<string, string>;
+  /** The body's JSON text, byte for byte what the first response sent. */
+  bodyJson: string;
+  replayed: boolean;
+}
+
+/**
+ * Runs `create` in a transaction that also records its response under the request's `Idempotency-Key`,
+ * so a create and its idempotency record commit together: a retry after a crash either finds both or
+ * neither. A repeat with the same key and body replays the first response; another body is refused with
+ * 422 `idempotency_key_reused`. Two concurrent requests with one key: the second's insert waits on the
+ * primary key, fails once the first commits, and replays the first's response.
+ */
+export async function idempotentCreate(
+  db: Kysely<Database>,
+  scope: IdempotencyScope,
+  now: Date,
+  create: (trx: Transaction<Database>) => Promise<CreatedResponse>,
+): Promise<IdempotentOutcome> {
+  if (scope.key === undefined) {
+    const created = await db.transaction().execute(create);
+    return { ...created, bodyJson: JSON.stringify(created.body), replayed: false };
+  }
+  const key = scope.key;
+  const requestHash = hashRequest(scope.operation, scope.body);
+  const cutoff = new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS).toISOString();
+  const earlier = await findResponse(db, scope.apiKeyId, key, cutoff);
+  if (earlier) return replay(earlier, requestHash, key);
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const created = await create(trx);
+      const bodyJson = JSON.stringify(created.body);
+      await trx
+        .deleteFrom('idempotency_keys')
+        .where('api_key_id', '=', scope.apiKeyId)
+        .where('key', '=', key)
+        .where('created_at', '<', cutoff)
+        .execute();
+      await trx
+        .insertInto('idempotency_keys')
+        .values({
+          api_key_id: scope.apiKeyId,
+          key,
+          operation: scope.operation,
+          request_hash: requestHash,
+          response_status: created.status,
+          response_headers: JSON.stringify(created.headers),
+          response_body: bodyJson,
+          created_at: now.toISOString(),
+        })
+        .execute();
+      return { status: created.status, headers: created.headers, bodyJson, replayed: false };
+    });
+  } catch (error) {
+    // A concurrent request with the same key committed first: its response is the answer.
+    const winner = await findResponse(db, scope.apiKeyId, key, cutoff).catch(() => undefined);
+    if (winner) return replay(winner, requestHash, key);
+    throw error;
+  }
+}
+
+/** Sends an outcome: its status, headers, `Idempotent-Replayed: true` on a replay, and the body's bytes. */
+export function sendOutcome(res: Response, outcome: IdempotentOutcome): void {
+  res.status(outcome.status).set(outcome.headers);
+  if (outcome.replayed) res.set('Idempotent-Replayed', 'true');
+  res.type('application/json').send(outcome.bodyJson);
+}
+
+interface StoredResponse {
+  request_hash: string;
+  operation: string;
+  response_status: number;
+  response_headers: string;
+  response_body: string;
+}
+
+async function findResponse(
+  db: Kysely<Database>,
+  apiKeyId: string,
+  key: string,
+  cutoff: string,
+): Promise<StoredResponse | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'operation', 'response_status', 'response_headers', 'response_body'])
+    .where('api_key_id', '=', apiKeyId)
+    .where('key', '=', key)
+    .where('created_at', '>=', cutoff)
+    .executeTakeFirst();
+}
+
+function replay(stored: StoredResponse, requestHash: string, key: string): IdempotentOutcome {
+  if (stored.request_hash !== requestHash) {
+    throw new AppError('idempotency_key_reused', {
+      detail: `The Idempotency-Key "${key}" was already used with another request (${stored.operation}) in the last 24 hours; use a new key for a new request.`,
+    });
+  }
+  return {
+    status: stored.response_status,
+    headers: JSON.parse(stored.response_headers) as Record<string, string>,
+    bodyJson: stored.response_body,
+    replayed: true,
+  };
+}
+
+/** SHA-256 of the operation and the RFC 8785 canonical body, so key order and spacing do not matter. */
+function hashRequest(operation: string, body: unknown): string {
+  return createHash('sha256')
+    .update(operation)
+    .update('\n')
+    .update(canonicalBytes(body ?? null))
+    .digest('hex');
+}

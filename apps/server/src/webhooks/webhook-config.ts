@@ -1,0 +1,80 @@
+import type { EnvReader } from '../config/env-reader.js';
+
+/** The Standard Webhooks retry schedule: the delays after the 1st, 2nd, … failed attempt. */
+export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
+];
+const DAY_MS = 86_400_000;
+
+/** How webhooks are delivered, and what they may be delivered to. */
+export interface WebhookConfig {
+  /** CIDRs that are allowed although not public (e.g. `127.0.0.1/32`); their targets may also use http. */
+  allowedCidrs: string[];
+  /** Whether any target may use http (development mode). */
+  allowHttp: boolean;
+  /** The delay after each failed attempt; its length is the number of retries. */
+  retryScheduleMs: number[];
+  /** ± this fraction of random jitter on every retry delay (0.2 = ±20 %). */
+  retryJitter: number;
+  /** The least delay after a 429 or a timeout. */
+  throttledMinDelayMs: number;
+  /** An attempt fails when no complete 2xx arrives within this time. */
+  timeoutMs: number;
+  /** A webhook whose deliveries only failed for this long is disabled. */
+  disableAfterFailingMs: number;
+  /** How long a worker owns the deliveries it claimed; must exceed `timeoutMs`. */
+  leaseMs: number;
+  /** How often a worker looks for due deliveries when nothing woke it. */
+  pollIntervalMs: number;
+  /** Attempts in flight at once per instance. */
+  concurrency: number;
+  /**
+   * The AES-256-GCM key (base64 of 32 bytes) that encrypts signing secrets at rest; undefined means a key
+   * file generated in DATA_DIR (SQLite only).
+   */
+  secretsKey: string | undefined;
+}
+
+/**
+ * Reads `WEBHOOK_*` and `SECRETS_KEY`. Durations take units (`5s`, `30m`, `2h`, `5d`), so tests can
+ * compress hours into milliseconds (`WEBHOOK_RETRY_SCHEDULE=10ms,10ms`).
+ */
+export function readWebhookConfig(
+  reader: EnvReader,
+  context: { nodeEnv: string; databaseUrl: string | undefined },
+): WebhookConfig {
+  const development = context.nodeEnv === 'development';
+  const allowedCidrs = reader.list('WEBHOOK_ALLOWED_CIDRS', development ? ['127.0.0.1/32', '::1/128'] : []);
+  for (const cidr of allowedCidrs) {
+    if (!/^[0-9a-fA-F:.]+\/[0-9]{1,3}$/.test(cidr)) {
+      reader.problems.push(
+        `WEBHOOK_ALLOWED_CIDRS must be a comma-separated list of CIDRs such as 127.0.0.1/32 (got "${cidr}")`,
+      );
+    }
+  }
+  const timeoutMs = reader.durationMs('WEBHOOK_TIMEOUT', 15_000, 1);
+  const leaseMs = reader.durationMs('WEBHOOK_LEASE', 60_000, 1);
+  if (leaseMs <= timeoutMs) reader.problems.push('WEBHOOK_LEASE must be longer than WEBHOOK_TIMEOUT');
+  const secretsKey = reader.raw('SECRETS_KEY');
+  if (secretsKey !== undefined && Buffer.from(secretsKey, 'base64').length !== 32) {
+    reader.problems.push('SECRETS_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)');
+  }
+  if (secretsKey === undefined && context.databaseUrl !== undefined) {
+    reader.problems.push(
+      'SECRETS_KEY is required with DATABASE_URL: every instance must encrypt webhook secrets under the same key (openssl rand -base64 32)',
+    );
+  }
+  return {
+    allowedCidrs,
+    allowHttp: development,
+    retryScheduleMs: reader.durationListMs('WEBHOOK_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE_MS),
+    retryJitter: 0.2,
+    throttledMinDelayMs: reader.durationMs('WEBHOOK_THROTTLED_MIN_DELAY', 60_000),
+    timeoutMs,
+    disableAfterFailingMs: reader.durationMs('WEBHOOK_DISABLE_AFTER', 5 * DAY_MS, 1),
+    leaseMs,
+    pollIntervalMs: reader.durationMs('WEBHOOK_POLL_INTERVAL', 200, 1),
+    concurrency: reader.integer('WEBHOOK_CONCURRENCY', 64, 1, 4096),
+    secretsKey,
+  };
+}

@@ -1,0 +1,20 @@
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { Storage } from '../storage/storage.js';
+import type { SecretBox } from '../webhooks/secret-box.js';
+import type { BackgroundWorker } from './background-worker.js';
+
+/** What background workers are built from. */
+export interface WorkerDependencies {
+  storage: Storage;
+  config: Config;
+  secretBox: SecretBox;
+  logger: Logger;
+  clock: Clock;
+}
+
+/** The background workers of an instance, started by the runtime after the storage is open. */
+export function createWorkers(_dependencies: WorkerDependencies): BackgroundWorker[] {
+  return [];
+}
