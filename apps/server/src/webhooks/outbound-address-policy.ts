@@ -1,0 +1,218 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { buildConnector } from 'undici';
+import { embeddedIpv4, GLOBAL_UNICAST, IPV4_RANGES, IPV6_RANGES } from './refused-address-ranges.js';
+import type { WebhookConfig } from './webhook-config.js';
+
+/** The verdict on one address: allowed, or refused with the reason (which address, which range). */
+export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
+
+/** Whether `address` lies in one of the allowlisted CIDRs (of its own family). */
+function isAllowlisted(address: ipaddr.IPv4 | ipaddr.IPv6, allowedCidrs: readonly string[]): boolean {
+  return allowedCidrs.some((cidr) => {
+    const [network, bits] = ipaddr.parseCIDR(cidr);
+    return network.kind() === address.kind() && address.match(network, bits);
+  });
+}
+
+function checkIpv4(address: ipaddr.IPv4): string | undefined {
+  return IPV4_RANGES.find(({ range }) => address.match(range))?.label;
+}
+
+/**
+ * Parses an address as the system does. ipaddr.js reads `::127.0.0.1` (IPv4-compatible) as if it were
+ * `::ffff:127.0.0.1`; WHATWG URL parsing writes an IPv6 address in hex groups first, which it reads right.
+ */
+function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
+  if (isIP(address) === 4) return ipaddr.IPv4.parse(address);
+  const withoutZone = address.split('%')[0] ?? address;
+  return ipaddr.IPv6.parse(new URL(`http://[${withoutZone}]/`).hostname.slice(1, -1));
+}
+
+/**
+ * Whether a webhook may connect to `address` (an IP address as DNS returns it): it must be public
+ * unicast, or lie in one of `allowedCidrs`. IPv6 forms that embed an IPv4 address (`::ffff:127.0.0.1`,
+ * NAT64, 6to4, Teredo) are judged by the IPv4 address they embed. Pure: no DNS, no I/O.
+ */
+export function checkAddress(address: string, allowedCidrs: readonly string[]): AddressVerdict {
+  if (isIP(address) === 0) return { allowed: false, reason: `${address} is not an IP address` };
+  const parsed = parseAddress(address);
+  if (isAllowlisted(parsed, allowedCidrs)) return { allowed: true };
+  if (parsed.kind() === 'ipv4') {
+    const label = checkIpv4(parsed as ipaddr.IPv4);
+    return label ? { allowed: false, reason: `${address} is ${label}` } : { allowed: true };
+  }
+  const ipv6 = parsed as ipaddr.IPv6;
+  const embedded = embeddedIpv4(ipv6);
+  if (embedded) {
+    for (const ipv4 of embedded.ipv4) {
+      if (isAllowlisted(ipv4, allowedCidrs)) continue;
+      const label = checkIpv4(ipv4);
+      if (label) return { allowed: false, reason: `${address} is ${embedded.form} of ${ipv4}, ${label}` };
+    }
+    return { allowed: true };
+  }
+  const label = IPV6_RANGES.find(({ range }) => ipv6.match(range))?.label;
+  if (label) return { allowed: false, reason: `${address} is ${label}` };
+  if (!ipv6.match(GLOBAL_UNICAST))
+    return { allowed: false, reason: `${address} is outside global unicast (2000::/3)` };
+  return { allowed: true };
+}
+
+/** Whether every one of `addresses` lies in an allowlisted CIDR (which also permits plain http). */
+export function allAllowlisted(addresses: readonly string[], allowedCidrs: readonly string[]): boolean {
+  return addresses.every((address) => {
+    const parsed = parseAddress(address);
+    if (isAllowlisted(parsed, allowedCidrs)) return true;
+    const embedded = parsed.kind() === 'ipv6' ? embeddedIpv4(parsed as ipaddr.IPv6) : undefined;
+    return embedded?.ipv4.every((ipv4) => isAllowlisted(ipv4, allowedCidrs)) ?? false;
+  });
+}
+
+/** What the outbound policy reads from the configuration. */
+export type OutboundPolicyConfig = Pick<WebhookConfig, 'allowedCidrs' | 'allowHttp'>;
+
+/** Resolves a host name to every address it has (`dns.promises.lookup(host, {all: true})` by default). */
+export type ResolveHost = (hostname: string) => Promise<readonly LookupAddress[]>;
+
+/** The system resolver, as connections use it: getaddrinfo, so /etc/hosts counts. */
+export const systemResolve: ResolveHost = (hostname) =>
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
+  );
+
+/** The verdict on a webhook URL: allowed with the addresses it resolved to, or refused saying why. */
+export type UrlVerdict = { allowed: true; addresses: string[] } | { allowed: false; reason: string };
+
+/** The URL's host as an address or a name: WHATWG parsing already turned `0x7f.1` into `127.0.0.1`. */
+function hostOf(url: URL): string {
+  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+}
+
+/** Every address `host` resolves to (itself when it is an address), or why it has none. */
+async function resolveAll(host: string, resolve: ResolveHost): Promise<string[] | string> {
+  if (isIP(host) !== 0) return [host];
+  try {
+    const addresses = (await resolve(host)).map((entry) => entry.address);
+    return addresses.length > 0 ? addresses : `${host} does not resolve to any address`;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    return `${host} does not resolve (${code})`;
+  }
+}
+
+/**
+ * Checks a webhook URL at registration: http(s) only, `https` unless in development mode or every address
+ * is allowlisted, and every address its host resolves to allowed by {@link checkAddress}. The delivery
+ * checks again at connection time with {@link checkedLookup}, since DNS answers can change.
+ */
+export async function checkWebhookUrl(
+  url: string,
+  config: OutboundPolicyConfig,
+  resolve: ResolveHost = systemResolve,
+): Promise<UrlVerdict> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { allowed: false, reason: `${url} is not a valid URL` };
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    return { allowed: false, reason: `${parsed.protocol} URLs are refused; webhook URLs must use https` };
+  }
+  const host = hostOf(parsed);
+  const addresses = await resolveAll(host, resolve);
+  if (typeof addresses === 'string') return { allowed: false, reason: addresses };
+  for (const address of addresses) {
+    const verdict = checkAddress(address, config.allowedCidrs);
+    if (!verdict.allowed) {
+      const via = address === host ? '' : `${host} resolves to ${address}: `;
+      return {
+        allowed: false,
+        reason: `${via}${verdict.reason}; webhook URLs must resolve to public addresses`,
+      };
+    }
+  }
+  if (parsed.protocol === 'http:' && !config.allowHttp && !allAllowlisted(addresses, config.allowedCidrs)) {
+    return {
+      allowed: false,
+      reason: `${parsed.origin} uses http; webhook URLs must use https (http is accepted only in development mode or for allowlisted addresses)`,
+    };
+  }
+  return { allowed: true, addresses };
+}
+
+/** Thrown (passed to the connection's callback) when a host resolves to a refused address. */
+export class OutboundAddressRefusedError extends Error {
+  override readonly name = 'OutboundAddressRefusedError';
+  /** Like a system error's code, so attempt records show it plainly. */
+  readonly code = 'ERR_WEBHOOK_ADDRESS_REFUSED';
+}
+
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
+
+/**
+ * A `lookup` for `net.connect` / undici's `connect` option that resolves the host, checks every address
+ * it resolves to, refuses the connection when any is refused, and otherwise answers a single checked
+ * address: the socket connects to exactly the address that was checked, so a DNS answer that changes
+ * between the check and the connection (rebinding) cannot slip through. Use it as
+ * `new undici.Agent({ connect: { lookup: checkedLookup(config) } })`. Node does not call `lookup` for a
+ * URL whose host is already an IP address: {@link checkedConnector} covers those too.
+ */
+export function checkedLookup(config: OutboundPolicyConfig, resolve: ResolveHost = systemResolve) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    resolve(hostname).then(
+      (entries) => {
+        for (const entry of entries) {
+          const verdict = checkAddress(entry.address, config.allowedCidrs);
+          if (!verdict.allowed) {
+            const refused = new OutboundAddressRefusedError(
+              `refused to connect to ${hostname}: ${verdict.reason}`,
+            );
+            return callback(refused, '');
+          }
+        }
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+        const chosen = entries.find((entry) => !family || entry.family === family);
+        if (!chosen) {
+          const error: NodeJS.ErrnoException = new Error(`${hostname} has no address to connect to`);
+          error.code = 'ENOTFOUND';
+          return callback(error, '');
+        }
+        if (options.all) return callback(null, [{ address: chosen.address, family: chosen.family }]);
+        return callback(null, chosen.address, chosen.family);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, ''),
+    );
+  };
+}
+
+/**
+ * An undici connector that checks every address it connects to: names through {@link checkedLookup},
+ * and hosts that are IP addresses (which never reach a `lookup`) directly. Use it as
+ * `new undici.Agent({ connect: checkedConnector(config) })`.
+ */
+export function checkedConnector(
+  config: OutboundPolicyConfig,
+  resolve: ResolveHost = systemResolve,
+): buildConnector.connector {
+  const connect = buildConnector({ lookup: checkedLookup(config, resolve) });
+  return (options, callback) => {
+    const host = options.hostname.startsWith('[') ? options.hostname.slice(1, -1) : options.hostname;
+    if (isIP(host) !== 0) {
+      const verdict = checkAddress(host, config.allowedCidrs);
+      if (!verdict.allowed) {
+        return callback(
+          new OutboundAddressRefusedError(`refused to connect to ${host}: ${verdict.reason}`),
+          null,
+        );
+      }
+    }
+    return connect(options, callback);
+  };
+}
