@@ -21,6 +21,7 @@ import { policyRoute } from './policies/policy-route.js';
 import { scoreRoute } from './scoring/score-route.js';
 import type { Storage } from './storage/storage.js';
 import type { SecretBox } from './webhooks/secret-box.js';
+import { webhookRoutes } from './webhooks/webhook-routes.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** What the app is built from. */
@@ -48,8 +49,6 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const logger = options.logger ?? jsonLogger;
   const clock = options.clock ?? systemClock;
   const workers = options.workers ?? [];
-  // Read by the webhook and run routes as they land.
-  void clock;
   const contract = options.contract ?? loadContract();
   const operations = contractOperations(contract.document);
   const validation = await contractValidation(contract, {
@@ -63,6 +62,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     getLogRecord: logRoute(storage) as RequestHandler,
     getHealth: healthRoute as RequestHandler,
     getReadiness: readinessRoute(storage, workers) as RequestHandler,
+    ...webhookRoutes({ storage, policy: config.webhooks, secretBox: options.secretBox, clock }),
   };
 
   const app = express();

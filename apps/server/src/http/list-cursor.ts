@@ -1,0 +1,59 @@
+import { AppError } from '../errors/app-error.js';
+import { validationDetail } from '../errors/error-translation.js';
+
+/** The page size when `limit` is absent (the contract's default). */
+export const DEFAULT_PAGE_LIMIT = 20;
+
+/** What a list query reads from `?limit=&cursor=`: the page size and the id to continue below. */
+export interface PageRequest {
+  limit: number;
+  /** The last id of the previous page; the page holds the ids below it (lists are newest first). */
+  before: string | undefined;
+}
+
+/** A page of a list: `{data, next_cursor}`. */
+export interface Page<T> {
+  data: T[];
+  next_cursor: string | null;
+}
+
+const ID_PATTERN = /^[a-z]{2,5}_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** The opaque cursor after `id`: base64url of the id, so clients do not build cursors by hand. */
+export function encodeCursor(id: string): string {
+  return Buffer.from(id, 'utf8').toString('base64url');
+}
+
+/**
+ * Reads `?limit=&cursor=` (already checked against the contract). Ids are ULIDs, sortable by creation
+ * time, so a cursor is simply the last id seen. A cursor this server did not make is a 400.
+ */
+export function readPageRequest(query: { limit?: unknown; cursor?: unknown }, idPrefix: string): PageRequest {
+  const limit = query.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(query.limit);
+  if (typeof query.cursor !== 'string') return { limit, before: undefined };
+  const before = Buffer.from(query.cursor, 'base64url').toString('utf8');
+  if (!ID_PATTERN.test(before) || !before.startsWith(`${idPrefix}_`)) {
+    const errors = [
+      {
+        path: '/query/cursor',
+        message: 'is not a cursor of this list; pass the next_cursor of the previous page',
+      },
+    ];
+    throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
+  }
+  return { limit, before };
+}
+
+/** Turns `limit + 1` rows (newest first) into a page: the extra row only says that another page exists. */
+export function toPage<Row extends { id: string }, T>(
+  rows: readonly Row[],
+  limit: number,
+  view: (row: Row) => T,
+): Page<T> {
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  return {
+    data: shown.map(view),
+    next_cursor: rows.length > limit && last ? encodeCursor(last.id) : null,
+  };
+}

@@ -1,0 +1,109 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { PageRequest } from '../http/list-cursor.js';
+import type { Database, WebhooksTable } from '../storage/database.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** A webhook row as stored. */
+export type WebhookRow = Selectable<WebhooksTable>;
+
+/** The most rotated secrets that keep signing beside the current one (webhooks.md). */
+export const MAX_SIGNING_OLD_SECRETS = 5;
+
+/** The tenant's webhook `id`, unless it does not exist, is another tenant's or was deleted. */
+export function findWebhook(db: Db, tenantId: string, id: string): Promise<WebhookRow | undefined> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('tenant_id', '=', tenantId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** One page of the tenant's webhooks, newest first, with one extra row when another page follows. */
+export function listWebhookRows(db: Db, tenantId: string, page: PageRequest): Promise<WebhookRow[]> {
+  let query = db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('deleted_at', 'is', null);
+  if (page.before !== undefined) query = query.where('id', '<', page.before);
+  return query
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
+}
+
+/** Inserts a webhook and its first secret (sealed). */
+export async function insertWebhook(
+  trx: Transaction<Database>,
+  row: WebhookRow,
+  secret: { id: string; ciphertext: string },
+): Promise<void> {
+  await trx.insertInto('webhooks').values(row).execute();
+  await trx
+    .insertInto('webhook_secrets')
+    .values({ ...secret, webhook_id: row.id, created_at: row.created_at, expires_at: null })
+    .execute();
+}
+
+/** Applies `changes` to a webhook and returns it as it now is. */
+export async function updateWebhookRow(
+  trx: Transaction<Database>,
+  id: string,
+  changes: Partial<Omit<WebhookRow, 'id' | 'tenant_id' | 'created_at'>>,
+): Promise<WebhookRow> {
+  await trx.updateTable('webhooks').set(changes).where('id', '=', id).execute();
+  return trx.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+/** Cancels the deliveries not yet made to a webhook (deleted or paused); returns how many. */
+export async function cancelPendingDeliveries(trx: Db, webhookId: string, now: string): Promise<number> {
+  const result = await trx
+    .updateTable('deliveries')
+    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/**
+ * Replaces a webhook's current secret by a new one: the old ones keep signing until `oldExpiresAt` at the
+ * latest, and of those still signing, only the newest {@link MAX_SIGNING_OLD_SECRETS} keep doing so.
+ */
+export async function rotateSecretRows(
+  trx: Transaction<Database>,
+  webhookId: string,
+  next: { id: string; ciphertext: string },
+  times: { now: string; oldExpiresAt: string },
+): Promise<void> {
+  // No old secret signs past the new grace period: rotating with 0 after a leak retires every one of them.
+  await trx
+    .updateTable('webhook_secrets')
+    .set({ expires_at: times.oldExpiresAt })
+    .where('webhook_id', '=', webhookId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', times.oldExpiresAt)]))
+    .execute();
+  await trx
+    .insertInto('webhook_secrets')
+    .values({ ...next, webhook_id: webhookId, created_at: times.now, expires_at: null })
+    .execute();
+  const signing = await trx
+    .selectFrom('webhook_secrets')
+    .select('id')
+    .where('webhook_id', '=', webhookId)
+    .where('expires_at', '>', times.now)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  const retired = signing.slice(MAX_SIGNING_OLD_SECRETS).map((row) => row.id);
+  if (retired.length > 0) {
+    await trx
+      .updateTable('webhook_secrets')
+      .set({ expires_at: times.now })
+      .where('id', 'in', retired)
+      .execute();
+  }
+}
