@@ -75,7 +75,10 @@ forEachDatabase('webhook operations', ({ storage }) => {
     const key = await newTenantKey();
     const created: RegisteredWebhook[] = [];
     for (let i = 0; i < 5; i += 1) created.push(await register(key, { url: `${URL_A}${i}`, events: ['*'] }));
-    const expected = created.map((w) => w.id).sort().reverse();
+    const expected = created
+      .map((w) => w.id)
+      .sort()
+      .reverse();
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -178,7 +181,10 @@ forEachDatabase('webhook operations', ({ storage }) => {
       .orderBy('created_at')
       .orderBy('id')
       .execute();
-    const opened = rows.map((row) => ({ secret: secretBox.open(row.ciphertext), expires_at: row.expires_at }));
+    const opened = rows.map((row) => ({
+      secret: secretBox.open(row.ciphertext),
+      expires_at: row.expires_at,
+    }));
     expect(opened).toEqual(
       expect.arrayContaining([
         { secret, expires_at: rotated.previous_secret_expires_at },
