@@ -24,4 +24,15 @@ export {
   type LogRecordMismatch,
   type VerifiedLogRecordResult,
 } from './verified-log-fetch.js';
-export { type ReceivedHeaders, verifyWebhook, WebhookVerificationError } from './webhook-verifier.js';
+export {
+  handleWebhookEvent,
+  type WebhookEventHandlers,
+  type WebhookEventOf,
+  type WebhookEventType,
+} from './webhook-event-handler.js';
+export {
+  type ReceivedHeaders,
+  verifyWebhook,
+  WebhookVerificationError,
+  type WebhookVerificationReason,
+} from './webhook-verifier.js';

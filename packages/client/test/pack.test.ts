@@ -18,7 +18,16 @@ const HELLO_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
 /** The environment without the npm_* settings of an enclosing `npm run`, which would steer the inner npm. */
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
 
-const CONSUMER = `import { createClient, isProblem, verifyLogRecord, type Problem, type ProblemCode } from '@scenario-scoring/client';
+const CONSUMER = `import {
+  createClient,
+  handleWebhookEvent,
+  isProblem,
+  verifyLogRecord,
+  verifyWebhook,
+  WebhookVerificationError,
+  type Problem,
+  type ProblemCode,
+} from '@scenario-scoring/client';
 
 const client = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_${'a'.repeat(40)}' });
 
@@ -37,6 +46,19 @@ export async function firstScore(): Promise<number | undefined> {
   void wrong;
   await verifyLogRecord(new Uint8Array(), data.log_cid);
   return data.result.scenarios[0].score;
+}
+
+export function receive(body: string, headers: Headers): string | undefined {
+  try {
+    return handleWebhookEvent(verifyWebhook(body, headers, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw6VGNO8XrBJI='), {
+      'run.completed': (event) => event.data.run_id,
+      // @ts-expect-error a test event has no run_id
+      'webhook.test': (event) => event.data.run_id,
+    });
+  } catch (error) {
+    if (error instanceof WebhookVerificationError && error.reason === 'stale_timestamp') return undefined;
+    throw error;
+  }
 }
 `;
 
