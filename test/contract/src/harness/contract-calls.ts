@@ -71,6 +71,27 @@ export async function getLog(client: ScoringClient, cid: string, answer: Documen
   return result;
 }
 
+/** What every openapi-fetch call returns. */
+export interface CallResult {
+  response: Response;
+  data?: unknown;
+  error?: unknown;
+}
+
+/**
+ * Asserts that a call got the documented `answer` (asked of Prism with {@link preferHeader}; the server
+ * must give it by itself) and that the response is one the contract documents for `operation`.
+ */
+export function expectAnswer<R extends CallResult>(
+  operation: ContractOperation,
+  result: R,
+  answer: DocumentedAnswer,
+): R {
+  expect(result.response.status, JSON.stringify(result.error)).toBe(answer.status);
+  expectDocumentedResponse(operation, result.response, result.data ?? result.error);
+  return result;
+}
+
 /** What a problem must say beyond its documented shape. */
 export interface ExpectedProblem {
   code: string;

@@ -27,6 +27,8 @@ export async function startServerTarget(options: TargetOptions = {}): Promise<Ta
     HOST: '127.0.0.1',
     NODE_ENV: 'production',
     DATA_DIR: dataDir,
+    // Webhooks are registered to receivers on this machine, as in local development.
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
     ...(options.rateLimitPerSecond !== undefined && {
       RATE_LIMIT_PER_SECOND: String(options.rateLimitPerSecond),
     }),
