@@ -185,9 +185,10 @@ describe('the offline API reference (dist/docs/index.html)', () => {
     }
     await goToAnchor('#/webhook-guide/verifying-the-signature');
     await expectHeadingInView('webhook-guide/verifying-the-signature', 'Verifying the signature');
-    const receiver = page.locator('pre', { hasText: "express.raw({ type: 'application/json' })" });
+    // The guide has two receivers (standardwebhooks and the client); this is the first.
+    const receiver = page.locator('pre', { hasText: 'webhook.verify(req.body, req.headers)' });
     await receiver.waitFor({ state: 'visible', timeout: RENDER_TIMEOUT_MS });
-    await expect(receiver.textContent()).resolves.toContain('webhook.verify(req.body, req.headers)');
+    await expect(receiver.textContent()).resolves.toContain("express.raw({ type: 'application/json' })");
     const box = await receiver.boundingBox();
     expect(box !== null && box.y >= 0 && box.y < VIEWPORT.height, 'the receiver example is on screen').toBe(
       true,

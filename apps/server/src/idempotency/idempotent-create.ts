@@ -15,6 +15,11 @@ export interface IdempotencyScope {
   key: string | undefined;
   operation: string;
   body: unknown;
+  /**
+   * Encrypts the stored response when it holds a secret (a webhook's signing secret): the record then
+   * keeps only ciphertext, and a replay opens it.
+   */
+  protect?: { seal(text: string): string; open(sealed: string): string };
 }
 
 /** The response of a create, as sent the first time and replayed after. */
@@ -55,7 +60,7 @@ export async function idempotentCreate(
   const requestHash = hashRequest(scope.operation, scope.body);
   const cutoff = new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS).toISOString();
   const earlier = await findResponse(db, scope.apiKeyId, key, cutoff);
-  if (earlier) return replay(earlier, requestHash, key);
+  if (earlier) return replay(earlier, requestHash, key, scope.protect);
   try {
     return await db.transaction().execute(async (trx) => {
       const created = await create(trx);
@@ -75,7 +80,7 @@ export async function idempotentCreate(
           request_hash: requestHash,
           response_status: created.status,
           response_headers: JSON.stringify(created.headers),
-          response_body: bodyJson,
+          response_body: scope.protect ? scope.protect.seal(bodyJson) : bodyJson,
           created_at: now.toISOString(),
         })
         .execute();
@@ -84,7 +89,7 @@ export async function idempotentCreate(
   } catch (error) {
     // A concurrent request with the same key committed first: its response is the answer.
     const winner = await findResponse(db, scope.apiKeyId, key, cutoff).catch(() => undefined);
-    if (winner) return replay(winner, requestHash, key);
+    if (winner) return replay(winner, requestHash, key, scope.protect);
     throw error;
   }
 }
@@ -119,7 +124,12 @@ async function findResponse(
     .executeTakeFirst();
 }
 
-function replay(stored: StoredResponse, requestHash: string, key: string): IdempotentOutcome {
+function replay(
+  stored: StoredResponse,
+  requestHash: string,
+  key: string,
+  protect: IdempotencyScope['protect'],
+): IdempotentOutcome {
   if (stored.request_hash !== requestHash) {
     throw new AppError('idempotency_key_reused', {
       detail: `The Idempotency-Key "${key}" was already used with another request (${stored.operation}) in the last 24 hours; use a new key for a new request.`,
@@ -128,7 +138,7 @@ function replay(stored: StoredResponse, requestHash: string, key: string): Idemp
   return {
     status: stored.response_status,
     headers: JSON.parse(stored.response_headers) as Record<string, string>,
-    bodyJson: stored.response_body,
+    bodyJson: protect ? protect.open(stored.response_body) : stored.response_body,
     replayed: true,
   };
 }

@@ -220,7 +220,12 @@ forEachDatabase('webhook operations', ({ storage }) => {
 
   it('stores secrets only as ciphertext: no plaintext secret anywhere in the database', async () => {
     const key = await newTenantKey();
-    const { id, secret } = await register(key);
+    const response = await server.request('/v1/webhooks/register', {
+      key,
+      body: { url: URL_A, events: ['*'] },
+      headers: { 'Idempotency-Key': `sealed-${randomBytes(4).toString('hex')}` },
+    });
+    const { id, secret } = (await response.json()) as RegisteredWebhook;
     const rotated = (await (
       await server.request(`/v1/webhooks/${id}/rotate-secret`, { key, body: {} })
     ).json()) as RotatedSecret;

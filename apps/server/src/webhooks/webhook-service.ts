@@ -78,6 +78,8 @@ export async function registerWebhook(
     key: request.idempotencyKey,
     operation: 'registerWebhook',
     body,
+    // The replayable response holds the secret: the idempotency record keeps it sealed too.
+    protect: deps.secretBox,
   };
   return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const at = now.toISOString();
