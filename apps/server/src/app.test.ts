@@ -65,9 +65,6 @@ forEachDatabase('createApp', ({ storage }) => {
       detail: expect.stringContaining('POST /v1/scoring/runs (createRun)'),
     });
 
-    const webhooks = await server.request('/v1/webhooks', { key });
-    expect(webhooks.status).toBe(501);
-
     const invalid = await server.request('/v1/scoring/runs', { key, body: { items: [] } });
     expect(invalid.status).toBe(400);
     expect((await problemOf(invalid)).errors).toEqual([
