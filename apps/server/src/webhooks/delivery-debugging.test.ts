@@ -119,16 +119,18 @@ forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storag
       { status_code: 500, duration_ms: 12, error: 'HTTP 500', response_body: 'oops', trigger: 'scheduled' },
       { status_code: 200, duration_ms: 84, error: null, response_body: 'ok', trigger: 'manual' },
     ] as const;
-    const ids: string[] = [];
+    // Ids sorted up front: the order of the list is the order of the ids, whatever the clock did.
+    const ids = attempts.map(() => newId('att')).sort();
     for (const [i, attempt] of attempts.entries()) {
-      const id = newId('att');
-      ids.push(id);
       await storage()
         .db.insertInto('delivery_attempts')
-        .values({ id, delivery_id: delivery.id, attempted_at: `2026-11-22T10:00:0${i}.000Z`, ...attempt })
+        .values({
+          id: ids[i] ?? '',
+          delivery_id: delivery.id,
+          attempted_at: `2026-11-22T10:00:0${i}.000Z`,
+          ...attempt,
+        })
         .execute();
-      // ULIDs of one millisecond are not ordered; a new millisecond makes the order certain.
-      await new Promise((resolve) => setTimeout(resolve, 2));
     }
     const path = `/v1/webhooks/${webhook.id}/deliveries/${delivery.id}/attempts`;
     const page = (await (await server.request(`${path}?limit=2`, { key })).json()) as AttemptList;
