@@ -40,7 +40,11 @@ function heldScoreRequest(baseUrl: string, key: string, subject: string) {
     });
     req.once('error', reject);
   });
-  return { continued, send: () => (req.end(body), answered) };
+  const send = () => {
+    req.end(body);
+    return answered;
+  };
+  return { continued, send };
 }
 
 async function until(condition: () => Promise<boolean> | boolean, what: string): Promise<void> {
