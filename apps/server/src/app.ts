@@ -7,16 +7,21 @@ import { docsRoutes } from './docs/docs-routes.js';
 import { AppError } from './errors/app-error.js';
 import { createErrorHandler } from './errors/error-handler.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
+import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { authenticate } from './http/auth.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
 import { jsonBody } from './http/json-body.js';
 import { notImplemented } from './http/not-implemented.js';
+import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
+import { logRequests } from './http/request-log.js';
 import './http/locals.js';
 import { jsonLogger, type Logger } from './logger.js';
 import { logRoute } from './logs/log-route.js';
+import { recordRequestDuration } from './metrics/http-metrics.js';
+import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-route.js';
 import { scoreRoute } from './scoring/score-route.js';
 import type { Storage } from './storage/storage.js';
@@ -37,6 +42,10 @@ export interface AppOptions {
   secretBox: SecretBox;
   /** The instance's background workers, reported by `/readyz`. */
   workers?: readonly BackgroundWorker[];
+  /** The instance's Prometheus instruments; by default a registry of the app's own. */
+  metrics?: Metrics;
+  /** Where the instance is in its life, reported by `/readyz`; by default always running. */
+  lifecycle?: InstanceLifecycle;
 }
 
 /**
@@ -49,6 +58,8 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const logger = options.logger ?? jsonLogger;
   const clock = options.clock ?? systemClock;
   const workers = options.workers ?? [];
+  const metrics = options.metrics ?? createMetrics({ processMetrics: false });
+  const lifecycle = options.lifecycle ?? new InstanceLifecycle('running');
   const contract = options.contract ?? loadContract();
   const operations = contractOperations(contract.document);
   const validation = await contractValidation(contract, {
@@ -57,11 +68,11 @@ export async function createApp(options: AppOptions): Promise<Express> {
 
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: Partial<Record<OperationId, RequestHandler>> = {
-    scoreSubject: scoreRoute(storage) as RequestHandler,
+    scoreSubject: scoreRoute(storage, metrics) as RequestHandler,
     getPolicy: policyRoute as RequestHandler,
     getLogRecord: logRoute(storage) as RequestHandler,
     getHealth: healthRoute as RequestHandler,
-    getReadiness: readinessRoute(storage, workers) as RequestHandler,
+    getReadiness: readinessRoute({ storage, workers, lifecycle }) as RequestHandler,
     ...webhookRoutes({ storage, policy: config.webhooks, secretBox: options.secretBox, clock }),
   };
 
@@ -69,6 +80,10 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId);
+  app.use(identifyOperation(operationLookup(operations)));
+  app.use(logRequests(logger));
+  app.use(recordRequestDuration(metrics));
+  app.use(closeConnectionsWhileDraining(lifecycle));
   app.use(docsRoutes(contract));
   app.use('/v1', authenticate(storage));
   if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
@@ -90,4 +105,12 @@ export async function createApp(options: AppOptions): Promise<Express> {
     }),
   );
   return app;
+}
+
+/** While the instance drains, answers close their connection, so clients reconnect to another instance. */
+function closeConnectionsWhileDraining(lifecycle: InstanceLifecycle): RequestHandler {
+  return (_req, res, next) => {
+    if (lifecycle.phase === 'draining') res.setHeader('Connection', 'close');
+    next();
+  };
 }

@@ -27,7 +27,53 @@ describe('loadConfig', () => {
         concurrency: 64,
         secretsKey: undefined,
       },
+      logs: { level: 'info', format: 'json' },
+      metrics: { port: undefined, host: '0.0.0.0', token: undefined },
+      shutdown: { drainDelayMs: 0, graceMs: 10_000 },
     });
+  });
+
+  it('reads the log, metrics and shutdown variables; development logs pretty', () => {
+    expect(
+      loadConfig({
+        NODE_ENV: 'development',
+        LOG_LEVEL: 'debug',
+        METRICS_PORT: '9464',
+        METRICS_HOST: '127.0.0.1',
+        METRICS_TOKEN: 'a-long-enough-scrape-token',
+        SHUTDOWN_DRAIN_DELAY: '5s',
+        SHUTDOWN_GRACE: '30s',
+      }),
+    ).toMatchObject({
+      logs: { level: 'debug', format: 'pretty' },
+      metrics: { port: 9464, host: '127.0.0.1', token: 'a-long-enough-scrape-token' },
+      shutdown: { drainDelayMs: 5000, graceMs: 30_000 },
+    });
+    expect(loadConfig({ NODE_ENV: 'development', LOG_FORMAT: 'json' }).logs.format).toBe('json');
+  });
+
+  it('refuses a bad log, metrics or shutdown variable, naming each', () => {
+    expect(() =>
+      loadConfig({
+        LOG_LEVEL: 'verbose',
+        LOG_FORMAT: 'xml',
+        PORT: '8080',
+        METRICS_PORT: '8080',
+        METRICS_TOKEN: 'short',
+        SHUTDOWN_GRACE: 'forever',
+      }),
+    ).toThrow(
+      new ConfigError([
+        'LOG_LEVEL must be one of debug, info, warn, error, silent (got "verbose")',
+        'LOG_FORMAT must be one of json, pretty (got "xml")',
+        'METRICS_PORT must differ from PORT (both are 8080)',
+        'METRICS_TOKEN must be at least 16 characters (openssl rand -hex 32)',
+        'SHUTDOWN_GRACE must be a duration such as 500ms, 5s, 5m, 2h or 1d, at least 0 ms (got "forever")',
+      ]),
+    );
+    expect(() => loadConfig({ METRICS_TOKEN: 'a-long-enough-scrape-token' })).toThrow(
+      /METRICS_TOKEN is set but METRICS_PORT is not/,
+    );
   });
 
   it('reads every variable', () => {

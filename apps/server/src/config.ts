@@ -1,4 +1,6 @@
 import { EnvReader } from './config/env-reader.js';
+import { type LogConfig, readLogConfig } from './logging/log-config.js';
+import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
 import { readWebhookConfig, type WebhookConfig } from './webhooks/webhook-config.js';
 
 /** The server's settings, read from the environment only. */
@@ -14,6 +16,20 @@ export interface Config {
   rateLimitPerSecond: number;
   /** Webhook delivery and outbound safety. */
   webhooks: WebhookConfig;
+  /** Log level and format. */
+  logs: LogConfig;
+  /** The Prometheus metrics listener. */
+  metrics: MetricsConfig;
+  /** How a SIGTERM or SIGINT stops the instance. */
+  shutdown: ShutdownConfig;
+}
+
+/** How the instance drains on SIGTERM or SIGINT. */
+export interface ShutdownConfig {
+  /** How long `/readyz` answers 503 `draining` while requests are still served, before the listener closes. */
+  drainDelayMs: number;
+  /** How long requests in flight may take to finish once the listener closed; then they are cut. */
+  graceMs: number;
 }
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
@@ -31,8 +47,9 @@ const MAX_PORT = 65_535;
 /**
  * Reads and validates the configuration: `PORT` (3000), `HOST` (0.0.0.0), `DATA_DIR` (./data),
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
- * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), and each area's own variables (`WEBHOOK_*`,
- * `SECRETS_KEY`). Throws a ConfigError naming every bad variable.
+ * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
+ * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`). Throws a ConfigError
+ * naming every bad variable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const reader = new EnvReader(env);
@@ -50,7 +67,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const bodyLimitBytes = reader.integer('BODY_LIMIT_BYTES', 1_048_576, 1, MAX_BODY_LIMIT_BYTES);
   const rateLimitPerSecond = reader.integer('RATE_LIMIT_PER_SECOND', 1000, 0, 1_000_000);
   const webhooks = readWebhookConfig(reader, { nodeEnv, databaseUrl: postgresUrl ? databaseUrl : undefined });
+  const logs = readLogConfig(reader, { nodeEnv });
+  const metrics = readMetricsConfig(reader, { apiPort: port });
+  const shutdown = {
+    drainDelayMs: reader.durationMs('SHUTDOWN_DRAIN_DELAY', 0),
+    graceMs: reader.durationMs('SHUTDOWN_GRACE', 10_000),
+  };
 
   if (reader.problems.length > 0) throw new ConfigError(reader.problems);
-  return { port, host, dataDir, databaseUrl, nodeEnv, bodyLimitBytes, rateLimitPerSecond, webhooks };
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    nodeEnv,
+    bodyLimitBytes,
+    rateLimitPerSecond,
+    webhooks,
+    logs,
+    metrics,
+    shutdown,
+  };
 }

@@ -1,30 +1,66 @@
-/** Where the server writes what operators need to see: one JSON object per line. */
+import { type DestinationStream, pino } from 'pino';
+import pretty from 'pino-pretty';
+import type { LogConfig } from './logging/log-config.js';
+import { redactedPaths, scrubSecrets, scrubSecretsDeep } from './logging/secret-scrubber.js';
+
+/** Where the server writes what operators need to see: one JSON object per line (pino underneath). */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** A logger writing JSON lines, info to stdout and errors to stderr. */
-export const jsonLogger: Logger = {
-  info(message, fields) {
-    process.stdout.write(
-      `${JSON.stringify({ level: 'info', time: new Date().toISOString(), message, ...fields })}\n`,
-    );
-  },
-  error(message, fields) {
-    process.stderr.write(
-      `${JSON.stringify({ level: 'error', time: new Date().toISOString(), message, ...fields })}\n`,
-    );
-  },
-};
+/**
+ * A logger backed by pino: JSON lines on stdout (`{"level":"info","time":…,"message":…,…fields}`), or
+ * pino-pretty's readable lines when `format` is `pretty`. Authorization headers, secrets, keys, tokens
+ * and bodies are redacted by field name, and any `sk_…` API key or `whsec_…` secret inside a string is
+ * masked, so a careless field cannot leak one. Writes are synchronous, so nothing is lost on exit and
+ * the runtime's own stdout lines stay whole between log lines.
+ */
+export function createLogger(config: LogConfig, destination?: DestinationStream): Logger {
+  // `destination` (tests) replaces stdout.
+  const stream =
+    config.format === 'pretty'
+      ? pretty({
+          sync: true,
+          messageKey: 'message',
+          translateTime: 'SYS:HH:MM:ss.l',
+          ignore: 'pid,hostname',
+          ...(destination && { destination, colorize: false }),
+        })
+      : (destination ?? pino.destination({ dest: 1, sync: true }));
+  const log = pino(
+    {
+      level: config.level,
+      messageKey: 'message',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: redactedPaths, censor: '[redacted]' },
+      formatters: {
+        level: (label) => ({ level: label }),
+        log: (object) => scrubSecretsDeep(object) as Record<string, unknown>,
+      },
+    },
+    stream,
+  );
+  return {
+    info: (message, fields) => log.info(fields ?? {}, scrubSecrets(message)),
+    error: (message, fields) => log.error(fields ?? {}, scrubSecrets(message)),
+  };
+}
+
+/** The default logger: JSON lines on stdout at level info. */
+export const jsonLogger: Logger = createLogger({ level: 'info', format: 'json' });
 
 /** A logger that drops everything, for tests that provoke errors on purpose. */
 export const silentLogger: Logger = { info() {}, error() {} };
 
 /** An error's name, message, stack and cause, as plain data for a log line (never for a response). */
 export function describeError(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { value: String(error) };
-  const described: Record<string, unknown> = { name: error.name, message: error.message, stack: error.stack };
+  if (!(error instanceof Error)) return { value: scrubSecrets(String(error)) };
+  const described: Record<string, unknown> = {
+    name: error.name,
+    message: scrubSecrets(error.message),
+    stack: error.stack === undefined ? undefined : scrubSecrets(error.stack),
+  };
   const extra = error as { errors?: unknown; cause?: unknown };
   if (extra.errors !== undefined) described.errors = extra.errors;
   if (extra.cause !== undefined) described.cause = describeError(extra.cause);

@@ -1,27 +1,40 @@
 import { ConfigError, loadConfig } from './config.js';
-import { describeError, jsonLogger } from './logger.js';
+import { createLogger, describeError, jsonLogger, type Logger } from './logger.js';
 import { startRuntime } from './runtime.js';
 
 /**
- * Starts the server from the environment, and on SIGTERM or SIGINT stops accepting, finishes requests in
- * flight, stops the workers, closes the storage and exits 0.
+ * Starts the server from the environment. On SIGTERM or SIGINT it drains (see Runtime.stop) and exits 0;
+ * a second signal during the drain exits 1 at once.
  */
 async function main(): Promise<void> {
-  const config = loadConfig();
-  const runtime = await startRuntime({ config });
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    jsonLogger.info('shutting down', { signal });
-    await runtime.stop();
-    process.exit(0);
-  };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stop(signal));
+  let logger: Logger = jsonLogger;
+  try {
+    const config = loadConfig();
+    logger = createLogger(config.logs);
+    const runtime = await startRuntime({ config, logger });
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        logger.error('second signal: exiting without finishing the drain', { signal });
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info('shutting down', { signal });
+      runtime.stop().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error('the shutdown failed', { error: describeError(error) });
+          process.exit(1);
+        },
+      );
+    };
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
+  } catch (error) {
+    // A bad environment is told in plain words, every bad variable at once.
+    if (error instanceof ConfigError) console.error(error.message);
+    else logger.error('the server failed to start', { error: describeError(error) });
+    process.exit(1);
+  }
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError) console.error(error.message);
-  else jsonLogger.error('the server failed to start', { error: describeError(error) });
-  process.exit(1);
-});
+void main();

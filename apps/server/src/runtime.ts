@@ -1,9 +1,14 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { jsonLogger, type Logger } from './logger.js';
+import { InstanceLifecycle } from './health/instance-lifecycle.js';
+import { closeGracefully } from './http/graceful-close.js';
+import { createLogger, type Logger } from './logger.js';
+import { createMetrics, type Metrics } from './metrics/metrics.js';
+import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import { openStorage, type Storage } from './storage/storage.js';
 import { loadSecretsKey, SecretBox } from './webhooks/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
@@ -11,12 +16,11 @@ import { createWorkers, type WorkerDependencies } from './workers/create-workers
 
 /** Bounds a request's headers and body, so a client that sends them slowly cannot hold a connection. */
 const REQUEST_TIMEOUT_MS = 30_000;
-/** How long a shutdown waits for requests in flight before cutting their connections. */
-const SHUTDOWN_GRACE_MS = 10_000;
 
 /** What a runtime is started with; tests replace the clock, the logger or the workers. */
 export interface RuntimeOptions {
   config: Config;
+  /** By default a pino logger as `config.logs` says. */
   logger?: Logger;
   clock?: Clock;
   /** Builds the background workers; by default every worker of the server. */
@@ -25,27 +29,38 @@ export interface RuntimeOptions {
   announce?: (line: string) => void;
 }
 
-/** A running instance: storage, workers and the HTTP server. */
+/** A running instance: storage, workers, the HTTP server and the metrics listener. */
 export interface Runtime {
   readonly port: number;
   readonly url: string;
   readonly storage: Storage;
   readonly workers: readonly BackgroundWorker[];
   readonly server: Server;
-  /** Stops accepting, finishes requests in flight (bounded), stops the workers, closes the storage. */
+  readonly metrics: Metrics;
+  /** The metrics listener's scrape URL, when `METRICS_PORT` is set. */
+  readonly metricsUrl: string | undefined;
+  readonly lifecycle: InstanceLifecycle;
+  /**
+   * Drains: `/readyz` answers 503 `draining` (for `SHUTDOWN_DRAIN_DELAY` while requests are still
+   * served), then the listener closes, requests in flight finish (cut after `SHUTDOWN_GRACE`), idle
+   * connections close, the workers stop, and the storage flushes and closes.
+   */
   stop(): Promise<void>;
 }
 
 /**
  * Starts an instance: opens the storage (running the migrations), creates the first API key when there is
- * none, builds the app, listens, then starts the background workers.
+ * none, builds the app, listens (the metrics listener first), starts the background workers, then
+ * reports ready.
  */
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const { config } = options;
-  const logger = options.logger ?? jsonLogger;
+  const logger = options.logger ?? createLogger(config.logs);
   const clock = options.clock ?? systemClock;
   const announce = options.announce ?? ((line: string) => console.log(line));
+  const lifecycle = new InstanceLifecycle('starting');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  let metricsServer: MetricsServer | undefined;
   try {
     if ((await storage.countApiKeys()) === 0) {
       const { key } = await storage.createApiKey('default');
@@ -54,40 +69,68 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const secretBox = new SecretBox(
       await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
     );
-    const workers = (options.workers ?? createWorkers)({ storage, config, secretBox, logger, clock });
-    const app = await createApp({ storage, config, logger, clock, secretBox, workers });
+    const metrics = createMetrics({ storage });
+    const workers = (options.workers ?? createWorkers)({
+      storage,
+      config,
+      secretBox,
+      logger,
+      clock,
+      metrics,
+    });
+    const app = await createApp({ storage, config, logger, clock, secretBox, workers, metrics, lifecycle });
+    const { port: metricsPort, ...metricsListener } = config.metrics;
+    if (metricsPort !== undefined) {
+      metricsServer = await startMetricsServer(metrics, { ...metricsListener, port: metricsPort }, logger);
+    }
     const server = app.listen(config.port, config.host);
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = REQUEST_TIMEOUT_MS;
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     for (const worker of workers) worker.start();
+    lifecycle.markRunning();
     const { port } = server.address() as AddressInfo;
+    logger.info('started', {
+      database: storage.location,
+      port,
+      metricsPort: metricsServer?.port,
+      workers: workers.map((worker) => worker.name),
+    });
     announce(
       `scenario-scoring listening on http://localhost:${port} — docs at http://localhost:${port}/docs`,
     );
 
-    let stopping: Promise<void> | undefined;
     const stop = async () => {
-      const closed = new Promise((resolve) => server.close(resolve));
-      server.closeIdleConnections();
-      const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-      await closed;
-      clearTimeout(force);
-      await Promise.all(workers.map((worker) => worker.stop()));
+      const started = performance.now();
+      lifecycle.markDraining();
+      logger.info('draining', { drainDelayMs: config.shutdown.drainDelayMs });
+      if (config.shutdown.drainDelayMs > 0) await sleep(config.shutdown.drainDelayMs);
+      const [{ cut }] = await Promise.all([
+        closeGracefully(server, config.shutdown.graceMs),
+        Promise.all(workers.map((worker) => worker.stop())),
+      ]);
+      if (cut) logger.error('requests still in flight were cut', { graceMs: config.shutdown.graceMs });
+      await metricsServer?.close();
       await storage.close();
+      logger.info('stopped', { durationMs: Math.round(performance.now() - started) });
     };
+    let stopping: Promise<void> | undefined;
     return {
       port,
       url: `http://127.0.0.1:${port}`,
       storage,
       workers,
       server,
+      metrics,
+      metricsUrl: metricsServer?.url,
+      lifecycle,
       stop: () => {
         stopping ??= stop();
         return stopping;
       },
     };
   } catch (error) {
+    await metricsServer?.close();
     await storage.close();
     throw error;
   }

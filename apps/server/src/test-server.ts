@@ -5,7 +5,9 @@ import { createApp } from './app.js';
 import type { Clock } from './clock.js';
 import { EnvReader } from './config/env-reader.js';
 import type { Config } from './config.js';
+import type { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { type Logger, silentLogger } from './logger.js';
+import type { Metrics } from './metrics/metrics.js';
 import type { Storage } from './storage/storage.js';
 import { SecretBox } from './webhooks/secret-box.js';
 import { readWebhookConfig } from './webhooks/webhook-config.js';
@@ -29,6 +31,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       throttledMinDelayMs: 10,
       pollIntervalMs: 50,
     },
+    logs: { level: 'info', format: 'json' },
+    metrics: { port: undefined, host: '127.0.0.1', token: undefined },
+    shutdown: { drainDelayMs: 0, graceMs: 10_000 },
     ...overrides,
   };
 }
@@ -57,6 +62,8 @@ export async function startTestServer(options: {
   clock?: Clock;
   secretBox?: SecretBox;
   workers?: readonly BackgroundWorker[];
+  metrics?: Metrics;
+  lifecycle?: InstanceLifecycle;
 }): Promise<TestServer> {
   const app = await createApp({
     storage: options.storage,
@@ -65,6 +72,8 @@ export async function startTestServer(options: {
     secretBox: options.secretBox ?? new SecretBox(randomBytes(32)),
     ...(options.clock && { clock: options.clock }),
     ...(options.workers && { workers: options.workers }),
+    ...(options.metrics && { metrics: options.metrics }),
+    ...(options.lifecycle && { lifecycle: options.lifecycle }),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

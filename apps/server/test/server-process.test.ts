@@ -159,11 +159,31 @@ describe('the built CLI', () => {
 });
 
 describe('the built server with a bad environment', () => {
-  it('names every bad variable and exits non-zero', async () => {
-    const server = new ServerProcess({ PORT: 'eighty', BODY_LIMIT_BYTES: '0', DATA_DIR: '/tmp' });
+  it('names every bad or missing variable at once and exits non-zero', async () => {
+    const server = new ServerProcess({
+      PORT: 'eighty',
+      BODY_LIMIT_BYTES: '0',
+      DATA_DIR: '/tmp',
+      DATABASE_URL: 'postgres://app@127.0.0.1:1/none',
+      LOG_LEVEL: 'loud',
+      METRICS_PORT: '99999',
+      SHUTDOWN_GRACE: 'soon',
+      WEBHOOK_TIMEOUT: 'fast',
+    });
     const { code } = await server.exited;
     expect(code).not.toBe(0);
-    expect(server.output).toMatch(/PORT must be an integer/);
-    expect(server.output).toMatch(/BODY_LIMIT_BYTES must be an integer/);
+    for (const problem of [
+      /PORT must be an integer/,
+      /BODY_LIMIT_BYTES must be an integer/,
+      /SECRETS_KEY is required with DATABASE_URL/,
+      /LOG_LEVEL must be one of/,
+      /METRICS_PORT must be an integer/,
+      /SHUTDOWN_GRACE must be a duration/,
+      /WEBHOOK_TIMEOUT must be a duration/,
+    ]) {
+      expect(server.output).toMatch(problem);
+    }
+    // Told before anything starts: no database was touched, nothing listened.
+    expect(server.output).not.toMatch(/listening|"message":"started"/);
   });
 });

@@ -1,7 +1,9 @@
 import type { operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
+import { pendingMigrations } from '../storage/migrate.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
+import { InstanceLifecycle } from './instance-lifecycle.js';
 
 type Health = operations['getHealth']['responses'][200]['content']['application/json'];
 type Readiness = operations['getReadiness']['responses'][200]['content']['application/json'];
@@ -14,22 +16,35 @@ export const healthRoute: RequestHandler<never, Health> = (_req, res) => {
   res.json({ status: 'ok' });
 };
 
+/** What `/readyz` looks at. */
+export interface ReadinessSources {
+  storage: Pick<Storage, 'ping' | 'db'>;
+  workers?: readonly Pick<BackgroundWorker, 'running'>[];
+  lifecycle?: Pick<InstanceLifecycle, 'phase'>;
+}
+
 /**
- * `GET /readyz`: 200 when the database answers and every background worker runs; 503 otherwise.
- * Migrations ran when the storage opened.
+ * `GET /readyz`: 200 `ready` when the database answers, every migration of this build is applied (read
+ * from the database on each call) and every background worker runs; otherwise 503 with Retry-After and
+ * `starting` or `draining` (whatever the checks say) or `unavailable`.
  */
-export function readinessRoute(
-  storage: Pick<Storage, 'ping'>,
-  workers: readonly Pick<BackgroundWorker, 'running'>[] = [],
-): RequestHandler<never, Readiness> {
+export function readinessRoute(sources: ReadinessSources): RequestHandler<never, Readiness> {
+  const { storage, workers = [], lifecycle = new InstanceLifecycle('running') } = sources;
   return async (_req, res) => {
     const database = await storage.ping().catch(() => false);
-    const checks = { database, migrations: true, workers: workers.every((worker) => worker.running) };
-    if (checks.database && checks.workers) {
+    const migrations = database
+      ? await pendingMigrations(storage.db).then(
+          (pending) => pending.length === 0,
+          () => false,
+        )
+      : false;
+    const checks = { database, migrations, workers: workers.every((worker) => worker.running) };
+    const phase = lifecycle.phase;
+    if (phase === 'running' && checks.database && checks.migrations && checks.workers) {
       res.json({ status: 'ready', checks });
       return;
     }
     res.status(503).setHeader('Retry-After', String(NOT_READY_RETRY_AFTER_SECONDS));
-    res.json({ status: 'unavailable', checks });
+    res.json({ status: phase === 'running' ? 'unavailable' : phase, checks });
   };
 }

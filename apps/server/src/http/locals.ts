@@ -10,6 +10,10 @@ declare global {
       requestIdGenerated: boolean;
       /** Who the request's API key belongs to; set by the auth middleware on `/v1/` routes. */
       apiKey: ApiKeyOwner;
+      /** The contract's operationId of the request, when it matches one (set before auth). */
+      operationId: string | undefined;
+      /** `performance.now()` when the request arrived, for its logged and measured duration. */
+      startedAt: number;
     }
   }
 }

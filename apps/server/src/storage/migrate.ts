@@ -43,3 +43,14 @@ export async function migrateToLatest(
     }
   });
 }
+
+/**
+ * The names of the migrations this build knows that the database has not applied (empty when the schema
+ * is current; migrations newer than this build, applied by a newer instance, are fine). Throws when the
+ * database does not answer.
+ */
+export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+  const applied = new Set(rows.map((row) => row.name));
+  return Object.keys(MIGRATIONS).filter((name) => !applied.has(name));
+}

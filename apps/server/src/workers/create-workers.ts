@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { Storage } from '../storage/storage.js';
 import type { SecretBox } from '../webhooks/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
@@ -12,6 +13,8 @@ export interface WorkerDependencies {
   secretBox: SecretBox;
   logger: Logger;
   clock: Clock;
+  /** The instance's Prometheus instruments (e.g. `metrics.deliveryAttempts`, `metrics.deliveryLagSeconds`). */
+  metrics: Metrics;
 }
 
 /** The background workers of an instance, started by the runtime after the storage is open. */

@@ -1,0 +1,33 @@
+# syntax=docker/dockerfile:1
+# scenario-scoring server: build everything in one stage, ship only the server's production output.
+#   docker build -t scenario-scoring .
+#   docker run -p 3000:3000 -v scoring-data:/data scenario-scoring
+# See "Deploying" in README.md; compose.yaml runs it on PostgreSQL.
+
+FROM node:24-slim AS build
+WORKDIR /src
+COPY . .
+# npm install, not npm ci: the registry has no macOS/Windows builds of turbo and biome, which npm ci
+# insists on (see scripts/setup.sh). The lockfile still pins every version.
+RUN npm install --no-audit --no-fund --loglevel=error \
+ && npx turbo run build --filter=@scenario-scoring/server --output-logs=errors-only \
+ && bash scripts/assemble-production.sh /app
+
+FROM node:24-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/data
+WORKDIR /app
+# Owned by root and read-only to the server; only /data (the SQLite default) is writable.
+COPY --from=build /app /app
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 3000
+# The slim image has no curl: Node's own fetch asks /readyz (503 while starting or draining).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Node is PID 1 and handles SIGTERM itself (drains, then exits 0): no shell in between.
+STOPSIGNAL SIGTERM
+CMD ["node", "apps/server/dist/main.js"]

@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertEvents, newEvent } from '../events/event-outbox.js';
+import { silentLogger } from '../logger.js';
+import { forEachDatabase } from '../storage/test-databases.js';
+import { startTestServer, type TestServer } from '../test-server.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { type MetricsServer, startMetricsServer } from './metrics-server.js';
+
+const TOKEN = 'scrape-token-0123456789';
+
+/** The value of one series in Prometheus text, e.g. `scenario_scoring_scores_total`. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+forEachDatabase('metrics', ({ storage }) => {
+  let metrics: Metrics;
+  let server: TestServer;
+  let scrape: MetricsServer;
+  let key: string;
+  beforeAll(async () => {
+    metrics = createMetrics({ storage: storage() });
+    server = await startTestServer({ storage: storage(), metrics });
+    scrape = await startMetricsServer(metrics, { port: 0, host: '127.0.0.1', token: TOKEN }, silentLogger);
+    ({ key } = await storage().createApiKey('metrics'));
+  });
+  afterAll(async () => {
+    await server.close();
+    await scrape.close();
+  });
+
+  const read = async () => {
+    const response = await fetch(scrape.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    return response.text();
+  };
+
+  it('counts scores and observes each request by operation and status', async () => {
+    for (let n = 0; n < 3; n++) {
+      const response = await server.request('/v1/scoring/score', {
+        key,
+        body: { subject: `metrics-${n}`, context: { jurisdiction: 'DE' } },
+      });
+      expect(response.status).toBe(200);
+    }
+    expect((await server.request('/v1/scoring/policies/DE')).status).toBe(401);
+    expect((await server.request('/nowhere')).status).toBe(404);
+    // A request is observed when its response has ended, which the client may see first.
+    const deadline = Date.now() + 5000;
+    let text = await read();
+    while (!text.includes('status="404"') && Date.now() < deadline) text = await read();
+
+    expect(sample(text, 'scenario_scoring_scores_total')).toBe(3);
+    expect(
+      sample(
+        text,
+        'scenario_scoring_http_request_duration_seconds_count{operation="scoreSubject",status="200"}',
+      ),
+    ).toBe(3);
+    expect(
+      sample(
+        text,
+        'scenario_scoring_http_request_duration_seconds_count{operation="getPolicy",status="401"}',
+      ),
+    ).toBe(1);
+    expect(
+      sample(
+        text,
+        'scenario_scoring_http_request_duration_seconds_count{operation="unmatched",status="404"}',
+      ),
+    ).toBe(1);
+    expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+  });
+
+  it('reads the outbox depth from the database at scrape time', async () => {
+    const { db } = storage();
+    const now = new Date();
+    const at = now.toISOString();
+    const data = { webhook_id: 'wh_metrics', message: 'hello' };
+    const [dispatched, ...waiting] = [0, 1, 2].map(() => newEvent('metrics', 'webhook.test', data, now));
+    if (dispatched === undefined) throw new Error('no event');
+    await insertEvents(db, [dispatched, ...waiting]);
+    await db.updateTable('events').set({ dispatched_at: at }).where('id', '=', dispatched.id).execute();
+    await db
+      .insertInto('webhooks')
+      .values({
+        id: 'wh_metrics',
+        tenant_id: 'metrics',
+        url: 'https://example.com/hook',
+        events: '["*"]',
+        description: null,
+        status: 'active',
+        disabled_reason: null,
+        failing_since: null,
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    const delivery = (id: string, status: 'pending' | 'succeeded', eventId: string) => ({
+      id,
+      tenant_id: 'metrics',
+      webhook_id: 'wh_metrics',
+      event_id: eventId,
+      event_type: 'webhook.test',
+      status,
+      next_attempt_at: status === 'pending' ? at : null,
+      created_at: at,
+      updated_at: at,
+    });
+    await db
+      .insertInto('deliveries')
+      .values([
+        delivery('dlv_metrics_1', 'pending', dispatched.id),
+        delivery('dlv_metrics_2', 'succeeded', waiting[0]?.id ?? ''),
+      ])
+      .execute();
+
+    const text = await read();
+    expect(sample(text, 'scenario_scoring_outbox_depth{stage="undispatched_events"}')).toBe(2);
+    expect(sample(text, 'scenario_scoring_outbox_depth{stage="pending_deliveries"}')).toBe(1);
+  });
+
+  it('exposes the delivery instruments for the delivery worker', async () => {
+    metrics.deliveryAttempts.inc({ result: 'succeeded' });
+    metrics.deliveryAttempts.inc({ result: 'timeout' });
+    metrics.deliveryLagSeconds.observe(0.3);
+    const text = await read();
+    expect(sample(text, 'scenario_scoring_webhook_delivery_attempts_total{result="succeeded"}')).toBe(1);
+    expect(sample(text, 'scenario_scoring_webhook_delivery_attempts_total{result="timeout"}')).toBe(1);
+    expect(sample(text, 'scenario_scoring_webhook_delivery_lag_seconds_count')).toBe(1);
+  });
+});
+
+describe('the metrics listener', () => {
+  let scrape: MetricsServer;
+  beforeAll(async () => {
+    scrape = await startMetricsServer(
+      createMetrics({ processMetrics: false }),
+      { port: 0, host: '127.0.0.1', token: TOKEN },
+      silentLogger,
+    );
+  });
+  afterAll(() => scrape.close());
+
+  it('refuses a scrape without the token, or with another one, with 401', async () => {
+    expect((await fetch(scrape.url)).status).toBe(401);
+    const wrong = await fetch(scrape.url, { headers: { authorization: `Bearer ${TOKEN}x` } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
+  });
+
+  it('serves nothing but GET /metrics', async () => {
+    const other = await fetch(scrape.url.replace('/metrics', '/v1/scoring/score'), {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(other.status).toBe(404);
+  });
+});

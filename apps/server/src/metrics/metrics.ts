@@ -1,0 +1,95 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Storage } from '../storage/storage.js';
+import { DATABASE_GAUGES, type DatabaseGauge } from './database-gauges.js';
+
+/** Every metric name starts with this, so a shared Prometheus tells the service's series apart. */
+export const METRIC_PREFIX = 'scenario_scoring_';
+
+/** Request-duration buckets in seconds: a scoring takes milliseconds, a slow one seconds. */
+const HTTP_DURATION_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Delivery-lag buckets in seconds: from "at once" to "the workers are far behind". */
+const DELIVERY_LAG_BUCKETS_S = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+
+/**
+ * The instance's Prometheus metrics, in a registry of its own (never prom-client's global one, so several
+ * apps in one test process do not collide). Other code calls the instruments; the database gauges are
+ * read at scrape time.
+ */
+export interface Metrics {
+  readonly registry: Registry;
+  /** Seconds per HTTP request, by `operation` (the contract's operationId, or `unmatched`) and `status`. */
+  readonly httpRequestDuration: Histogram<'operation' | 'status'>;
+  /** Subjects scored (each one logged under its CID). */
+  readonly scores: Counter;
+  /**
+   * Webhook delivery attempts by `result`: `succeeded` (a 2xx), `failed` (another status), `network_error`,
+   * `timeout`. The delivery worker calls `deliveryAttempts.inc({ result })`.
+   */
+  readonly deliveryAttempts: Counter<'result'>;
+  /**
+   * Seconds from when a delivery attempt was due (its event was created, or its retry came due) until it
+   * started: how far the delivery workers lag. The worker calls `deliveryLagSeconds.observe(seconds)`.
+   */
+  readonly deliveryLagSeconds: Histogram;
+}
+
+/** What the metrics are built from: the storage whose tables the scrape-time gauges count. */
+export interface MetricsOptions {
+  /** Without it, no database gauge is registered (tests of the HTTP metrics alone). */
+  storage?: Pick<Storage, 'db'>;
+  /** The scrape-time database gauges; by default DATABASE_GAUGES. */
+  databaseGauges?: readonly DatabaseGauge[];
+  /** Whether to collect Node's process metrics (memory, CPU, event-loop lag, GC); default true. */
+  processMetrics?: boolean;
+}
+
+/** Creates the registry and every instrument. */
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+  if (options.storage !== undefined) {
+    const { db } = options.storage;
+    for (const gauge of options.databaseGauges ?? DATABASE_GAUGES) {
+      new Gauge({
+        name: gauge.name,
+        help: gauge.help,
+        labelNames: gauge.labelNames,
+        registers,
+        async collect() {
+          this.reset();
+          // A scrape while the database is down reports the gauge empty rather than failing whole.
+          const samples = await gauge.read(db).catch(() => []);
+          for (const { labels, value } of samples) this.set(labels, value);
+        },
+      });
+    }
+  }
+  return {
+    registry,
+    httpRequestDuration: new Histogram({
+      name: `${METRIC_PREFIX}http_request_duration_seconds`,
+      help: 'HTTP request duration in seconds, by operationId and status code.',
+      labelNames: ['operation', 'status'],
+      buckets: HTTP_DURATION_BUCKETS_S,
+      registers,
+    }),
+    scores: new Counter({
+      name: `${METRIC_PREFIX}scores_total`,
+      help: 'Subjects scored and logged.',
+      registers,
+    }),
+    deliveryAttempts: new Counter({
+      name: `${METRIC_PREFIX}webhook_delivery_attempts_total`,
+      help: 'Webhook delivery attempts, by result (succeeded, failed, network_error, timeout).',
+      labelNames: ['result'],
+      registers,
+    }),
+    deliveryLagSeconds: new Histogram({
+      name: `${METRIC_PREFIX}webhook_delivery_lag_seconds`,
+      help: 'Seconds from when a delivery attempt was due until it started.',
+      buckets: DELIVERY_LAG_BUCKETS_S,
+      registers,
+    }),
+  };
+}

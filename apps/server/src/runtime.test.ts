@@ -1,0 +1,111 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { silentLogger } from './logger.js';
+import { startRuntime } from './runtime.js';
+import { openStorage, type Storage } from './storage/storage.js';
+import { testConfig } from './test-server.js';
+import type { BackgroundWorker } from './workers/background-worker.js';
+
+/** A worker with one job in flight that the test finishes; the job writes to the storage when released. */
+class InFlightWorker implements BackgroundWorker {
+  readonly name = 'in-flight-test';
+  running = false;
+  stopCalled = false;
+  release: () => void = () => {};
+  #job: Promise<void> = Promise.resolve();
+
+  constructor(private readonly storage: Storage) {}
+
+  start(): void {
+    this.running = true;
+    this.#job = new Promise<void>((resolve) => {
+      this.release = resolve;
+    }).then(() =>
+      this.storage.appendLogRecord({
+        tenantId: 'default',
+        cid: 'bafkrei-worker-finished',
+        bytes: new TextEncoder().encode('{"finished":true}'),
+        requestId: 'req_worker',
+        createdAt: new Date(),
+      }),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopCalled = true;
+    await this.#job;
+  }
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+let dataDir: string;
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'ss-runtime-'));
+});
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+it('stop() answers /readyz 503 draining first, closes the listener, waits for the work of a worker in flight, then closes the storage', async () => {
+  let worker: InFlightWorker | undefined;
+  const runtime = await startRuntime({
+    config: testConfig({ dataDir, shutdown: { drainDelayMs: 1000, graceMs: 5000 } }),
+    logger: silentLogger,
+    announce: () => {},
+    workers: ({ storage }) => {
+      worker = new InFlightWorker(storage);
+      return [worker];
+    },
+  });
+  if (worker === undefined) throw new Error('the runtime built no worker');
+  expect(runtime.lifecycle.phase).toBe('running');
+  expect(await (await fetch(`${runtime.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
+
+  let stopped = false;
+  const stopping = runtime.stop().then(() => {
+    stopped = true;
+  });
+  const draining = await fetch(`${runtime.url}/readyz`);
+  expect(draining.status).toBe(503);
+  expect(await draining.json()).toMatchObject({ status: 'draining' });
+
+  await until(() => !runtime.server.listening, 'the listener to close');
+  await until(() => worker?.stopCalled === true, 'the worker to be told to stop');
+  await expect(fetch(`${runtime.url}/healthz`)).rejects.toThrow();
+  expect(stopped).toBe(false);
+
+  worker.release();
+  await stopping;
+  // The worker's write went through before the storage closed, and was flushed.
+  const reopened = await openStorage({ dataDir });
+  try {
+    expect(await reopened.getLogRecord('default', 'bafkrei-worker-finished')).toBeDefined();
+  } finally {
+    await reopened.close();
+  }
+});
+
+it('serves metrics on their own listener when METRICS_PORT is set', async () => {
+  const runtime = await startRuntime({
+    config: testConfig({ dataDir, metrics: { port: 0, host: '127.0.0.1', token: undefined } }),
+    logger: silentLogger,
+    announce: () => {},
+    workers: () => [],
+  });
+  try {
+    expect(runtime.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    const text = await (await fetch(runtime.metricsUrl ?? '')).text();
+    expect(text).toContain('scenario_scoring_outbox_depth{stage="undispatched_events"} 0');
+    expect((await fetch(`${runtime.url}/metrics`)).status).toBe(404);
+  } finally {
+    await runtime.stop();
+  }
+});

@@ -1,0 +1,133 @@
+import { Agent, type ClientRequest, request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openStorage } from '../src/storage/storage.js';
+import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
+import { BuiltServer, requireBuiltServer } from './built-server.js';
+
+/** Score requests held in flight at the moment of SIGTERM. */
+const IN_FLIGHT = 20;
+
+/**
+ * A score request sent with `Expect: 100-continue`: the server answers `100 Continue` once it has read
+ * the headers, so the test knows the request is in the server's hands before it sends the body.
+ */
+function heldScoreRequest(baseUrl: string, key: string, subject: string) {
+  const body = JSON.stringify({ subject, context: { jurisdiction: 'DE', utilization: 0.4 } });
+  const req: ClientRequest = httpRequest(`${baseUrl}/v1/scoring/score`, {
+    method: 'POST',
+    agent: false,
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      expect: '100-continue',
+    },
+  });
+  const continued = new Promise<void>((resolve, reject) => {
+    req.once('continue', resolve);
+    req.once('error', reject);
+  });
+  const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    req.once('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.once('error', reject);
+    });
+    req.once('error', reject);
+  });
+  const send = () => {
+    req.end(body);
+    return answered;
+  };
+  return { continued, send };
+}
+
+async function until(condition: () => Promise<boolean> | boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** True when nothing accepts a TCP connection on the port any more. */
+function refuses(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket: Socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
+let database: TestDatabase;
+beforeAll(async () => {
+  requireBuiltServer();
+  database = await createTestDatabase('sqlite');
+});
+afterAll(() => database.dispose());
+
+it('on SIGTERM stops accepting, closes idle connections, answers every request in flight in full with its log record committed, and exits 0', async () => {
+  const server = new BuiltServer({ DATA_DIR: database.options.dataDir, SHUTDOWN_GRACE: '20s' });
+  try {
+    const baseUrl = await server.baseUrl();
+    const port = Number(new URL(baseUrl).port);
+    const key = server.firstKey();
+    if (key === undefined) throw new Error(`no first key in:\n${server.output}`);
+
+    // An idle keep-alive connection, as a load balancer or client pool keeps.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    let idleSocketClosed = false;
+    await new Promise<void>((resolve, reject) => {
+      const req = httpRequest(`${baseUrl}/healthz`, { agent }, (res) => {
+        res.resume();
+        res.once('end', resolve);
+      });
+      req.once('socket', (socket) => socket.once('close', () => (idleSocketClosed = true)));
+      req.once('error', reject);
+      req.end();
+    });
+
+    const held = Array.from({ length: IN_FLIGHT }, (_, n) =>
+      heldScoreRequest(baseUrl, key, `in-flight-${n}`),
+    );
+    await Promise.all(held.map((request) => request.continued));
+
+    server.child.kill('SIGTERM');
+    await until(() => refuses(port), 'the listener to refuse new connections');
+    await until(() => idleSocketClosed, 'the idle keep-alive connection to be closed');
+    expect(server.child.exitCode).toBeNull();
+
+    const answers = await Promise.all(held.map((request) => request.send()));
+    for (const answer of answers) expect(answer.status).toBe(200);
+    const cids = answers.map((answer) => (JSON.parse(answer.text) as { log_cid: string }).log_cid);
+    expect(new Set(cids).size).toBe(IN_FLIGHT);
+    agent.destroy();
+
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    const logged = server.logLines();
+    expect(
+      logged.filter((line) => line.message === 'request' && line.operation === 'scoreSubject'),
+    ).toHaveLength(IN_FLIGHT);
+    expect(logged.map((line) => line.message)).toEqual(
+      expect.arrayContaining(['shutting down', 'draining', 'stopped']),
+    );
+    expect(logged.some((line) => line.level === 'error')).toBe(false);
+
+    const storage = await openStorage(database.options);
+    try {
+      for (const cid of cids) expect(await storage.getLogRecord('default', cid)).toBeDefined();
+    } finally {
+      await storage.close();
+    }
+  } finally {
+    await server.stop('SIGKILL');
+  }
+});

@@ -1,0 +1,68 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { BuiltServer, requireBuiltServer, SERVER_DIR } from './built-server.js';
+
+const REPO_ROOT = join(SERVER_DIR, '..', '..');
+/** npm installs the production dependencies: from its cache when warm, else from the registry. */
+const ASSEMBLY_TIMEOUT_MS = 110_000;
+
+let outside: string;
+let assembled: string;
+beforeAll(async () => {
+  requireBuiltServer();
+  // Outside the repository, so Node cannot resolve anything from the workspace's node_modules.
+  outside = await mkdtemp(join(tmpdir(), 'ss-production-'));
+  assembled = join(outside, 'app');
+  await promisify(execFile)('bash', [join(REPO_ROOT, 'scripts', 'assemble-production.sh'), assembled], {
+    cwd: REPO_ROOT,
+    env: process.env,
+    timeout: ASSEMBLY_TIMEOUT_MS,
+  });
+}, ASSEMBLY_TIMEOUT_MS + 10_000);
+afterAll(() => rm(outside, { recursive: true, force: true }));
+
+it('holds the built server and its production dependencies, and no development one', () => {
+  expect(existsSync(join(assembled, 'apps/server/dist/main.js'))).toBe(true);
+  expect(existsSync(join(assembled, 'apps/server/dist/contract/openapi.json'))).toBe(true);
+  // Resolved as the server resolves them (pino is nested under apps/server, as the lockfile places it).
+  const fromServer = createRequire(join(assembled, 'apps/server/dist/main.js'));
+  for (const present of ['express', 'kysely', 'pg', 'pino', 'prom-client', '@scenario-scoring/engine']) {
+    expect(fromServer.resolve(present), present).toContain(assembled);
+  }
+  for (const absent of [
+    'vitest',
+    'typescript',
+    'turbo',
+    '@biomejs/biome',
+    'autocannon',
+    '@stoplight/prism-cli',
+  ]) {
+    expect(existsSync(join(assembled, 'node_modules', absent)), absent).toBe(false);
+  }
+  expect(existsSync(join(assembled, 'apps/server/src'))).toBe(false);
+});
+
+it('starts from the assembled output alone, becomes ready, scores, and drains on SIGTERM', async () => {
+  const server = new BuiltServer(
+    { DATA_DIR: join(outside, 'data') },
+    join(assembled, 'apps/server/dist/main.js'),
+  );
+  try {
+    await server.waitUntilReady();
+    const key = server.firstKey();
+    const response = await fetch(`${await server.baseUrl()}/v1/scoring/score`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ subject: 'production-build', context: { jurisdiction: 'DE' } }),
+    });
+    expect(response.status).toBe(200);
+  } finally {
+    expect(await server.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+  }
+});
