@@ -67,7 +67,9 @@ export async function claimDueDeliveries(
   const detailById = new Map(details.map((row) => [row.id, row]));
   const activeWebhookIds = [
     ...new Set(
-      details.filter((row) => row.status === 'active' && row.deleted_at === null).map((row) => row.webhook_id),
+      details
+        .filter((row) => row.status === 'active' && row.deleted_at === null)
+        .map((row) => row.webhook_id),
     ),
   ];
   const secrets = await loadSigningSecrets(storage, secretBox, activeWebhookIds, nowIso);
@@ -109,7 +111,10 @@ async function loadSigningSecrets(
     .where((valid) => valid.or([valid('expires_at', 'is', null), valid('expires_at', '>', nowIso)]))
     .orderBy('created_at', 'desc')
     .execute();
-  const currentFirst = [...rows.filter((r) => r.expires_at === null), ...rows.filter((r) => r.expires_at !== null)];
+  const currentFirst = [
+    ...rows.filter((r) => r.expires_at === null),
+    ...rows.filter((r) => r.expires_at !== null),
+  ];
   for (const row of currentFirst) {
     const list = bySecret.get(row.webhook_id) ?? [];
     if (list.length <= MAX_OLD_SECRETS) list.push(secretBox.open(row.ciphertext));

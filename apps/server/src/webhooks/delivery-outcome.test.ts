@@ -7,7 +7,11 @@ const NOW = new Date('2026-11-22T10:00:00.000Z');
 const at = (ms: number) => new Date(NOW.getTime() + ms);
 const middle = () => 0.5;
 const failed: AttemptVerdict = { kind: 'failed', throttled: false, retryAfterMs: undefined };
-const scheduled = (failedScheduledAttempts: number) => ({ failedScheduledAttempts, trigger: 'scheduled' as const, succeededBefore: false });
+const scheduled = (failedScheduledAttempts: number) => ({
+  failedScheduledAttempts,
+  trigger: 'scheduled' as const,
+  succeededBefore: false,
+});
 const manual = (failedScheduledAttempts: number, succeededBefore = false) => ({
   failedScheduledAttempts,
   trigger: 'manual' as const,
@@ -41,7 +45,9 @@ describe('a delivery after a scheduled attempt', () => {
   });
 
   it('fails at once on a 410', () => {
-    expect(nextDeliveryState(policy, scheduled(0), { kind: 'gone' }, NOW, middle)).toMatchObject({ status: 'failed' });
+    expect(nextDeliveryState(policy, scheduled(0), { kind: 'gone' }, NOW, middle)).toMatchObject({
+      status: 'failed',
+    });
   });
 });
 

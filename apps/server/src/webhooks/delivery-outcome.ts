@@ -38,18 +38,30 @@ export function nextDeliveryState(
   random: () => number,
 ): DeliveryNextState {
   const failed = position.failedScheduledAttempts;
-  if (verdict.kind === 'succeeded') return { status: 'succeeded', failedScheduledAttempts: failed, nextAttemptAt: null };
+  if (verdict.kind === 'succeeded')
+    return { status: 'succeeded', failedScheduledAttempts: failed, nextAttemptAt: null };
   if (verdict.kind === 'gone') {
     const counted = position.trigger === 'scheduled' ? failed + 1 : failed;
     return { status: 'failed', failedScheduledAttempts: counted, nextAttemptAt: null };
   }
   if (position.trigger === 'manual') {
-    if (failed > policy.retryScheduleMs.length) return { status: 'failed', failedScheduledAttempts: failed, nextAttemptAt: null };
-    if (position.succeededBefore) return { status: 'succeeded', failedScheduledAttempts: failed, nextAttemptAt: null };
+    if (failed > policy.retryScheduleMs.length)
+      return { status: 'failed', failedScheduledAttempts: failed, nextAttemptAt: null };
+    if (position.succeededBefore)
+      return { status: 'succeeded', failedScheduledAttempts: failed, nextAttemptAt: null };
     const delay = nextRetryDelayMs(policy, Math.max(failed, 1), verdict, random) ?? 0;
-    return { status: 'pending', failedScheduledAttempts: failed, nextAttemptAt: new Date(now.getTime() + delay) };
+    return {
+      status: 'pending',
+      failedScheduledAttempts: failed,
+      nextAttemptAt: new Date(now.getTime() + delay),
+    };
   }
   const delay = nextRetryDelayMs(policy, failed + 1, verdict, random);
-  if (delay === undefined) return { status: 'failed', failedScheduledAttempts: failed + 1, nextAttemptAt: null };
-  return { status: 'pending', failedScheduledAttempts: failed + 1, nextAttemptAt: new Date(now.getTime() + delay) };
+  if (delay === undefined)
+    return { status: 'failed', failedScheduledAttempts: failed + 1, nextAttemptAt: null };
+  return {
+    status: 'pending',
+    failedScheduledAttempts: failed + 1,
+    nextAttemptAt: new Date(now.getTime() + delay),
+  };
 }

@@ -113,7 +113,8 @@ async function applyWebhookEffects(
     const { webhookId } = write.claim;
     const state = health.get(webhookId) ?? { succeeded: false, failingSince: undefined };
     if (write.verdict.kind === 'gone') gone.add(webhookId);
-    else if (write.verdict.kind === 'succeeded') Object.assign(state, { succeeded: true, failingSince: undefined });
+    else if (write.verdict.kind === 'succeeded')
+      Object.assign(state, { succeeded: true, failingSince: undefined });
     else state.failingSince ??= write.attemptedAt.toISOString();
     health.set(webhookId, state);
   }
@@ -145,7 +146,13 @@ async function applyWebhookEffects(
   if (disabled.length > 0) {
     await db
       .updateTable('deliveries')
-      .set({ status: 'cancelled', next_attempt_at: null, locked_until: null, locked_by: null, updated_at: nowIso })
+      .set({
+        status: 'cancelled',
+        next_attempt_at: null,
+        locked_until: null,
+        locked_by: null,
+        updated_at: nowIso,
+      })
       .where('webhook_id', 'in', disabled)
       .where('status', '=', 'pending')
       .execute();

@@ -95,7 +95,9 @@ export class DeliveryWorker implements BackgroundWorker {
     try {
       await releaseClaims(this.#options.storage, this.workerId);
     } catch (error) {
-      this.#options.logger.error('could not release webhook delivery claims', { error: describeError(error) });
+      this.#options.logger.error('could not release webhook delivery claims', {
+        error: describeError(error),
+      });
     }
     await this.#ownedAgent?.close();
   }
@@ -146,7 +148,11 @@ export class DeliveryWorker implements BackgroundWorker {
 
   async #attempt(delivery: ClaimedDelivery): Promise<void> {
     const { clock, config, logger } = this.#options;
-    const claim = { deliveryId: delivery.id, webhookId: delivery.webhookId, lockedUntil: delivery.lockedUntil };
+    const claim = {
+      deliveryId: delivery.id,
+      webhookId: delivery.webhookId,
+      lockedUntil: delivery.lockedUntil,
+    };
     let write: DeliveryWrite;
     if (!delivery.webhookActive) {
       write = { kind: 'cancel', claim };
@@ -162,8 +168,14 @@ export class DeliveryWorker implements BackgroundWorker {
       const now = clock.now();
       const verdict = judgeAttempt(sent, now);
       const succeededBefore =
-        delivery.trigger === 'manual' && verdict.kind === 'failed' && (await this.#succeededBefore(delivery.id));
-      const position = { failedScheduledAttempts: delivery.failedScheduledAttempts, trigger: delivery.trigger, succeededBefore };
+        delivery.trigger === 'manual' &&
+        verdict.kind === 'failed' &&
+        (await this.#succeededBefore(delivery.id));
+      const position = {
+        failedScheduledAttempts: delivery.failedScheduledAttempts,
+        trigger: delivery.trigger,
+        succeededBefore,
+      };
       const next = nextDeliveryState(config, position, verdict, now, this.#options.random ?? Math.random);
       write = { kind: 'attempt', claim, trigger: delivery.trigger, attemptedAt, sent, verdict, next };
     }
@@ -171,7 +183,10 @@ export class DeliveryWorker implements BackgroundWorker {
       await this.#recorder.add(write);
     } catch (error) {
       // The claim stays leased; when the lease expires the delivery is attempted again (at least once).
-      logger.error('could not record a webhook delivery', { deliveryId: delivery.id, error: describeError(error) });
+      logger.error('could not record a webhook delivery', {
+        deliveryId: delivery.id,
+        error: describeError(error),
+      });
     }
   }
 

@@ -53,7 +53,9 @@ export async function dispatchEvents(
     const deliveries = events.flatMap((event) =>
       (byTenant.get(event.tenant_id) ?? [])
         // An event committed before the webhook existed is not the webhook's to receive.
-        .filter((webhook) => webhook.created_at <= event.created_at && webhookWants(webhook.filter, event.type))
+        .filter(
+          (webhook) => webhook.created_at <= event.created_at && webhookWants(webhook.filter, event.type),
+        )
         .map((webhook) => ({
           id: newId('dlv'),
           tenant_id: event.tenant_id,
@@ -76,7 +78,11 @@ export async function dispatchEvents(
     await trx
       .updateTable('events')
       .set({ dispatched_at: nowIso })
-      .where('id', 'in', events.map((event) => event.id))
+      .where(
+        'id',
+        'in',
+        events.map((event) => event.id),
+      )
       .execute();
     return events.length;
   });

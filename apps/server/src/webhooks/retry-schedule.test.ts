@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_SCHEDULE_MS } from './webhook-config.js';
 import { judgeAttempt, MAX_RETRY_AFTER_MS, nextRetryDelayMs, parseRetryAfterMs } from './retry-schedule.js';
+import { DEFAULT_RETRY_SCHEDULE_MS } from './webhook-config.js';
 
-const policy = { retryScheduleMs: [...DEFAULT_RETRY_SCHEDULE_MS], retryJitter: 0.2, throttledMinDelayMs: 60_000 };
+const policy = {
+  retryScheduleMs: [...DEFAULT_RETRY_SCHEDULE_MS],
+  retryJitter: 0.2,
+  throttledMinDelayMs: 60_000,
+};
 const NOW = new Date('2026-11-22T10:00:00.000Z');
 const middle = () => 0.5;
 const plain = { throttled: false, retryAfterMs: undefined };
@@ -10,7 +14,9 @@ const plain = { throttled: false, retryAfterMs: undefined };
 describe('the retry schedule', () => {
   it('waits the n-th delay of the Standard Webhooks schedule after the n-th failure, without jitter at the midpoint', () => {
     const delays = DEFAULT_RETRY_SCHEDULE_MS.map((_, n) => nextRetryDelayMs(policy, n + 1, plain, middle));
-    expect(delays).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000]);
+    expect(delays).toEqual([
+      5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
+    ]);
   });
 
   it('jitters each delay by at most ±20 %', () => {
@@ -31,9 +37,9 @@ describe('the retry schedule', () => {
   it('honours Retry-After when it is longer than the schedule, up to a day', () => {
     expect(nextRetryDelayMs(policy, 1, { throttled: true, retryAfterMs: 120_000 }, middle)).toBe(120_000);
     expect(nextRetryDelayMs(policy, 2, { throttled: false, retryAfterMs: 1_000 }, middle)).toBe(300_000);
-    expect(nextRetryDelayMs(policy, 1, { throttled: false, retryAfterMs: 9 * MAX_RETRY_AFTER_MS }, middle)).toBe(
-      MAX_RETRY_AFTER_MS,
-    );
+    expect(
+      nextRetryDelayMs(policy, 1, { throttled: false, retryAfterMs: 9 * MAX_RETRY_AFTER_MS }, middle),
+    ).toBe(MAX_RETRY_AFTER_MS);
   });
 });
 
@@ -52,7 +58,10 @@ describe('judging an attempt', () => {
   it('counts a 2xx as success, 410 as gone, and everything else as a failure', () => {
     expect(judgeAttempt({ statusCode: 204, error: null }, NOW)).toEqual({ kind: 'succeeded' });
     expect(judgeAttempt({ statusCode: 410, error: 'HTTP 410' }, NOW)).toEqual({ kind: 'gone' });
-    expect(judgeAttempt({ statusCode: 302, error: 'redirect' }, NOW)).toMatchObject({ kind: 'failed', throttled: false });
+    expect(judgeAttempt({ statusCode: 302, error: 'redirect' }, NOW)).toMatchObject({
+      kind: 'failed',
+      throttled: false,
+    });
     expect(judgeAttempt({ statusCode: 500, error: 'HTTP 500', retryAfter: '30' }, NOW)).toEqual({
       kind: 'failed',
       throttled: false,
@@ -63,6 +72,8 @@ describe('judging an attempt', () => {
   it('marks 429s and timeouts as throttled', () => {
     expect(judgeAttempt({ statusCode: 429, error: 'HTTP 429' }, NOW)).toMatchObject({ throttled: true });
     expect(judgeAttempt({ statusCode: 0, error: 'timeout' }, NOW)).toMatchObject({ throttled: true });
-    expect(judgeAttempt({ statusCode: 0, error: 'ECONNREFUSED: connect' }, NOW)).toMatchObject({ throttled: false });
+    expect(judgeAttempt({ statusCode: 0, error: 'ECONNREFUSED: connect' }, NOW)).toMatchObject({
+      throttled: false,
+    });
   });
 });

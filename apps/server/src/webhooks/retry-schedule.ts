@@ -62,6 +62,7 @@ export function nextRetryDelayMs(
   if (scheduled === undefined) return undefined;
   let delay = Math.round(scheduled * (1 + policy.retryJitter * (2 * random() - 1)));
   if (verdict.throttled) delay = Math.max(delay, policy.throttledMinDelayMs);
-  if (verdict.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(verdict.retryAfterMs, MAX_RETRY_AFTER_MS));
+  if (verdict.retryAfterMs !== undefined)
+    delay = Math.max(delay, Math.min(verdict.retryAfterMs, MAX_RETRY_AFTER_MS));
   return delay;
 }

@@ -4,24 +4,25 @@
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
+import { EnvReader } from '../config/env-reader.js';
 import { type EventType, insertEvents, newEvent } from '../events/event-outbox.js';
 import { newId } from '../ids.js';
+import { silentLogger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
+import { DeliveryWorker } from './delivery-worker.js';
 import type { SecretBox } from './secret-box.js';
+import { readWebhookConfig, type WebhookConfig } from './webhook-config.js';
 import { generateWebhookSecret } from './webhook-signature.js';
 
-/** A clock tests move by hand: 5 days pass in a line. */
+/** The system clock shifted by an offset tests move by hand: 5 days pass in a line, and time still flows. */
 export class FakeClock implements Clock {
-  #ms: number;
-  constructor(start: Date = new Date()) {
-    this.#ms = start.getTime();
-  }
+  #offsetMs = 0;
   now(): Date {
-    return new Date(this.#ms);
+    return new Date(Date.now() + this.#offsetMs);
   }
   advance(ms: number): void {
-    this.#ms += ms;
+    this.#offsetMs += ms;
   }
 }
 
@@ -51,7 +52,13 @@ export async function createTestWebhook(
     .execute();
   await storage.db
     .insertInto('webhook_secrets')
-    .values({ id: newId('whs'), webhook_id: id, ciphertext: secretBox.seal(secret), created_at: now, expires_at: null })
+    .values({
+      id: newId('whs'),
+      webhook_id: id,
+      ciphertext: secretBox.seal(secret),
+      created_at: now,
+      expires_at: null,
+    })
     .execute();
   return { id, secret };
 }
@@ -92,7 +99,12 @@ export async function commitTestEvents(
   const now = options.now ?? new Date();
   const events = Array.from({ length: options.count ?? 1 }, (_, n) =>
     options.type === undefined || options.type === 'webhook.test'
-      ? newEvent(tenantId, 'webhook.test', { webhook_id: 'wh_01JZ4VD5E7F9G1H3J5K7M9N1P3', message: `test ${n}` }, now)
+      ? newEvent(
+          tenantId,
+          'webhook.test',
+          { webhook_id: 'wh_01JZ4VD5E7F9G1H3J5K7M9N1P3', message: `test ${n}` },
+          now,
+        )
       : newEvent(tenantId, options.type, {} as never, now),
   );
   await storage.db.transaction().execute((trx) => insertEvents(trx, events));
@@ -116,15 +128,22 @@ export interface TestReceiver {
 
 /** Starts a receiver; `respond` gets the request, its 0-based index and the response to write. */
 export async function startTestReceiver(
-  respond: (request: ReceivedRequest, index: number, res: ServerResponse) => void | Promise<void> = (_r, _i, res) =>
-    res.end('ok'),
+  respond: (request: ReceivedRequest, index: number, res: ServerResponse) => void | Promise<void> = (
+    _r,
+    _i,
+    res,
+  ) => res.end('ok'),
 ): Promise<TestReceiver> {
   const requests: ReceivedRequest[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const request = { method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const request = {
+        method: req.method ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       const index = requests.push(request) - 1;
       void respond(request, index, res);
     });
@@ -155,4 +174,66 @@ export async function waitUntil<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** The delivery settings of tests: a compressed schedule and a short poll; `overrides` on top. */
+export function testWebhookConfig(overrides: Partial<WebhookConfig> = {}): WebhookConfig {
+  return {
+    ...readWebhookConfig(new EnvReader({}), { nodeEnv: 'test', databaseUrl: undefined }),
+    allowedCidrs: ['127.0.0.1/32'],
+    retryScheduleMs: [10, 20, 40],
+    throttledMinDelayMs: 10,
+    pollIntervalMs: 20,
+    ...overrides,
+  };
+}
+
+/** Starts a delivery worker on `storage` with the test settings. Stop it at the end of the test. */
+export function startTestWorker(
+  storage: Storage,
+  secretBox: SecretBox,
+  options: { config?: Partial<WebhookConfig>; clock?: Clock } = {},
+): DeliveryWorker {
+  const worker = new DeliveryWorker({
+    storage,
+    secretBox,
+    config: testWebhookConfig(options.config),
+    logger: silentLogger,
+    clock: options.clock ?? systemClock,
+  });
+  worker.start();
+  return worker;
+}
+
+/** The delivery of an event (there is one webhook per test tenant), or undefined before the fan-out. */
+export function deliveryOf(storage: Pick<Storage, 'db'>, eventId: string) {
+  return storage.db.selectFrom('deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+}
+
+/** The attempts of a delivery, oldest first. */
+export function attemptsOf(storage: Pick<Storage, 'db'>, deliveryId: string) {
+  return storage.db
+    .selectFrom('delivery_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('attempted_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** Waits until the event's delivery has left `pending` (or matches `done`), and returns it. */
+export function settledDelivery(
+  storage: Pick<Storage, 'db'>,
+  eventId: string,
+  done: (delivery: NonNullable<Awaited<ReturnType<typeof deliveryOf>>>) => boolean = (d) =>
+    d.status !== 'pending',
+) {
+  return waitUntil(
+    async () => {
+      const delivery = await deliveryOf(storage, eventId);
+      return delivery !== undefined && done(delivery) && delivery;
+    },
+    10_000,
+    `the delivery of ${eventId}`,
+  );
 }

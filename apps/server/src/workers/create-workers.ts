@@ -16,7 +16,13 @@ export interface WorkerDependencies {
 }
 
 /** The background workers of an instance, started by the runtime after the storage is open. */
-export function createWorkers({ storage, config, secretBox, logger, clock }: WorkerDependencies): BackgroundWorker[] {
+export function createWorkers({
+  storage,
+  config,
+  secretBox,
+  logger,
+  clock,
+}: WorkerDependencies): BackgroundWorker[] {
   return [
     new DeliveryWorker({
       storage,
