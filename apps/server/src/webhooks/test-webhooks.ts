@@ -128,11 +128,8 @@ export interface TestReceiver {
 
 /** Starts a receiver; `respond` gets the request, its 0-based index and the response to write. */
 export async function startTestReceiver(
-  respond: (request: ReceivedRequest, index: number, res: ServerResponse) => void | Promise<void> = (
-    _r,
-    _i,
-    res,
-  ) => res.end('ok'),
+  respond: (request: ReceivedRequest, index: number, res: ServerResponse) => unknown = (_r, _i, res) =>
+    res.end('ok'),
 ): Promise<TestReceiver> {
   const requests: ReceivedRequest[] = [];
   const server = createServer((req, res) => {
