@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort } from '@scenario-scoring/testkit';
-import pg from 'pg';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
+import { freshPostgres } from '../lib/fresh-postgres.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
@@ -52,26 +52,6 @@ const sameJson = JSON.stringify({
   log_cid: sample.logCid,
 });
 
-async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `ss_bench_${process.pid}_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
-
 const dataDir = mkdtempSync(join(tmpdir(), 'ss-bench-'));
 const database = args.db === 'postgres' ? await freshPostgres() : undefined;
 const serverEnv = {
@@ -97,7 +77,7 @@ try {
     url: `http://127.0.0.1:${serverPort}`,
     readyPath: '/readyz',
   });
-  const bare = await startProcess('node', [join(ROOT, 'bench/score/bare-server.ts')], {
+  const bare = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
     env: { PORT: String(barePort), BARE_BODY: sameJson },
     url: `http://127.0.0.1:${barePort}`,
   });

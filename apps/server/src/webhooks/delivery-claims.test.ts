@@ -20,7 +20,7 @@ forEachDatabase('delivery claims', ({ storage, database }) => {
       now: new Date(Date.now() - 1000),
     });
     await commitTestEvents(storage(), tenantId, { count });
-    while ((await dispatchEvents(storage(), new Date())) > 0);
+    while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
     return secret;
   };
   const claim = (workerId: string, now: Date, limit = 1000, on = storage()) =>

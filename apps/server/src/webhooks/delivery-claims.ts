@@ -92,6 +92,19 @@ export async function claimDueDeliveries(
   });
 }
 
+/** Adds the signing secrets valid at `now` to deliveries claimed by a fan-out. */
+export async function withSigningSecrets(
+  storage: Pick<Storage, 'db'>,
+  secretBox: SecretBox,
+  claimed: readonly Omit<ClaimedDelivery, 'secrets'>[],
+  now: Date,
+): Promise<ClaimedDelivery[]> {
+  if (claimed.length === 0) return [];
+  const webhookIds = [...new Set(claimed.map((delivery) => delivery.webhookId))];
+  const secrets = await loadSigningSecrets(storage, secretBox, webhookIds, now.toISOString());
+  return claimed.map((delivery) => ({ ...delivery, secrets: secrets.get(delivery.webhookId) ?? [] }));
+}
+
 /**
  * The secrets each webhook signs with at `nowIso`, opened: the current one (no expiry) first, then the
  * rotated ones still in their grace period, newest first, at most MAX_OLD_SECRETS of them.

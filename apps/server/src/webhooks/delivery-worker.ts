@@ -6,7 +6,12 @@ import { describeError, type Logger } from '../logger.js';
 import { GroupCommitter } from '../storage/group-committer.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
-import { type ClaimedDelivery, claimDueDeliveries, releaseClaims } from './delivery-claims.js';
+import {
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  releaseClaims,
+  withSigningSecrets,
+} from './delivery-claims.js';
 import { nextDeliveryState } from './delivery-outcome.js';
 import { type DeliveryWrite, recordDeliveryWrites } from './delivery-recorder.js';
 import { createDeliveryAgent, createDeliverySender, type DeliverySender } from './delivery-sender.js';
@@ -14,6 +19,9 @@ import { DISPATCH_BATCH, dispatchEvents } from './event-dispatcher.js';
 import { judgeAttempt } from './retry-schedule.js';
 import type { SecretBox } from './secret-box.js';
 import type { WebhookConfig } from './webhook-config.js';
+
+/** Outcomes per slot that may wait for their write before the worker stops claiming. */
+const MAX_UNRECORDED_PER_SLOT = 4;
 
 /** What a delivery worker is built from. */
 export interface DeliveryWorkerOptions {
@@ -54,6 +62,8 @@ export class DeliveryWorker implements BackgroundWorker {
   #unsubscribe: (() => void) | undefined;
   #wake: (() => void) | undefined;
   #waitingForSlots = false;
+  /** Events may wait for their fan-out: on start, after a commit here, a full batch, or a poll interval. */
+  #dispatchDue = true;
   /** Something woke the loop while it was busy: it looks again before sleeping. */
   #signalled = false;
 
@@ -79,7 +89,10 @@ export class DeliveryWorker implements BackgroundWorker {
   start(): void {
     if (this.#loop) return;
     this.#running = true;
-    this.#unsubscribe = this.#options.storage.outbox.subscribe(() => this.#signal());
+    this.#unsubscribe = this.#options.storage.outbox.subscribe(() => {
+      this.#dispatchDue = true;
+      this.#signal();
+    });
     this.#loop = this.#run();
   }
 
@@ -102,15 +115,36 @@ export class DeliveryWorker implements BackgroundWorker {
     await this.#ownedAgent?.close();
   }
 
+  /**
+   * The loop: fan out events when this process committed some, after a full batch, or once per poll
+   * interval; claim as many due deliveries as there are free slots; then sleep until slots free up, events
+   * are committed, or the poll interval passes.
+   */
   async #run(): Promise<void> {
     const { config, storage, clock, secretBox, logger } = this.#options;
     while (this.#running) {
-      let moreWork = false;
       let atCapacity = false;
       this.#signalled = false;
       try {
-        const dispatched = await dispatchEvents(storage, clock.now());
-        const free = config.concurrency - this.#inFlight.size;
+        let free = Math.min(
+          config.concurrency - this.#inFlight.size,
+          // Outcomes waiting to be recorded are backpressure: no new claims while the database lags behind.
+          config.concurrency * MAX_UNRECORDED_PER_SLOT - this.#recorder.queued,
+        );
+        if (this.#dispatchDue) {
+          this.#dispatchDue = false;
+          const now = clock.now();
+          const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
+          const fanOut = await dispatchEvents(storage, now, {
+            claim: { workerId: this.workerId, lockedUntil, max: Math.max(0, free) },
+          });
+          // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
+          if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;
+          for (const delivery of await withSigningSecrets(storage, secretBox, fanOut.claimed, now)) {
+            this.#launch(delivery);
+          }
+          free -= fanOut.claimed.length;
+        }
         if (free > 0 && this.#running) {
           const claimed = await claimDueDeliveries(storage, secretBox, {
             workerId: this.workerId,
@@ -120,8 +154,7 @@ export class DeliveryWorker implements BackgroundWorker {
           });
           for (const delivery of claimed) this.#launch(delivery);
           atCapacity = claimed.length === free;
-        } else atCapacity = free <= 0;
-        moreWork = dispatched === DISPATCH_BATCH && !atCapacity;
+        } else atCapacity = true;
         this.#healthy = true;
       } catch (error) {
         this.#healthy = false;
@@ -129,9 +162,9 @@ export class DeliveryWorker implements BackgroundWorker {
           error: describeError(error),
         });
       }
-      if (moreWork || !this.#running) continue;
+      if (!this.#running || (this.#dispatchDue && !atCapacity)) continue;
       this.#waitingForSlots = atCapacity;
-      await this.#sleep(config.pollIntervalMs);
+      if (await this.#sleep(config.pollIntervalMs)) this.#dispatchDue = true;
       this.#waitingForSlots = false;
     }
   }
@@ -139,9 +172,9 @@ export class DeliveryWorker implements BackgroundWorker {
   #launch(delivery: ClaimedDelivery): void {
     const attempt = this.#attempt(delivery).finally(() => {
       this.#inFlight.delete(attempt);
-      // Claim again once a few slots are free, rather than one claim per finished attempt.
+      // Claim again once a quarter of the slots are free: fewer, larger claims.
       const free = this.#options.config.concurrency - this.#inFlight.size;
-      if (this.#waitingForSlots && free >= Math.max(1, this.#options.config.concurrency >> 3)) this.#signal();
+      if (this.#waitingForSlots && free >= Math.max(1, this.#options.config.concurrency >> 2)) this.#signal();
     });
     this.#inFlight.add(attempt);
   }
@@ -179,15 +212,14 @@ export class DeliveryWorker implements BackgroundWorker {
       const next = nextDeliveryState(config, position, verdict, now, this.#options.random ?? Math.random);
       write = { kind: 'attempt', claim, trigger: delivery.trigger, attemptedAt, sent, verdict, next };
     }
-    try {
-      await this.#recorder.add(write);
-    } catch (error) {
+    // The slot is free once the attempt is made; its outcome joins the next batch of writes.
+    this.#recorder.add(write).catch((error: unknown) => {
       // The claim stays leased; when the lease expires the delivery is attempted again (at least once).
       logger.error('could not record a webhook delivery', {
         deliveryId: delivery.id,
         error: describeError(error),
       });
-    }
+    });
   }
 
   /** Whether an earlier attempt of the delivery succeeded (it was `succeeded` before a redelivery). */
@@ -204,15 +236,21 @@ export class DeliveryWorker implements BackgroundWorker {
     return row !== undefined;
   }
 
-  /** Waits `ms`, or less when signalled; returns at once when a signal came since the loop last looked. */
-  #sleep(ms: number): Promise<void> {
-    if (this.#signalled) return Promise.resolve();
+  /**
+   * Waits `ms`, or less when signalled; returns at once when a signal came since the loop last looked.
+   * Resolves true when the whole interval passed (time to poll the outbox).
+   */
+  #sleep(ms: number): Promise<boolean> {
+    if (this.#signalled) return Promise.resolve(false);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.#wake?.(), ms);
+      const timer = setTimeout(() => {
+        this.#wake = undefined;
+        resolve(true);
+      }, ms);
       this.#wake = () => {
         clearTimeout(timer);
         this.#wake = undefined;
-        resolve();
+        resolve(false);
       };
     });
   }

@@ -24,7 +24,7 @@ forEachDatabase('the event dispatcher', ({ kind, storage, database }) => {
       .orderBy('webhook_id')
       .execute();
   const dispatchAll = async () => {
-    while ((await dispatchEvents(storage(), new Date())) > 0);
+    while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
   };
 
   it("fans an event out to each of its tenant's active, non-deleted webhooks whose filter takes it", async () => {
@@ -70,6 +70,31 @@ forEachDatabase('the event dispatcher', ({ kind, storage, database }) => {
     expect(event.dispatched_at).not.toBeNull();
   });
 
+  it('creates the first deliveries already leased to the worker that asks for them', async () => {
+    await createTestWebhook(storage(), secretBox, {
+      tenantId: 'fan-d',
+      url: URL,
+      now: new Date(Date.now() - 1000),
+    });
+    const eventIds = await commitTestEvents(storage(), 'fan-d', { count: 3 });
+    const lockedUntil = new Date(Date.now() + 60_000).toISOString();
+    const { dispatched, claimed } = await dispatchEvents(storage(), new Date(), {
+      claim: { workerId: 'worker-a', lockedUntil, max: 2 },
+    });
+    expect(dispatched).toBe(3);
+    expect(claimed).toHaveLength(2);
+    expect(eventIds).toEqual(expect.arrayContaining(claimed.map((d) => d.eventId)));
+    expect(claimed[0]).toMatchObject({ url: URL, webhookActive: true, trigger: 'scheduled', lockedUntil });
+    expect(JSON.parse(claimed[0]?.payload as string)).toMatchObject({ id: claimed[0]?.eventId });
+    const rows = await storage()
+      .db.selectFrom('deliveries')
+      .select('locked_by')
+      .where('tenant_id', '=', 'fan-d')
+      .orderBy('locked_by')
+      .execute();
+    expect(rows.map((row) => row.locked_by).sort()).toEqual([null, 'worker-a', 'worker-a'].sort());
+  });
+
   it('does not deliver to a webhook events committed before it existed', async () => {
     const [before] = (await commitTestEvents(storage(), 'fan-b', { now: new Date(Date.now() - 5000) })) as [
       string,
@@ -97,13 +122,11 @@ forEachDatabase('the event dispatcher', ({ kind, storage, database }) => {
       try {
         const drain = async (instance: typeof other) => {
           let total = 0;
-          for (
-            let n = await dispatchEvents(instance, new Date(), 50);
-            n > 0;
-            n = await dispatchEvents(instance, new Date(), 50)
-          )
-            total += n;
-          return total;
+          for (;;) {
+            const { dispatched } = await dispatchEvents(instance, new Date(), { limit: 50 });
+            if (dispatched === 0) return total;
+            total += dispatched;
+          }
         };
         const [mine, theirs] = await Promise.all([drain(storage()), drain(other)]);
         expect(mine + theirs).toBeGreaterThanOrEqual(600);

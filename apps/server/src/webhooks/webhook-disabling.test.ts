@@ -136,7 +136,7 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     const deleted = await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
     const disabled = await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
     const [eventId] = (await commitTestEvents(storage(), tenant)) as [string];
-    while ((await dispatchEvents(storage(), new Date())) > 0);
+    while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
     const now = new Date().toISOString();
     await storage()
       .db.updateTable('webhooks')
