@@ -52,6 +52,34 @@ forEachDatabase('delivery claims', ({ storage, database }) => {
       .execute();
   });
 
+  it('leaves out a secret sealed under another key rather than failing the claim', async () => {
+    const secret = await pendingFor('claims-d', 1);
+    const foreign = new SecretBox(randomBytes(32)).seal('whsec_AAAA');
+    const [webhook] = await storage()
+      .db.selectFrom('webhooks')
+      .select('id')
+      .where('tenant_id', '=', 'claims-d')
+      .execute();
+    await storage()
+      .db.insertInto('webhook_secrets')
+      .values({
+        id: 'whs_foreign',
+        webhook_id: webhook?.id as string,
+        ciphertext: foreign,
+        created_at: new Date().toISOString(),
+        expires_at: new Date(Date.now() + 60_000).toISOString(),
+      })
+      .execute();
+    const claimed = (await claim('worker-d', new Date())).filter((d) => d.webhookId === webhook?.id);
+    expect(claimed.map((d) => d.secrets)).toEqual([[secret]]);
+    await releaseClaims(storage(), 'worker-d');
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', '=', 'claims-d')
+      .execute();
+  });
+
   it('gives concurrent instances disjoint claims', async () => {
     await pendingFor('claims-b', 200);
     const other = await openStorage(database().options);

@@ -130,7 +130,11 @@ async function loadSigningSecrets(
   ];
   for (const row of currentFirst) {
     const list = bySecret.get(row.webhook_id) ?? [];
-    if (list.length <= MAX_OLD_SECRETS) list.push(secretBox.open(row.ciphertext));
+    try {
+      if (list.length <= MAX_OLD_SECRETS) list.push(secretBox.open(row.ciphertext));
+    } catch {
+      // Sealed under another key (SECRETS_KEY changed): it cannot sign; the others still do.
+    }
     bySecret.set(row.webhook_id, list);
   }
   return bySecret;

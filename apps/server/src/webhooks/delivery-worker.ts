@@ -23,6 +23,8 @@ import type { WebhookConfig } from './webhook-config.js';
 /** Outcomes per slot that may wait for their write before the worker stops claiming. */
 const MAX_UNRECORDED_PER_SLOT = 4;
 
+const NO_SECRET_ERROR = 'no signing secret could be opened (was SECRETS_KEY changed?)';
+
 /** What a delivery worker is built from. */
 export interface DeliveryWorkerOptions {
   storage: Storage;
@@ -191,13 +193,17 @@ export class DeliveryWorker implements BackgroundWorker {
       write = { kind: 'cancel', claim };
     } else {
       const attemptedAt = clock.now();
-      const sent = await this.#send({
-        url: delivery.url,
-        eventId: delivery.eventId,
-        payload: delivery.payload,
-        secrets: delivery.secrets,
-        timestampSeconds: Math.floor(attemptedAt.getTime() / 1000),
-      });
+      // Never send unsigned: with no secret to sign with, the attempt fails without a request.
+      const sent =
+        delivery.secrets.length === 0
+          ? { statusCode: 0, error: NO_SECRET_ERROR, durationMs: 0, responseBody: null }
+          : await this.#send({
+              url: delivery.url,
+              eventId: delivery.eventId,
+              payload: delivery.payload,
+              secrets: delivery.secrets,
+              timestampSeconds: Math.floor(attemptedAt.getTime() / 1000),
+            });
       const now = clock.now();
       const verdict = judgeAttempt(sent, now);
       const succeededBefore =
