@@ -65,18 +65,8 @@ export async function claimDueDeliveries(
     )
     .execute();
   const detailById = new Map(details.map((row) => [row.id, row]));
-  const activeWebhookIds = [
-    ...new Set(
-      details
-        .filter((row) => row.status === 'active' && row.deleted_at === null)
-        .map((row) => row.webhook_id),
-    ),
-  ];
-  const secrets = await loadSigningSecrets(storage, secretBox, activeWebhookIds, nowIso);
-
-  return claimed.map((row) => {
+  const deliveries = claimed.map((row) => {
     const detail = detailById.get(row.id);
-    const webhookActive = detail !== undefined && detail.status === 'active' && detail.deleted_at === null;
     return {
       id: row.id,
       webhookId: row.webhook_id,
@@ -85,14 +75,14 @@ export async function claimDueDeliveries(
       failedScheduledAttempts: row.failed_scheduled_attempts,
       trigger: row.next_trigger,
       url: detail?.url ?? '',
-      webhookActive,
+      webhookActive: detail !== undefined && detail.status === 'active' && detail.deleted_at === null,
       payload: detail?.payload ?? '',
-      secrets: webhookActive ? (secrets.get(row.webhook_id) ?? []) : [],
     };
   });
+  return withSigningSecrets(storage, secretBox, deliveries, options.now);
 }
 
-/** Adds the signing secrets valid at `now` to deliveries claimed by a fan-out. */
+/** Adds the signing secrets valid at `now` to claimed deliveries (none for a webhook no longer active). */
 export async function withSigningSecrets(
   storage: Pick<Storage, 'db'>,
   secretBox: SecretBox,
@@ -100,9 +90,13 @@ export async function withSigningSecrets(
   now: Date,
 ): Promise<ClaimedDelivery[]> {
   if (claimed.length === 0) return [];
-  const webhookIds = [...new Set(claimed.map((delivery) => delivery.webhookId))];
+  const active = claimed.filter((delivery) => delivery.webhookActive);
+  const webhookIds = [...new Set(active.map((delivery) => delivery.webhookId))];
   const secrets = await loadSigningSecrets(storage, secretBox, webhookIds, now.toISOString());
-  return claimed.map((delivery) => ({ ...delivery, secrets: secrets.get(delivery.webhookId) ?? [] }));
+  return claimed.map((delivery) => ({
+    ...delivery,
+    secrets: delivery.webhookActive ? (secrets.get(delivery.webhookId) ?? []) : [],
+  }));
 }
 
 /**
