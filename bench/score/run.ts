@@ -77,7 +77,7 @@ try {
     url: `http://127.0.0.1:${serverPort}`,
     readyPath: '/readyz',
   });
-  const bare = await startProcess('node', [join(ROOT, 'bench/score/bare-server.ts')], {
+  const bare = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
     env: { PORT: String(barePort), BARE_BODY: sameJson },
     url: `http://127.0.0.1:${barePort}`,
   });

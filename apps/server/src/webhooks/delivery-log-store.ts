@@ -74,7 +74,11 @@ export async function insertDirectDelivery(
   return row;
 }
 
-/** Queues a manual attempt of a delivery, now, whatever its status; returns it as it now is. */
+/**
+ * Queues a manual attempt of a delivery, now, whatever its status; returns it as it now is. Any claim is
+ * released, so the manual attempt is not overwritten by the outcome of an attempt already in flight (whose
+ * write is fenced off by the claim it no longer holds).
+ */
 export async function queueManualAttempt(
   trx: Transaction<Database>,
   id: string,
@@ -82,7 +86,14 @@ export async function queueManualAttempt(
 ): Promise<DeliveryRow> {
   await trx
     .updateTable('deliveries')
-    .set({ status: 'pending', next_attempt_at: now, next_trigger: 'manual', updated_at: now })
+    .set({
+      status: 'pending',
+      next_attempt_at: now,
+      next_trigger: 'manual',
+      locked_until: null,
+      locked_by: null,
+      updated_at: now,
+    })
     .where('id', '=', id)
     .execute();
   return trx.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();

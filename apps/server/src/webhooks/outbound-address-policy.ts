@@ -200,8 +200,9 @@ export function checkedLookup(config: OutboundPolicyConfig, resolve: ResolveHost
 export function checkedConnector(
   config: OutboundPolicyConfig,
   resolve: ResolveHost = systemResolve,
+  options: Omit<buildConnector.BuildOptions, 'lookup'> = {},
 ): buildConnector.connector {
-  const connect = buildConnector({ lookup: checkedLookup(config, resolve) });
+  const connect = buildConnector({ ...options, lookup: checkedLookup(config, resolve) });
   return (options, callback) => {
     const host = options.hostname.startsWith('[') ? options.hostname.slice(1, -1) : options.hostname;
     if (isIP(host) !== 0) {

@@ -3,6 +3,8 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Storage } from '../storage/storage.js';
+import { DeliveryWorker } from '../webhooks/delivery-worker.js';
+import { checkedConnector } from '../webhooks/outbound-address-policy.js';
 import type { SecretBox } from '../webhooks/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
 
@@ -18,6 +20,26 @@ export interface WorkerDependencies {
 }
 
 /** The background workers of an instance, started by the runtime after the storage is open. */
-export function createWorkers(_dependencies: WorkerDependencies): BackgroundWorker[] {
-  return [];
+export function createWorkers({
+  storage,
+  config,
+  secretBox,
+  logger,
+  clock,
+  metrics,
+}: WorkerDependencies): BackgroundWorker[] {
+  const { webhooks } = config;
+  // Every connection is checked at connect time and pinned to the checked address (DNS rebinding).
+  const connector = checkedConnector(webhooks, undefined, { timeout: webhooks.timeoutMs });
+  return [
+    new DeliveryWorker({
+      storage,
+      config: webhooks,
+      secretBox,
+      logger,
+      clock,
+      metrics,
+      connect: connector,
+    }),
+  ];
 }

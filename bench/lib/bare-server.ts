@@ -1,6 +1,6 @@
 /**
- * The baseline: a bare node:http endpoint that reads the request body and answers the same score JSON the
- * real server returns, with no framework, validation, scoring or storage.
+ * A bare node:http endpoint that reads the request body and answers `BARE_BODY` with no framework: the
+ * baseline of bench/score (the score JSON) and the webhook receiver of bench/webhooks.
  */
 import { createServer } from 'node:http';
 

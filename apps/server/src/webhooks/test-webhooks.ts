@@ -1,0 +1,236 @@
+/**
+ * Test fixtures for the delivery engine: webhooks, secrets and events written straight into the database
+ * (as the API would), a real HTTP receiver on 127.0.0.1, a settable clock, and a deadline-bound wait.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Clock, systemClock } from '../clock.js';
+import { EnvReader } from '../config/env-reader.js';
+import { type EventType, insertEvents, newEvent } from '../events/event-outbox.js';
+import { newId } from '../ids.js';
+import { silentLogger } from '../logger.js';
+import type { Storage } from '../storage/storage.js';
+import { DeliveryWorker } from './delivery-worker.js';
+import type { SecretBox } from './secret-box.js';
+import { readWebhookConfig, type WebhookConfig } from './webhook-config.js';
+import { generateWebhookSecret } from './webhook-signature.js';
+
+/** The system clock shifted by an offset tests move by hand: 5 days pass in a line, and time still flows. */
+export class FakeClock implements Clock {
+  #offsetMs = 0;
+  now(): Date {
+    return new Date(Date.now() + this.#offsetMs);
+  }
+  advance(ms: number): void {
+    this.#offsetMs += ms;
+  }
+}
+
+/** Creates an active webhook with a current secret; returns its id and the plaintext secret. */
+export async function createTestWebhook(
+  storage: Pick<Storage, 'db'>,
+  secretBox: SecretBox,
+  options: { tenantId: string; url: string; events?: string[]; now?: Date },
+): Promise<{ id: string; secret: string }> {
+  const now = (options.now ?? new Date()).toISOString();
+  const id = newId('wh');
+  const secret = generateWebhookSecret();
+  await storage.db
+    .insertInto('webhooks')
+    .values({
+      id,
+      tenant_id: options.tenantId,
+      url: options.url,
+      events: JSON.stringify(options.events ?? ['*']),
+      description: null,
+      status: 'active',
+      disabled_reason: null,
+      failing_since: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  await storage.db
+    .insertInto('webhook_secrets')
+    .values({
+      id: newId('whs'),
+      webhook_id: id,
+      ciphertext: secretBox.seal(secret),
+      created_at: now,
+      expires_at: null,
+    })
+    .execute();
+  return { id, secret };
+}
+
+/** Rotates as the API does: the current secret expires after `graceMs`, a new one becomes current. */
+export async function rotateTestSecret(
+  storage: Pick<Storage, 'db'>,
+  secretBox: SecretBox,
+  webhookId: string,
+  options: { now: Date; graceMs: number },
+): Promise<string> {
+  const secret = generateWebhookSecret();
+  await storage.db
+    .updateTable('webhook_secrets')
+    .set({ expires_at: new Date(options.now.getTime() + options.graceMs).toISOString() })
+    .where('webhook_id', '=', webhookId)
+    .where('expires_at', 'is', null)
+    .execute();
+  await storage.db
+    .insertInto('webhook_secrets')
+    .values({
+      id: newId('whs'),
+      webhook_id: webhookId,
+      ciphertext: secretBox.seal(secret),
+      created_at: options.now.toISOString(),
+      expires_at: null,
+    })
+    .execute();
+  return secret;
+}
+
+/** Commits `count` events for the tenant in one transaction, then wakes the delivery workers; returns their ids. */
+export async function commitTestEvents(
+  storage: Pick<Storage, 'db' | 'outbox'>,
+  tenantId: string,
+  options: { count?: number; now?: Date; type?: EventType } = {},
+): Promise<string[]> {
+  const now = options.now ?? new Date();
+  const events = Array.from({ length: options.count ?? 1 }, (_, n) =>
+    options.type === undefined || options.type === 'webhook.test'
+      ? newEvent(
+          tenantId,
+          'webhook.test',
+          { webhook_id: 'wh_01JZ4VD5E7F9G1H3J5K7M9N1P3', message: `test ${n}` },
+          now,
+        )
+      : newEvent(tenantId, options.type, {} as never, now),
+  );
+  await storage.db.transaction().execute((trx) => insertEvents(trx, events));
+  storage.outbox.notify();
+  return events.map((event) => event.id);
+}
+
+/** A request a receiver got. */
+export interface ReceivedRequest {
+  method: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A real HTTP receiver on 127.0.0.1; `respond` answers each request (default: 200 "ok"). */
+export interface TestReceiver {
+  readonly url: string;
+  readonly requests: ReceivedRequest[];
+  close(): Promise<void>;
+}
+
+/** Starts a receiver; `respond` gets the request, its 0-based index and the response to write. */
+export async function startTestReceiver(
+  respond: (request: ReceivedRequest, index: number, res: ServerResponse) => unknown = (_r, _i, res) =>
+    res.end('ok'),
+): Promise<TestReceiver> {
+  const requests: ReceivedRequest[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const request = {
+        method: req.method ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
+      const index = requests.push(request) - 1;
+      void respond(request, index, res);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Polls `check` until it returns something other than undefined/false, or fails after `timeoutMs`. */
+export async function waitUntil<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+  what = 'the condition',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The delivery settings of tests: a compressed schedule and a short poll; `overrides` on top. */
+export function testWebhookConfig(overrides: Partial<WebhookConfig> = {}): WebhookConfig {
+  return {
+    ...readWebhookConfig(new EnvReader({}), { nodeEnv: 'test', databaseUrl: undefined }),
+    allowedCidrs: ['127.0.0.1/32'],
+    retryScheduleMs: [10, 20, 40],
+    throttledMinDelayMs: 10,
+    pollIntervalMs: 20,
+    ...overrides,
+  };
+}
+
+/** Starts a delivery worker on `storage` with the test settings. Stop it at the end of the test. */
+export function startTestWorker(
+  storage: Storage,
+  secretBox: SecretBox,
+  options: { config?: Partial<WebhookConfig>; clock?: Clock } = {},
+): DeliveryWorker {
+  const worker = new DeliveryWorker({
+    storage,
+    secretBox,
+    config: testWebhookConfig(options.config),
+    logger: silentLogger,
+    clock: options.clock ?? systemClock,
+  });
+  worker.start();
+  return worker;
+}
+
+/** The delivery of an event (there is one webhook per test tenant), or undefined before the fan-out. */
+export function deliveryOf(storage: Pick<Storage, 'db'>, eventId: string) {
+  return storage.db.selectFrom('deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+}
+
+/** The attempts of a delivery, oldest first. */
+export function attemptsOf(storage: Pick<Storage, 'db'>, deliveryId: string) {
+  return storage.db
+    .selectFrom('delivery_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('attempted_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** Waits until the event's delivery has left `pending` (or matches `done`), and returns it. */
+export function settledDelivery(
+  storage: Pick<Storage, 'db'>,
+  eventId: string,
+  done: (delivery: NonNullable<Awaited<ReturnType<typeof deliveryOf>>>) => boolean = (d) =>
+    d.status !== 'pending',
+) {
+  return waitUntil(
+    async () => {
+      const delivery = await deliveryOf(storage, eventId);
+      return delivery !== undefined && done(delivery) && delivery;
+    },
+    10_000,
+    `the delivery of ${eventId}`,
+  );
+}

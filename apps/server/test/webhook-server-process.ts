@@ -1,0 +1,109 @@
+/**
+ * What the delivery suites that run the built server (`dist/main.js`) share: a fresh database with the
+ * server's environment (compressed schedule, 127.0.0.1 allowed), the server process, and the bookkeeping
+ * that tears them down. Webhooks, secrets and events are written straight into the database, as the API
+ * would write them.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startNodeProcess, type WatchedProcess } from '@scenario-scoring/testkit';
+import { afterEach, beforeAll } from 'vitest';
+import { openStorage, type Storage } from '../src/storage/storage.js';
+import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
+import { SecretBox } from '../src/webhooks/secret-box.js';
+import { createTestWebhook, startTestReceiver, type TestReceiver } from '../src/webhooks/test-webhooks.js';
+
+const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const MAIN = join(serverDir, 'dist', 'main.js');
+const STARTED = /listening on http:\/\/localhost:\d+/;
+
+/** Registers the checks and teardown of a suite that runs the built server; returns what its tests use. */
+export function useServerProcesses() {
+  beforeAll(() => {
+    if (!existsSync(MAIN))
+      throw new Error('the server is not built: run "npm run build -w @scenario-scoring/server" first');
+  });
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  const track = <T>(value: T, cleanup: (value: T) => Promise<unknown>) => {
+    cleanups.push(() => cleanup(value));
+    return value;
+  };
+  const prepare = async (kind: TestDatabase['kind'], env?: Record<string, string>) => {
+    const setup = await setUp(kind, env);
+    track(setup, async (s) => {
+      await s.storage.close();
+      await s.database.dispose();
+    });
+    return setup;
+  };
+  const serve = async (setup: Setup) => track(await startServer(setup), (p) => p.stop('SIGKILL', 5_000));
+  const receive = async (...args: Parameters<typeof startTestReceiver>) =>
+    track(await startTestReceiver(...args), (r) => r.close());
+  return { prepare, serve, receive };
+}
+
+/** What one test runs against: a fresh database, the server's environment, a storage to write and read with. */
+export interface Setup {
+  database: TestDatabase;
+  storage: Storage;
+  secretBox: SecretBox;
+  env: NodeJS.ProcessEnv;
+}
+
+async function setUp(kind: TestDatabase['kind'], env: Record<string, string> = {}): Promise<Setup> {
+  const database = await createTestDatabase(kind);
+  const secretsKey = randomBytes(32).toString('base64');
+  return {
+    database,
+    storage: await openStorage(database.options),
+    secretBox: new SecretBox(Buffer.from(secretsKey, 'base64')),
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: database.options.dataDir,
+      ...(database.options.databaseUrl !== undefined && { DATABASE_URL: database.options.databaseUrl }),
+      SECRETS_KEY: secretsKey,
+      WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
+      WEBHOOK_RETRY_SCHEDULE: '50ms,100ms,200ms,400ms',
+      WEBHOOK_POLL_INTERVAL: '50ms',
+      ...env,
+    },
+  };
+}
+
+async function startServer(setup: Setup): Promise<WatchedProcess> {
+  const server = startNodeProcess([MAIN], { cwd: serverDir, env: setup.env });
+  await server.waitForOutput(STARTED, 20_000);
+  return server;
+}
+
+/** The event ids whose delivery has not succeeded yet. */
+export async function undelivered(storage: Storage, eventIds: readonly string[]): Promise<string[]> {
+  const done = await storage.db
+    .selectFrom('deliveries')
+    .select('event_id')
+    .where('status', '=', 'succeeded')
+    .execute();
+  const succeeded = new Set(done.map((row) => row.event_id));
+  return eventIds.filter((id) => !succeeded.has(id));
+}
+
+/** The `webhook-id` of every request the receiver got, in order. */
+export const receivedIds = (receiver: TestReceiver) =>
+  receiver.requests.map((r) => r.headers['webhook-id'] as string);
+
+/** Registers the receiver as a webhook of tenant `default` (the server's first tenant), for every event. */
+export function webhookTo(setup: Setup, receiver: TestReceiver): Promise<unknown> {
+  return createTestWebhook(setup.storage, setup.secretBox, {
+    tenantId: 'default',
+    url: receiver.url,
+    now: new Date(Date.now() - 1000),
+  });
+}
