@@ -18,6 +18,7 @@ import './http/locals.js';
 import { jsonLogger, type Logger } from './logger.js';
 import { logRoute } from './logs/log-route.js';
 import { policyRoute } from './policies/policy-route.js';
+import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { scoreRoute } from './scoring/score-route.js';
 import type { Storage } from './storage/storage.js';
 import type { SecretBox } from './webhooks/secret-box.js';
@@ -48,8 +49,6 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const logger = options.logger ?? jsonLogger;
   const clock = options.clock ?? systemClock;
   const workers = options.workers ?? [];
-  // Read by the webhook and run routes as they land.
-  void clock;
   const contract = options.contract ?? loadContract();
   const operations = contractOperations(contract.document);
   const validation = await contractValidation(contract, {
@@ -58,7 +57,10 @@ export async function createApp(options: AppOptions): Promise<Express> {
 
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: Partial<Record<OperationId, RequestHandler>> = {
-    scoreSubject: scoreRoute(storage) as RequestHandler,
+    scoreSubject: scoreRoute(storage, clock) as RequestHandler,
+    createRun: createRunRoute(storage, clock) as RequestHandler,
+    getRun: getRunRoute(storage) as RequestHandler,
+    listRunResults: listRunResultsRoute(storage) as RequestHandler,
     getPolicy: policyRoute as RequestHandler,
     getLogRecord: logRoute(storage) as RequestHandler,
     getHealth: healthRoute as RequestHandler,

@@ -1,4 +1,5 @@
 import { EnvReader } from './config/env-reader.js';
+import { type RunConfig, readRunConfig } from './runs/run-config.js';
 import { readWebhookConfig, type WebhookConfig } from './webhooks/webhook-config.js';
 
 /** The server's settings, read from the environment only. */
@@ -14,6 +15,8 @@ export interface Config {
   rateLimitPerSecond: number;
   /** Webhook delivery and outbound safety. */
   webhooks: WebhookConfig;
+  /** Batch scoring runs. */
+  runs: RunConfig;
 }
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
@@ -32,7 +35,7 @@ const MAX_PORT = 65_535;
  * Reads and validates the configuration: `PORT` (3000), `HOST` (0.0.0.0), `DATA_DIR` (./data),
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
  * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), and each area's own variables (`WEBHOOK_*`,
- * `SECRETS_KEY`). Throws a ConfigError naming every bad variable.
+ * `SECRETS_KEY`, `RUN_*`). Throws a ConfigError naming every bad variable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const reader = new EnvReader(env);
@@ -50,7 +53,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const bodyLimitBytes = reader.integer('BODY_LIMIT_BYTES', 1_048_576, 1, MAX_BODY_LIMIT_BYTES);
   const rateLimitPerSecond = reader.integer('RATE_LIMIT_PER_SECOND', 1000, 0, 1_000_000);
   const webhooks = readWebhookConfig(reader, { nodeEnv, databaseUrl: postgresUrl ? databaseUrl : undefined });
+  const runs = readRunConfig(reader);
 
   if (reader.problems.length > 0) throw new ConfigError(reader.problems);
-  return { port, host, dataDir, databaseUrl, nodeEnv, bodyLimitBytes, rateLimitPerSecond, webhooks };
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    nodeEnv,
+    bodyLimitBytes,
+    rateLimitPerSecond,
+    webhooks,
+    runs,
+  };
 }

@@ -7,6 +7,7 @@ import { EnvReader } from './config/env-reader.js';
 import type { Config } from './config.js';
 import { type Logger, silentLogger } from './logger.js';
 import type { Storage } from './storage/storage.js';
+import { readRunConfig } from './runs/run-config.js';
 import { SecretBox } from './webhooks/secret-box.js';
 import { readWebhookConfig } from './webhooks/webhook-config.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
@@ -29,6 +30,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       throttledMinDelayMs: 10,
       pollIntervalMs: 50,
     },
+    runs: { ...readRunConfig(new EnvReader({})), pollIntervalMs: 50, storageRetryBackoffMs: 1 },
     ...overrides,
   };
 }

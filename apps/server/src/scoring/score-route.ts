@@ -1,5 +1,6 @@
 import type { operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
+import { type Clock, systemClock } from '../clock.js';
 import { ownRequestId } from '../http/request-id.js';
 import type { Storage } from '../storage/storage.js';
 import { scoreSubject } from './score-subject.js';
@@ -9,9 +10,12 @@ type Body = Operation['requestBody']['content']['application/json'];
 type Reply = Operation['responses'][200]['content']['application/json'];
 
 /** `POST /v1/scoring/score`: the body was validated against the contract before this runs. */
-export function scoreRoute(storage: Pick<Storage, 'appendLogRecord'>): RequestHandler<never, Reply, Body> {
+export function scoreRoute(
+  storage: Pick<Storage, 'appendLogRecord'>,
+  clock: Clock = systemClock,
+): RequestHandler<never, Reply, Body> {
   return async (req, res) => {
-    const caller = { tenantId: res.locals.apiKey.tenantId, requestId: ownRequestId(res), now: new Date() };
+    const caller = { tenantId: res.locals.apiKey.tenantId, requestId: ownRequestId(res), now: clock.now() };
     res.json(await scoreSubject(storage, caller, req.body));
   };
 }

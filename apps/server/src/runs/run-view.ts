@@ -1,0 +1,61 @@
+import type { Problem, Run, RunItemError, RunItemResult } from '@scenario-scoring/api-types';
+import type { Selectable } from 'kysely';
+import { AppError } from '../errors/app-error.js';
+import type { RunItemsTable } from '../storage/database.js';
+import type { RunRecord } from './run-store.js';
+
+/** A run row as the contract's `Run`. */
+export function runView(run: RunRecord): Run {
+  return {
+    id: run.id,
+    status: run.status,
+    item_count: run.item_count,
+    counts: { succeeded: run.succeeded, failed: run.failed, escalated: run.escalated },
+    created_at: run.created_at,
+    started_at: run.started_at,
+    completed_at: run.completed_at,
+    deadline_at: run.deadline_at,
+    error: run.error === null ? null : (JSON.parse(run.error) as Problem),
+  };
+}
+
+/** An attempted item as the contract's `RunItemResult` or `RunItemError`. */
+export function runItemView(item: Selectable<RunItemsTable>): RunItemResult | RunItemError {
+  if (item.status === 'error') {
+    return {
+      index: item.item_index,
+      subject: item.subject,
+      status: 'error',
+      error: JSON.parse(item.error ?? 'null') as Problem,
+    };
+  }
+  return {
+    index: item.item_index,
+    subject: item.subject,
+    status: 'ok',
+    result: JSON.parse(item.result ?? 'null') as RunItemResult['result'],
+    log_cid: item.log_cid as string,
+    escalated: item.escalated === 1,
+  };
+}
+
+const CURSOR_PATTERN = /^i:(\d{1,4})$/;
+
+/** The opaque cursor of the page after item `index`. */
+export function encodeResultsCursor(index: number): string {
+  return Buffer.from(`i:${index}`).toString('base64url');
+}
+
+/** The item index a cursor continues after; a 400 naming `/query/cursor` for one this API did not make. */
+export function decodeResultsCursor(cursor: string | undefined): number {
+  if (cursor === undefined) return -1;
+  const match = CURSOR_PATTERN.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!match) {
+    const errors = [{ path: '/query/cursor', message: 'is not a cursor returned by this API' }];
+    throw new AppError('validation_failed', {
+      detail: 'The request has 1 invalid field: /query/cursor is not a cursor returned by this API.',
+      errors,
+    });
+  }
+  return Number(match[1]);
+}
