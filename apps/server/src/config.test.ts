@@ -27,6 +27,14 @@ describe('loadConfig', () => {
         concurrency: 64,
         secretsKey: undefined,
       },
+      runs: {
+        batchSize: 500,
+        pollIntervalMs: 1000,
+        leaseMs: 30_000,
+        concurrency: 4,
+        storageRetries: 5,
+        storageRetryBackoffMs: 100,
+      },
     });
   });
 

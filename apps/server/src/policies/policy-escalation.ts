@@ -2,7 +2,9 @@ import { escalationReasons, type LoggedScoring } from '@scenario-scoring/engine'
 import { type EventData, newEvent, type OutboxEvent } from '../events/event-outbox.js';
 
 /** Where a scoring came from: a synchronous request, or an item of a run. */
-export type ScoringOrigin = { requestId: string; runId?: undefined } | { runId: string; requestId?: undefined };
+export type ScoringOrigin =
+  | { requestId: string; runId?: undefined }
+  | { runId: string; requestId?: undefined };
 
 /**
  * The `policy.escalated` event of a scoring, or undefined when its policy does not escalate it: p50 below

@@ -48,7 +48,13 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
       return failRun(run, context, counts, deadlineProblem(run, next));
     }
     const to = Math.min(next + config.batchSize, itemCount);
-    const batch = scoreBatch({ runId: run.id, tenantId: run.tenantId, items: run.items }, next, to, counts, now);
+    const batch = scoreBatch(
+      { runId: run.id, tenantId: run.tenantId, items: run.items },
+      next,
+      to,
+      counts,
+      now,
+    );
     const completes = to === itemCount;
     if (completes) {
       batch.events.push(
@@ -66,7 +72,15 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
         ),
       );
     }
-    const commit = { runId: run.id, workerId, fromIndex: next, ...batch, now, leaseMs: config.leaseMs, completes };
+    const commit = {
+      runId: run.id,
+      workerId,
+      fromIndex: next,
+      ...batch,
+      now,
+      leaseMs: config.leaseMs,
+      completes,
+    };
     const committed = await commitWithRetries(() => store.commitBatch(commit), context, run.id);
     if (committed === 'lost') return 'lost';
     if (committed === 'failed') {

@@ -102,7 +102,12 @@ forEachDatabase('batch scoring runs over HTTP', ({ storage }) => {
     });
 
     it('refuses a run with an invalid item, naming its index and path', async () => {
-      const items = [item(0), item(1), item(2), { subject: 's', context: { jurisdiction: 'DE', utilisation: 1 } }];
+      const items = [
+        item(0),
+        item(1),
+        item(2),
+        { subject: 's', context: { jurisdiction: 'DE', utilisation: 1 } },
+      ];
       await expectValidation(await createRun({ items }), ['/body/items/3/context/utilisation']);
     });
 

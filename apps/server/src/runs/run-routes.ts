@@ -27,7 +27,12 @@ export function createRunRoute(
   return async (req, res) => {
     const { tenantId, keyId } = res.locals.apiKey;
     const now = clock.now();
-    const scope = { apiKeyId: keyId, key: req.get('Idempotency-Key'), operation: 'createRun', body: req.body };
+    const scope = {
+      apiKeyId: keyId,
+      key: req.get('Idempotency-Key'),
+      operation: 'createRun',
+      body: req.body,
+    };
     const outcome = await idempotentCreate(storage.db, scope, now, async (trx) => {
       const { items, deadline_seconds } = req.body;
       const deadlineAt =
@@ -48,9 +53,7 @@ export function getRunRoute(storage: Pick<Storage, 'db'>): RequestHandler<RunPar
 }
 
 /** `GET /v1/scoring/runs/{id}/results`: attempted items in item order, a page at a time. */
-export function listRunResultsRoute(
-  storage: Pick<Storage, 'db'>,
-): RequestHandler<RunParams, ResultsReply> {
+export function listRunResultsRoute(storage: Pick<Storage, 'db'>): RequestHandler<RunParams, ResultsReply> {
   return async (req, res) => {
     const run = await tenantRun(storage, res.locals.apiKey.tenantId, req.params.id);
     // The validator checked (and coerced) the query against the contract.

@@ -257,15 +257,19 @@ export async function insertRun(
     deadline_at: run.deadlineAt?.toISOString() ?? null,
   };
   await trx.insertInto('runs').values(row).execute();
-  const { items: _items, ...record } = row;
   return {
-    ...record,
+    id: row.id,
+    tenant_id: row.tenant_id,
+    status: 'queued',
+    item_count: row.item_count,
     next_index: 0,
     succeeded: 0,
     failed: 0,
     escalated: 0,
+    created_at: row.created_at,
     started_at: null,
     completed_at: null,
+    deadline_at: row.deadline_at ?? null,
     error: null,
-  } as RunRecord;
+  };
 }
