@@ -34,6 +34,7 @@ describe('loadConfig', () => {
         concurrency: 4,
         storageRetries: 5,
         storageRetryBackoffMs: 100,
+        scoringThreads: expect.any(Number),
       },
     });
   });

@@ -30,7 +30,13 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       throttledMinDelayMs: 10,
       pollIntervalMs: 50,
     },
-    runs: { ...readRunConfig(new EnvReader({})), pollIntervalMs: 50, storageRetryBackoffMs: 1 },
+    // Scoring threads run the built thread script; the TypeScript sources score in process.
+    runs: {
+      ...readRunConfig(new EnvReader({})),
+      pollIntervalMs: 50,
+      storageRetryBackoffMs: 1,
+      scoringThreads: 0,
+    },
     ...overrides,
   };
 }

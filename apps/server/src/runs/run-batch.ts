@@ -18,7 +18,9 @@ export interface ScoredBatch {
 export interface BatchSource {
   runId: string;
   tenantId: string;
+  /** The run's items, or a slice of them that starts at item `offset`. */
   items: readonly ScoreRequest[];
+  offset?: number;
 }
 
 /**
@@ -38,7 +40,7 @@ export function scoreBatch(
   const counts = { ...before };
   const batch: ScoredBatch = { items: [], logRecords: [], events: [], counts };
   for (let index = from; index < to; index++) {
-    const { subject, context } = source.items[index] as ScoreRequest;
+    const { subject, context } = source.items[index - (source.offset ?? 0)] as ScoreRequest;
     try {
       const scoring = scoreAndLog(subject, context);
       const event = escalationEvent(source.tenantId, subject, scoring, { runId: source.runId }, now);
@@ -47,7 +49,6 @@ export function scoreBatch(
         item_index: index,
         subject,
         status: 'ok',
-        result: JSON.stringify(scoring.result),
         log_cid: scoring.logCid,
         escalated: event ? 1 : 0,
         error: null,
@@ -72,7 +73,6 @@ export function scoreBatch(
         item_index: index,
         subject,
         status: 'error',
-        result: null,
         log_cid: null,
         escalated: 0,
         error: JSON.stringify(error),

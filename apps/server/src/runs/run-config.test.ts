@@ -12,6 +12,7 @@ describe('the run configuration', () => {
       RUN_CONCURRENCY: '8',
       RUN_STORAGE_RETRIES: '0',
       RUN_STORAGE_RETRY_BACKOFF: '1s',
+      RUN_SCORING_THREADS: '0',
     });
     expect(readRunConfig(reader)).toEqual({
       batchSize: 50,
@@ -20,6 +21,7 @@ describe('the run configuration', () => {
       concurrency: 8,
       storageRetries: 0,
       storageRetryBackoffMs: 1000,
+      scoringThreads: 0,
     });
     expect(reader.problems).toEqual([]);
   });

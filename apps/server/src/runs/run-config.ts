@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import type { EnvReader } from '../config/env-reader.js';
 
 /** How runs are processed. */
@@ -14,11 +15,17 @@ export interface RunConfig {
   storageRetries: number;
   /** The wait before the first retry; it doubles on each retry. */
   storageRetryBackoffMs: number;
+  /** Worker threads that score batches; 0 scores on the event loop. */
+  scoringThreads: number;
 }
+
+/** One core for the event loop (HTTP, commits), the others score, up to 4. */
+const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() - 1));
 
 /**
  * Reads `RUN_BATCH_SIZE` (500), `RUN_POLL_INTERVAL` (1s), `RUN_LEASE` (30s), `RUN_CONCURRENCY` (4),
- * `RUN_STORAGE_RETRIES` (5) and `RUN_STORAGE_RETRY_BACKOFF` (100ms).
+ * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms) and `RUN_SCORING_THREADS` (the cores but
+ * one, 1 to 4).
  */
 export function readRunConfig(reader: EnvReader): RunConfig {
   return {
@@ -28,5 +35,6 @@ export function readRunConfig(reader: EnvReader): RunConfig {
     concurrency: reader.integer('RUN_CONCURRENCY', 4, 1, 64),
     storageRetries: reader.integer('RUN_STORAGE_RETRIES', 5, 0, 100),
     storageRetryBackoffMs: reader.durationMs('RUN_STORAGE_RETRY_BACKOFF', 100),
+    scoringThreads: reader.integer('RUN_SCORING_THREADS', DEFAULT_SCORING_THREADS, 0, 64),
   };
 }

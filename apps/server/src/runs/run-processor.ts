@@ -1,11 +1,12 @@
-import type { Problem } from '@scenario-scoring/api-types';
+import type { Problem, RunCounts } from '@scenario-scoring/api-types';
 import type { Clock } from '../clock.js';
 import { problem } from '../errors/problem.js';
 import { newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import type { Logger } from '../logger.js';
-import { scoreBatch } from './run-batch.js';
+import type { ScoredBatch } from './run-batch.js';
 import type { RunConfig } from './run-config.js';
 import type { ClaimedRun, RunStore } from './run-store.js';
+import type { ScoringPool } from './scoring-pool.js';
 
 /** What processing a claimed run needs. */
 export interface RunProcessorContext {
@@ -16,6 +17,8 @@ export interface RunProcessorContext {
   /** Notified after events commit, to wake the delivery workers. */
   outbox: OutboxSignal;
   workerId: string;
+  /** Scores batches, on threads when it has any. */
+  pool: ScoringPool;
   /** True once the worker is stopping: the run is released after the batch in flight. */
   stopping(): boolean;
   /** Waits `ms`; injectable so tests need not wait for backoff. */
@@ -26,7 +29,8 @@ export interface RunProcessorContext {
 export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
 
 /**
- * Scores a claimed run from its `next_index` to the end, one transaction per batch: each batch writes its
+ * Scores a claimed run from its `next_index` to the end, one transaction per batch (the next batch is
+ * scored on the pool while the current one commits): each batch writes its
  * items' results, their log records and `policy.escalated` events, and advances `next_index` and the
  * counts, fenced on this worker's claim and the index it started from, so an item is never committed
  * twice even when a lease expired and another worker took the run over. The last batch ends the run
@@ -36,64 +40,86 @@ export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
 export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
   const { store, config, clock, workerId } = context;
   const itemCount = run.items.length;
+  const source = { runId: run.id, tenantId: run.tenantId, items: run.items };
+  const scoreFrom = (from: number, before: RunCounts): PendingBatch => {
+    const now = clock.now();
+    const to = Math.min(from + config.batchSize, itemCount);
+    return { to, now, scored: context.pool.score(source, from, to, before, now) };
+  };
   let next = run.nextIndex;
   let counts = run.counts;
+  // The batch after the one being committed, scored meanwhile on the pool's threads.
+  let ahead: PendingBatch | undefined;
   for (;;) {
     if (context.stopping()) {
+      discard(ahead);
       await store.release(run.id, workerId);
       return 'released';
     }
-    const now = clock.now();
-    if (run.deadlineAt !== null && now.toISOString() >= run.deadlineAt) {
+    if (run.deadlineAt !== null && clock.now().toISOString() >= run.deadlineAt) {
+      discard(ahead);
       return failRun(run, context, counts, deadlineProblem(run, next));
     }
-    const to = Math.min(next + config.batchSize, itemCount);
-    const batch = scoreBatch(
-      { runId: run.id, tenantId: run.tenantId, items: run.items },
-      next,
-      to,
-      counts,
-      now,
-    );
-    const completes = to === itemCount;
-    if (completes) {
-      batch.events.push(
-        newEvent(
-          run.tenantId,
-          'run.completed',
-          {
-            run_id: run.id,
-            status: 'completed',
-            item_count: itemCount,
-            counts: batch.counts,
-            completed_at: now.toISOString(),
-          },
-          now,
-        ),
-      );
-    }
+    const current = ahead ?? scoreFrom(next, counts);
+    const batch = await current.scored;
+    const completes = current.to === itemCount;
+    ahead = completes ? undefined : scoreFrom(current.to, batch.counts);
+    // The run ends, and its lease is renewed, as of the commit, not of the scoring.
+    const commitNow = clock.now();
+    if (completes) batch.events.push(completedEvent(run, batch.counts, commitNow));
     const commit = {
       runId: run.id,
       workerId,
       fromIndex: next,
       ...batch,
-      now,
+      now: commitNow,
       leaseMs: config.leaseMs,
       completes,
     };
     const committed = await commitWithRetries(() => store.commitBatch(commit), context, run.id);
-    if (committed === 'lost') return 'lost';
+    if (committed === 'lost') {
+      discard(ahead);
+      return 'lost';
+    }
     if (committed === 'failed') {
+      discard(ahead);
       const detail = `Storage kept failing after ${config.storageRetries} retries; ${next} of ${itemCount} items were attempted.`;
       return failRun(run, context, counts, problem('storage_unavailable', { detail }));
     }
     if (batch.events.length > 0) context.outbox.notify();
-    next = to;
+    next = current.to;
     counts = batch.counts;
     if (completes) return 'completed';
     // Let requests waiting on the event loop through between batches.
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/** A batch being scored: where it ends, the time it is scored at, and its rows once scored. */
+interface PendingBatch {
+  to: number;
+  now: Date;
+  scored: Promise<ScoredBatch>;
+}
+
+/** Drops a batch scored ahead that will not be committed (its scoring error, if any, is moot). */
+function discard(batch: PendingBatch | undefined): void {
+  batch?.scored.catch(() => {});
+}
+
+function completedEvent(run: ClaimedRun, counts: RunCounts, now: Date) {
+  return newEvent(
+    run.tenantId,
+    'run.completed',
+    {
+      run_id: run.id,
+      status: 'completed',
+      item_count: run.items.length,
+      counts,
+      completed_at: now.toISOString(),
+    },
+    now,
+  );
 }
 
 async function commitWithRetries(

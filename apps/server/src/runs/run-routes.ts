@@ -61,7 +61,7 @@ export function listRunResultsRoute(storage: Pick<Storage, 'db'>): RequestHandle
     const after = decodeResultsCursor(query.cursor);
     const limit = Number(query.limit ?? DEFAULT_RESULTS_LIMIT);
     // One row more than the page tells whether another page exists, without counting.
-    const rows = await listRunItems(storage.db, run.id, after, limit + 1);
+    const rows = await listRunItems(storage.db, run, after, limit + 1);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     res.json({

@@ -225,19 +225,26 @@ export async function findRun(
     .executeTakeFirst();
 }
 
-/** Up to `limit` attempted items of a run after `afterIndex`, in item order. */
+/** An attempted item with its log record's bytes (which hold its result), or null bytes when it failed. */
+export type RunItemRecord = Selectable<RunItemsTable> & { bytes: Uint8Array | null };
+
+/** Up to `limit` attempted items of a run after `afterIndex`, in item order, with their log records. */
 export async function listRunItems(
   db: Kysely<Database>,
-  runId: string,
+  run: Pick<RunRecord, 'id' | 'tenant_id'>,
   afterIndex: number,
   limit: number,
-): Promise<Selectable<RunItemsTable>[]> {
+): Promise<RunItemRecord[]> {
   return db
     .selectFrom('run_items')
-    .selectAll()
-    .where('run_id', '=', runId)
-    .where('item_index', '>', afterIndex)
-    .orderBy('item_index')
+    .leftJoin('log_records', (join) =>
+      join.onRef('log_records.cid', '=', 'run_items.log_cid').on('log_records.tenant_id', '=', run.tenant_id),
+    )
+    .selectAll('run_items')
+    .select('log_records.bytes')
+    .where('run_items.run_id', '=', run.id)
+    .where('run_items.item_index', '>', afterIndex)
+    .orderBy('run_items.item_index')
     .limit(limit)
     .execute();
 }

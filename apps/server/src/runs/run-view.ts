@@ -1,8 +1,6 @@
 import type { Problem, Run, RunItemError, RunItemResult } from '@scenario-scoring/api-types';
-import type { Selectable } from 'kysely';
 import { AppError } from '../errors/app-error.js';
-import type { RunItemsTable } from '../storage/database.js';
-import type { RunRecord } from './run-store.js';
+import type { RunItemRecord, RunRecord } from './run-store.js';
 
 /** A run row as the contract's `Run`. */
 export function runView(run: RunRecord): Run {
@@ -19,8 +17,10 @@ export function runView(run: RunRecord): Run {
   };
 }
 
-/** An attempted item as the contract's `RunItemResult` or `RunItemError`. */
-export function runItemView(item: Selectable<RunItemsTable>): RunItemResult | RunItemError {
+const decoder = new TextDecoder();
+
+/** An attempted item as the contract's `RunItemResult` or `RunItemError`; a result is its log record's. */
+export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
   if (item.status === 'error') {
     return {
       index: item.item_index,
@@ -33,9 +33,18 @@ export function runItemView(item: Selectable<RunItemsTable>): RunItemResult | Ru
     index: item.item_index,
     subject: item.subject,
     status: 'ok',
-    result: JSON.parse(item.result ?? 'null') as RunItemResult['result'],
+    result: (JSON.parse(decoder.decode(item.bytes ?? undefined)) as { result: RunItemResult['result'] })
+      .result,
     log_cid: item.log_cid as string,
     escalated: item.escalated === 1,
+  };
+}
+
+/** A result as the log record holds it (RFC 8785 sorts keys) in the order the API documents. */
+function apiOrder(result: RunItemResult['result']): RunItemResult['result'] {
+  return {
+    scenarios: result.scenarios.map(({ name, score, explain }) => ({ name, score, explain })),
+    levers: result.levers.map(({ name, direction, delta, step }) => ({ name, direction, delta, step })),
   };
 }
 

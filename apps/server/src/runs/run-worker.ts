@@ -6,6 +6,7 @@ import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { RunConfig } from './run-config.js';
 import { processRun, type RunOutcome } from './run-processor.js';
 import type { RunStore } from './run-store.js';
+import { ScoringPool } from './scoring-pool.js';
 
 /** What a run worker is built from. */
 export interface RunWorkerOptions {
@@ -21,6 +22,8 @@ export interface RunWorkerOptions {
   workerId?: string;
   /** Waits between storage retries; a timer by default. */
   sleep?: (ms: number) => Promise<void>;
+  /** Where batches are scored; by default a pool of `config.scoringThreads` threads, closed by stop(). */
+  pool?: ScoringPool;
   /** Told how each claimed run ended (tests). */
   onRunEnded?: (runId: string, outcome: RunOutcome) => void;
 }
@@ -42,6 +45,7 @@ export class RunWorker implements BackgroundWorker {
   #wakeUp: (() => void) | undefined;
   #woken = false;
   #unsubscribe: (() => void) | undefined;
+  #pool: ScoringPool | undefined;
 
   constructor(options: RunWorkerOptions) {
     this.#options = options;
@@ -55,6 +59,7 @@ export class RunWorker implements BackgroundWorker {
   start(): void {
     if (this.#running) return;
     this.#running = true;
+    this.#pool = this.#options.pool ?? new ScoringPool(this.#options.config.scoringThreads);
     this.#unsubscribe = this.#options.runQueue.subscribe(() => this.#wake());
     this.#loop = this.#claimLoop();
   }
@@ -66,6 +71,7 @@ export class RunWorker implements BackgroundWorker {
     this.#wake();
     await this.#loop;
     await Promise.all(this.#active);
+    if (!this.#options.pool) await this.#pool?.close();
     this.#running = false;
   }
 
@@ -127,6 +133,7 @@ export class RunWorker implements BackgroundWorker {
         logger,
         outbox,
         workerId: this.#workerId,
+        pool: this.#pool as ScoringPool,
         stopping: () => this.#stopping,
         sleep,
       });

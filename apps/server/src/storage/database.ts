@@ -162,8 +162,7 @@ export interface RunItemsTable {
   item_index: number;
   subject: string;
   status: 'ok' | 'error';
-  /** JSON `{scenarios, levers}` when ok. */
-  result: string | null;
+  /** The item's log record (under the run's tenant), which holds its result; null when it failed. */
   log_cid: string | null;
   escalated: Flag;
   /** JSON problem when the item failed. */

@@ -3,7 +3,8 @@ import { type Kysely, sql } from 'kysely';
 /**
  * Batch scoring runs. A run keeps its submitted items as one JSON array (written once, read once per
  * claim); `run_items` gets a row per item only when the item's batch commits, so the primary key
- * (run_id, item_index) also refuses an item scored twice. `next_index` is the first item not yet
+ * (run_id, item_index) also refuses an item scored twice. An item's result is not copied: it is read
+ * from the item's log record, so the results cannot differ from what was logged. `next_index` is the first item not yet
  * committed: a worker that resumes a run starts there.
  */
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
@@ -42,7 +43,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('item_index', 'integer', (col) => col.notNull())
     .addColumn('subject', 'text', (col) => col.notNull())
     .addColumn('status', 'text', (col) => col.notNull())
-    .addColumn('result', 'text')
     .addColumn('log_cid', 'text')
     .addColumn('escalated', 'integer', (col) => col.notNull().defaultTo(0))
     .addColumn('error', 'text')
