@@ -1218,7 +1218,7 @@ export type components = {
         "Retry-After": number;
         /** @description The address of the created or accepted resource. */
         Location: string;
-        /** @description `true` when this response is the replay of an earlier request with the same `Idempotency-Key`. */
+        /** @description `true` when this response is the replay of an earlier request with the same `Idempotency-Key`; absent otherwise. */
         "Idempotent-Replayed": "true";
     };
     pathItems: never;
