@@ -56,22 +56,22 @@ forEachDatabase('createApp', ({ storage }) => {
   });
 
   it('answers 501 not_implemented for the operations of later versions, after validating them', async () => {
-    const run = await server.request('/v1/scoring/runs', { key, body: { items: [VALID_SCORE] } });
-    expect(run.status).toBe(501);
-    expect(await problemOf(run)).toMatchObject({
+    const webhooks = await server.request('/v1/webhooks', { key });
+    expect(webhooks.status).toBe(501);
+    expect(await problemOf(webhooks)).toMatchObject({
       type: '/docs#section/errors/not_implemented',
       title: 'Not implemented',
       code: 'not_implemented',
-      detail: expect.stringContaining('POST /v1/scoring/runs (createRun)'),
+      detail: expect.stringContaining('GET /v1/webhooks (listWebhooks)'),
     });
 
-    const webhooks = await server.request('/v1/webhooks', { key });
-    expect(webhooks.status).toBe(501);
-
-    const invalid = await server.request('/v1/scoring/runs', { key, body: { items: [] } });
+    const invalid = await server.request('/v1/webhooks/register', {
+      key,
+      body: { url: 'https://example.com' },
+    });
     expect(invalid.status).toBe(400);
     expect((await problemOf(invalid)).errors).toEqual([
-      { path: '/body/items', message: 'must NOT have fewer than 1 items' },
+      { path: '/body/events', message: "must have required property 'events'" },
     ]);
   });
 

@@ -6,7 +6,9 @@ import type {
   RunResultList,
   ScoreResponse,
 } from '@scenario-scoring/api-types';
+import { cidOfBytes } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertEvents, newEvent } from '../events/event-outbox.js';
 import { testRunWorker, waitForRunEnd } from '../runs/run-test-harness.js';
 import type { RunWorker } from '../runs/run-worker.js';
 import { forEachDatabase } from '../storage/test-databases.js';
@@ -135,6 +137,37 @@ forEachDatabase('policy escalation', ({ storage }) => {
       expect(event.data.request_id).toBeNull();
       expect(event.data.log_cid).toBe(results.find((r) => r.subject === event.data.subject)?.log_cid);
     }
+  });
+
+  it('when the event cannot be written, then the log record is not either: both commit in one transaction', async () => {
+    const taken = newEvent(
+      'escalation',
+      'webhook.test',
+      { webhook_id: 'wh_x', message: 'taken' },
+      new Date(),
+    );
+    await insertEvents(storage().db, [taken]);
+    const now = new Date();
+    const bytes = new TextEncoder().encode('{"atomic":true}');
+    const cid = cidOfBytes(bytes);
+    // An event whose id is taken fails its insert, and so the whole group commit.
+    const clash = {
+      id: existing?.id ?? '',
+      tenantId: 'escalation',
+      type: 'policy.escalated' as const,
+      payload: existing?.payload ?? '',
+      createdAt: now,
+    };
+    const append = storage().appendLogRecord({
+      tenantId: 'escalation',
+      cid,
+      bytes,
+      requestId: 'req_x',
+      createdAt: now,
+      events: [clash],
+    });
+    await expect(append).rejects.toThrow();
+    expect(await storage().getLogRecord('escalation', cid)).toBeUndefined();
   });
 
   describe('when a jurisdiction disables a factor (DE: recent_inquiries)', () => {
