@@ -151,13 +151,7 @@ forEachDatabase('policy escalation', ({ storage }) => {
     const bytes = new TextEncoder().encode('{"atomic":true}');
     const cid = cidOfBytes(bytes);
     // An event whose id is taken fails its insert, and so the whole group commit.
-    const clash = {
-      id: existing?.id ?? '',
-      tenantId: 'escalation',
-      type: 'policy.escalated' as const,
-      payload: existing?.payload ?? '',
-      createdAt: now,
-    };
+    const clash = { ...taken, createdAt: now };
     const append = storage().appendLogRecord({
       tenantId: 'escalation',
       cid,
