@@ -137,6 +137,7 @@ export class RunWorker implements BackgroundWorker {
         stopping: () => this.#stopping,
         sleep,
       });
+      logger.info('run processed', { runId: run.id, outcome, from: run.nextIndex, items: run.items.length });
       this.#options.onRunEnded?.(run.id, outcome);
     } catch (error) {
       logger.error('run processing failed', { runId: run.id, error: String(error) });
