@@ -146,7 +146,9 @@ try {
   await timeRuns(server.url, headers, 1); // warm-up, not reported
   await measure(syncTarget, Number(args.connections), 1);
   const rows: Record<string, number[]> = {};
-  const record = (name: string, value: number) => (rows[name] ??= []).push(value);
+  const record = (name: string, value: number) => {
+    rows[name] = [...(rows[name] ?? []), value];
+  };
   for (let round = 1; round <= ROUNDS; round++) {
     const one = await timeRuns(server.url, headers, 1);
     const many = await timeRuns(server.url, headers, CONCURRENT_RUNS);

@@ -19,6 +19,11 @@ export function runView(run: RunRecord): Run {
 
 const decoder = new TextDecoder();
 
+/** The part of a log record the results read. */
+interface LoggedResult {
+  result: RunItemResult['result'];
+}
+
 /** An attempted item as the contract's `RunItemResult` or `RunItemError`; a result is its log record's. */
 export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
   if (item.status === 'error') {
@@ -33,8 +38,7 @@ export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
     index: item.item_index,
     subject: item.subject,
     status: 'ok',
-    result: (JSON.parse(decoder.decode(item.bytes ?? undefined)) as { result: RunItemResult['result'] })
-      .result,
+    result: apiOrder((JSON.parse(decoder.decode(item.bytes ?? undefined)) as LoggedResult).result),
     log_cid: item.log_cid as string,
     escalated: item.escalated === 1,
   };
