@@ -74,6 +74,8 @@ forEachDatabase('batch scoring runs over HTTP', ({ storage }) => {
       expect(result.log_cid).toBe(expected[i]?.logCid);
     }
     expect(run.counts.escalated).toBe(seen.filter((r) => r.escalated).length);
+    // Read back from the canonical log record (sorted keys), but in the order the API documents.
+    expect(Object.keys(seen[0]?.result.scenarios[0] ?? {})).toEqual(['name', 'score', 'explain']);
 
     for (const i of [0, 499, 999]) {
       const log = await server.request(`/v1/logs/${seen[i]?.log_cid}`, { key });
