@@ -29,13 +29,13 @@ export interface RunProcessorContext {
 export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
 
 /**
- * Scores a claimed run from its `next_index` to the end, one transaction per batch (the next batch is
- * scored on the pool while the current one commits): each batch writes its
- * items' results, their log records and `policy.escalated` events, and advances `next_index` and the
- * counts, fenced on this worker's claim and the index it started from, so an item is never committed
- * twice even when a lease expired and another worker took the run over. The last batch ends the run
- * `completed` and raises `run.completed` in its own transaction. A passed deadline, or a batch whose
- * commit still fails after `storageRetries` retries, ends the run `failed` with `run.failed`.
+ * Scores a claimed run from its `next_index` to the end, one transaction per batch, the next batch being
+ * scored on the pool while the current one commits. Each batch writes its items' results, their log
+ * records and `policy.escalated` events, and advances `next_index` and the counts, fenced on this worker's
+ * claim and the index it started from, so an item is never committed twice even when a lease expired and
+ * another worker took the run over. The last batch ends the run `completed` and raises `run.completed` in
+ * its own transaction. A passed deadline, or a batch whose commit still fails after `storageRetries`
+ * retries, ends the run `failed` with `run.failed`.
  */
 export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
   const { store, config, clock, workerId } = context;
