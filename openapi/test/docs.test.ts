@@ -41,6 +41,7 @@ const operations = operationsOf(bundle, 'paths');
 const events = operationsOf(bundle, 'webhooks');
 const codes = errorCodes(bundle);
 const webhookGuide = bundle.tags?.find((tag) => tag.name === 'Webhook guide');
+const batchGuide = bundle.tags?.find((tag) => tag.name === 'Batch scoring guide');
 
 let browser: Browser;
 let page: Page;
@@ -193,6 +194,19 @@ describe('the offline API reference (dist/docs/index.html)', () => {
     expect(box !== null && box.y >= 0 && box.y < VIEWPORT.height, 'the receiver example is on screen').toBe(
       true,
     );
+  });
+
+  it('renders the batch scoring guide: every heading, and the client example', async () => {
+    expect(batchGuide?.['x-traitTag'], 'the contract has a "Batch scoring guide" trait tag').toBe(true);
+    const headings = [...(batchGuide?.description ?? '').matchAll(/^## (.+)$/gm)].map(([, text]) => text);
+    expect(headings).toContain('Restarts and failures');
+    for (const heading of headings as string[]) {
+      const anchor = `batch-scoring-guide/${redocSlug(heading)}`;
+      await goToAnchor(`#/${anchor}`);
+      await expectHeadingInView(anchor, heading);
+    }
+    const example = page.locator('pre', { hasText: 'await waitForRun(client, run.id' });
+    await example.waitFor({ state: 'visible', timeout: RENDER_TIMEOUT_MS });
   });
 
   it('renders a non-trivial page (screenshot)', async () => {

@@ -55,23 +55,6 @@ forEachDatabase('createApp', ({ storage }) => {
     expect(onTemplate.headers.get('allow')).toBe('GET, DELETE, PATCH');
   });
 
-  it('answers 501 not_implemented for the operations of later versions, after validating them', async () => {
-    const run = await server.request('/v1/scoring/runs', { key, body: { items: [VALID_SCORE] } });
-    expect(run.status).toBe(501);
-    expect(await problemOf(run)).toMatchObject({
-      type: '/docs#section/errors/not_implemented',
-      title: 'Not implemented',
-      code: 'not_implemented',
-      detail: expect.stringContaining('POST /v1/scoring/runs (createRun)'),
-    });
-
-    const invalid = await server.request('/v1/scoring/runs', { key, body: { items: [] } });
-    expect(invalid.status).toBe(400);
-    expect((await problemOf(invalid)).errors).toEqual([
-      { path: '/body/items', message: 'must NOT have fewer than 1 items' },
-    ]);
-  });
-
   it('answers an invalid query parameter with every problem listed', async () => {
     const response = await server.request('/v1/webhooks?limit=0&colour=red', { key });
     expect(response.status).toBe(400);

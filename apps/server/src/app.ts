@@ -23,6 +23,7 @@ import { logRoute } from './logs/log-route.js';
 import { recordRequestDuration } from './metrics/http-metrics.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-route.js';
+import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { scoreRoute } from './scoring/score-route.js';
 import type { Storage } from './storage/storage.js';
 import type { SecretBox } from './webhooks/secret-box.js';
@@ -68,7 +69,10 @@ export async function createApp(options: AppOptions): Promise<Express> {
 
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: Partial<Record<OperationId, RequestHandler>> = {
-    scoreSubject: scoreRoute(storage, metrics) as RequestHandler,
+    scoreSubject: scoreRoute(storage, metrics, clock) as RequestHandler,
+    createRun: createRunRoute(storage, clock) as RequestHandler,
+    getRun: getRunRoute(storage) as RequestHandler,
+    listRunResults: listRunResultsRoute(storage) as RequestHandler,
     getPolicy: policyRoute as RequestHandler,
     getLogRecord: logRoute(storage) as RequestHandler,
     getHealth: healthRoute as RequestHandler,

@@ -30,6 +30,15 @@ describe('loadConfig', () => {
       logs: { level: 'info', format: 'json' },
       metrics: { port: undefined, host: '0.0.0.0', token: undefined },
       shutdown: { drainDelayMs: 0, graceMs: 10_000 },
+      runs: {
+        batchSize: 500,
+        pollIntervalMs: 1000,
+        leaseMs: 30_000,
+        concurrency: 4,
+        storageRetries: 5,
+        storageRetryBackoffMs: 100,
+        scoringThreads: expect.any(Number),
+      },
     });
   });
 

@@ -1,6 +1,7 @@
 import { EnvReader } from './config/env-reader.js';
 import { type LogConfig, readLogConfig } from './logging/log-config.js';
 import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
+import { type RunConfig, readRunConfig } from './runs/run-config.js';
 import { readWebhookConfig, type WebhookConfig } from './webhooks/webhook-config.js';
 
 /** The server's settings, read from the environment only. */
@@ -22,6 +23,8 @@ export interface Config {
   metrics: MetricsConfig;
   /** How a SIGTERM or SIGINT stops the instance. */
   shutdown: ShutdownConfig;
+  /** Batch scoring runs. */
+  runs: RunConfig;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -48,8 +51,8 @@ const MAX_PORT = 65_535;
  * Reads and validates the configuration: `PORT` (3000), `HOST` (0.0.0.0), `DATA_DIR` (./data),
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
  * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
- * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`). Throws a ConfigError
- * naming every bad variable.
+ * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`). Throws a
+ * ConfigError naming every bad variable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const reader = new EnvReader(env);
@@ -73,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     drainDelayMs: reader.durationMs('SHUTDOWN_DRAIN_DELAY', 0),
     graceMs: reader.durationMs('SHUTDOWN_GRACE', 10_000),
   };
+  const runs = readRunConfig(reader);
 
   if (reader.problems.length > 0) throw new ConfigError(reader.problems);
   return {
@@ -87,5 +91,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logs,
     metrics,
     shutdown,
+    runs,
   };
 }

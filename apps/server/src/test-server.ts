@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import type { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { type Logger, silentLogger } from './logger.js';
 import type { Metrics } from './metrics/metrics.js';
+import { readRunConfig } from './runs/run-config.js';
 import type { Storage } from './storage/storage.js';
 import { SecretBox } from './webhooks/secret-box.js';
 import { readWebhookConfig } from './webhooks/webhook-config.js';
@@ -34,6 +35,13 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     logs: { level: 'info', format: 'json' },
     metrics: { port: undefined, host: '127.0.0.1', token: undefined },
     shutdown: { drainDelayMs: 0, graceMs: 10_000 },
+    // Scoring threads run the built thread script; the TypeScript sources score in process.
+    runs: {
+      ...readRunConfig(new EnvReader({})),
+      pollIntervalMs: 50,
+      storageRetryBackoffMs: 1,
+      scoringThreads: 0,
+    },
     ...overrides,
   };
 }

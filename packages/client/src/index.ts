@@ -19,6 +19,15 @@ export { isProblem, type Problem, type ProblemCode } from './problem-guard.js';
 export { randomRequestId, requestIdMiddleware } from './request-id-middleware.js';
 export { backoffMs, retryAfterMs } from './retry-delay.js';
 export { DEFAULT_RETRY, type RetryOptions, retryMiddleware } from './retry-middleware.js';
+export { isRunEndEvent, type RunEndEvent, RunEndWaiter } from './run-end-waiter.js';
+export {
+  fetchRunResults,
+  type RunCallResult,
+  type RunItem,
+  submitRun,
+  type WaitForRunOptions,
+  waitForRun,
+} from './run-waiter.js';
 export {
   fetchVerifiedLogRecord,
   type LogRecordMismatch,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
 import { buildLogRecord, canonicalBytes, cidOfBytes } from './log-record.js';
 import type { ScoreResult } from './score-types.js';
@@ -89,9 +90,26 @@ describe('canonicalBytes', () => {
     );
   });
 
+  it('when plain data takes the fast path, then its bytes are exactly the canonicalize library’s', () => {
+    const values: unknown[] = [
+      { b: [1, { d: 'x', c: null }], a: true, é: -0, '\u2028': 'line separator', z: '\ud83d\ude00 pair' },
+      { '10': 'ten', '9': 'nine', nested: { '01': 1, '1a': 2 } },
+      [0.1 + 0.2, 1e21, 5e-7, 123456789012345680000, -1.5, 'Zoë ☃ "quoted" \\ \u0001'],
+      { empty: {}, list: [], deep: [[[{ y: 1, x: 2 }]]] },
+      buildLogRecord({
+        policy_version: '2026-11-01',
+        subject: 's',
+        context: { jurisdiction: 'DE', utilization: 0.35 },
+        result: RESULT,
+      }),
+    ];
+    for (const value of values) expect(text(canonicalBytes(value))).toBe(canonicalize(value));
+  });
+
   it('when a value has no JSON form, then it throws', () => {
     expect(() => canonicalBytes(Number.NaN)).toThrow();
     expect(() => canonicalBytes(undefined)).toThrow(TypeError);
+    expect(() => canonicalBytes({ subject: '\ud800 lone surrogate' })).toThrow(/surrogate/);
   });
 });
 

@@ -44,9 +44,57 @@ export function buildLogRecord(input: {
 
 const utf8 = new TextEncoder();
 
-/** The RFC 8785 (JCS) canonical JSON of a value, as UTF-8 bytes. Throws for values JSON cannot represent. */
+/** Marks a value the fast path cannot serialise exactly; the `canonicalize` library then does. */
+const NOT_PLAIN = Symbol('not plain JSON');
+const ARRAY_INDEX_KEY = /^\d+$/;
+/** `String.prototype.isWellFormed` (ES2024, Node 20+), which the compiler's ES2022 library does not declare. */
+type WellFormedCheck = string & { isWellFormed(): boolean };
+
+/**
+ * `value` rebuilt with every object's keys inserted in UTF-16 code unit order, so that the native
+ * `JSON.stringify` writes RFC 8785 canonical JSON: JCS serialises strings and numbers exactly as
+ * ECMAScript's JSON.stringify does, and differs only in key order. Gives NOT_PLAIN where that does not
+ * hold: a key that is an array index (JavaScript enumerates those first), a non-finite number, a string
+ * with a lone surrogate, `undefined`,
+ * or anything but plain objects, arrays, strings, finite numbers, booleans and null.
+ */
+function sortedForJson(value: unknown): unknown {
+  if (value === null || typeof value === 'boolean') return value;
+  // A lone surrogate is not Unicode text; RFC 8785 refuses it, and so does the library.
+  if (typeof value === 'string') return (value as WellFormedCheck).isWellFormed() ? value : NOT_PLAIN;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : NOT_PLAIN;
+  if (Array.isArray(value)) {
+    const items: unknown[] = [];
+    for (const item of value) {
+      const sorted = sortedForJson(item);
+      if (sorted === NOT_PLAIN) return NOT_PLAIN;
+      items.push(sorted);
+    }
+    return items;
+  }
+  if (typeof value !== 'object') return NOT_PLAIN;
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
+  const record = value as Record<string, unknown>;
+  const sorted: Record<string, unknown> = {};
+  // Default sort order compares UTF-16 code units, which is what RFC 8785 §3.2.3 asks for.
+  for (const key of Object.keys(record).sort()) {
+    if (ARRAY_INDEX_KEY.test(key)) return NOT_PLAIN;
+    const item = sortedForJson(record[key]);
+    if (item === NOT_PLAIN) return NOT_PLAIN;
+    sorted[key] = item;
+  }
+  return sorted;
+}
+
+/**
+ * The RFC 8785 (JCS) canonical JSON of a value, as UTF-8 bytes. Throws for values JSON cannot represent.
+ * Plain JSON data (every log record) takes a fast path through the native JSON.stringify, several times
+ * faster than the generic library on the scoring hot path; anything else goes through `canonicalize`.
+ */
 export function canonicalBytes(value: unknown): Uint8Array {
-  const text = canonicalize(value);
+  const plain = sortedForJson(value);
+  const text = plain === NOT_PLAIN ? canonicalize(value) : JSON.stringify(plain);
   if (text === undefined) throw new TypeError('value has no JSON representation');
   return utf8.encode(text);
 }

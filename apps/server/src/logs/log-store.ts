@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { insertEvents, type OutboxEvent, type OutboxSignal } from '../events/event-outbox.js';
 import type { Database } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
 import type { StoredLogRecord } from '../storage/storage.js';
@@ -20,13 +21,16 @@ export interface LogStore {
 }
 
 /**
- * Inserts records in one transaction. A (tenant, CID) already present is left alone: the CID is the hash
- * of the bytes, so the bytes are the same by definition.
+ * Inserts records, and the events they raised, in one transaction. A (tenant, CID) already present is left
+ * alone: the CID is the hash of the bytes, so the bytes are the same by definition. Returns how many
+ * events it wrote, so the caller can wake the delivery workers after the commit.
  */
 export async function insertLogRecords(
   db: Kysely<Database>,
   records: readonly StoredLogRecord[],
-): Promise<void> {
+): Promise<number> {
+  const events: OutboxEvent[] = [];
+  for (const record of records) if (record.events) events.push(...record.events);
   await db.transaction().execute(async (trx) => {
     for (let start = 0; start < records.length; start += ROWS_PER_STATEMENT) {
       const rows = records.slice(start, start + ROWS_PER_STATEMENT).map((record) => ({
@@ -42,7 +46,10 @@ export async function insertLogRecords(
         .onConflict((conflict) => conflict.columns(['tenant_id', 'cid']).doNothing())
         .execute();
     }
+    // One multi-row insert for the whole group, so escalations do not cost the group commit a statement each.
+    await insertEvents(trx, events);
   });
+  return events.length;
 }
 
 /**
@@ -65,9 +72,18 @@ export async function selectLogRecord(
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+/** What a log store is built with: the group commit's cap, and the signal to notify after events commit. */
+export interface LogStoreOptions {
+  maxBatch?: number | undefined;
+  outbox?: OutboxSignal;
+}
+
 /** A LogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
-export function createLogStore(db: Kysely<Database>, maxBatch?: number): LogStore {
-  const committer = new GroupCommitter<StoredLogRecord>((batch) => insertLogRecords(db, batch), maxBatch);
+export function createLogStore(db: Kysely<Database>, options: LogStoreOptions = {}): LogStore {
+  const committer = new GroupCommitter<StoredLogRecord>(async (batch) => {
+    const events = await insertLogRecords(db, batch);
+    if (events > 0) options.outbox?.notify();
+  }, options.maxBatch);
   return {
     append: (record) => committer.add(record),
     get: (tenantId, cid) => selectLogRecord(db, tenantId, cid),

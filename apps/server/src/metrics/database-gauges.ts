@@ -47,9 +47,24 @@ export const outboxDepthGauge: DatabaseGauge = {
   },
 };
 
-/**
- * Every database gauge of the service. Runs by state joins this list when the `runs` table exists: a
- * `DatabaseGauge` named `scenario_scoring_runs` with `labelNames: ['state']` whose `read` is
- * `select status, count(*) from runs group by status`.
- */
-export const DATABASE_GAUGES: readonly DatabaseGauge[] = [outboxDepthGauge];
+/** The states a run can be in; each is reported, 0 included, so a dashboard never loses a series. */
+const RUN_STATES = ['queued', 'running', 'completed', 'failed'] as const;
+
+/** Runs by state (`state="queued"`, …), database-wide. */
+export const runsByStateGauge: DatabaseGauge = {
+  name: 'scenario_scoring_runs',
+  help: 'Batch scoring runs by state, database-wide.',
+  labelNames: ['state'],
+  async read(db) {
+    const rows = await db
+      .selectFrom('runs')
+      .select(['status', (eb) => eb.fn.countAll<number | string>().as('count')])
+      .groupBy('status')
+      .execute();
+    const counts = new Map(rows.map((row) => [row.status as string, Number(row.count)]));
+    return RUN_STATES.map((state) => ({ labels: { state }, value: counts.get(state) ?? 0 }));
+  },
+};
+
+/** Every database gauge of the service. */
+export const DATABASE_GAUGES: readonly DatabaseGauge[] = [outboxDepthGauge, runsByStateGauge];

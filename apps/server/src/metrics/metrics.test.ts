@@ -76,6 +76,11 @@ forEachDatabase('metrics', ({ storage }) => {
 
   it('reads the outbox depth from the database at scrape time', async () => {
     const { db } = storage();
+    // Earlier tests' escalated scores left their own policy.escalated events: count from here.
+    const before = await read();
+    const depth = (text: string, stage: string) =>
+      (sample(text, `scenario_scoring_outbox_depth{stage="${stage}"}`) ?? 0) -
+      (sample(before, `scenario_scoring_outbox_depth{stage="${stage}"}`) ?? 0);
     const now = new Date();
     const at = now.toISOString();
     const data = { webhook_id: 'wh_metrics', message: 'hello' };
@@ -118,8 +123,35 @@ forEachDatabase('metrics', ({ storage }) => {
       .execute();
 
     const text = await read();
-    expect(sample(text, 'scenario_scoring_outbox_depth{stage="undispatched_events"}')).toBe(2);
-    expect(sample(text, 'scenario_scoring_outbox_depth{stage="pending_deliveries"}')).toBe(1);
+    expect(depth(text, 'undispatched_events')).toBe(2);
+    expect(depth(text, 'pending_deliveries')).toBe(1);
+  });
+
+  it('counts runs by state from the database at scrape time, every state reported', async () => {
+    const db = storage().db;
+    const at = '2026-11-22T10:00:00.000Z';
+    const run = (id: string, status: 'queued' | 'completed') => ({
+      id,
+      tenant_id: 'metrics',
+      status,
+      item_count: 1,
+      items: '[]',
+      created_at: at,
+      deadline_at: null,
+    });
+    await db
+      .insertInto('runs')
+      .values([
+        run('run_metrics_1', 'queued'),
+        run('run_metrics_2', 'queued'),
+        run('run_metrics_3', 'completed'),
+      ])
+      .execute();
+    const text = await read();
+    expect(sample(text, 'scenario_scoring_runs{state="queued"}')).toBe(2);
+    expect(sample(text, 'scenario_scoring_runs{state="completed"}')).toBe(1);
+    expect(sample(text, 'scenario_scoring_runs{state="running"}')).toBe(0);
+    expect(sample(text, 'scenario_scoring_runs{state="failed"}')).toBe(0);
   });
 
   it('exposes the delivery instruments for the delivery worker', async () => {

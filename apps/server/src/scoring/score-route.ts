@@ -1,5 +1,6 @@
 import type { operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
+import { type Clock, systemClock } from '../clock.js';
 import { ownRequestId } from '../http/request-id.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Storage } from '../storage/storage.js';
@@ -13,9 +14,10 @@ type Reply = Operation['responses'][200]['content']['application/json'];
 export function scoreRoute(
   storage: Pick<Storage, 'appendLogRecord'>,
   metrics: Pick<Metrics, 'scores'>,
+  clock: Clock = systemClock,
 ): RequestHandler<never, Reply, Body> {
   return async (req, res) => {
-    const caller = { tenantId: res.locals.apiKey.tenantId, requestId: ownRequestId(res), now: new Date() };
+    const caller = { tenantId: res.locals.apiKey.tenantId, requestId: ownRequestId(res), now: clock.now() };
     const scored = await scoreSubject(storage, caller, req.body);
     metrics.scores.inc();
     res.json(scored);

@@ -1,5 +1,6 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
 import { scoreAndLog } from '@scenario-scoring/engine';
+import { escalationEvent } from '../policies/policy-escalation.js';
 import type { Storage } from '../storage/storage.js';
 
 /** Who asks for a scoring, and the ids and clock it is recorded under. */
@@ -13,20 +14,34 @@ export interface ScoringCaller {
 /**
  * Scores a valid request under its jurisdiction's policy and logs it durably before answering: the log
  * record's canonical bytes are appended, and `log_cid` is their CID, so no result exists without its record.
+ * When the policy escalates the result, its `policy.escalated` event commits in the record's transaction.
  */
 export async function scoreSubject(
   storage: Pick<Storage, 'appendLogRecord'>,
   caller: ScoringCaller,
   request: ScoreRequest,
 ): Promise<ScoreResponse> {
-  const { result, logBytes: bytes, logCid: cid } = scoreAndLog(request.subject, request.context);
+  const scoring = scoreAndLog(request.subject, request.context);
+  const event = escalationEvent(
+    caller.tenantId,
+    request.subject,
+    scoring,
+    { requestId: caller.requestId },
+    caller.now,
+  );
   await storage.appendLogRecord({
     tenantId: caller.tenantId,
-    cid,
-    bytes,
+    cid: scoring.logCid,
+    bytes: scoring.logBytes,
     requestId: caller.requestId,
     createdAt: caller.now,
+    ...(event && { events: [event] }),
   });
   // The engine types a lever's name as any factor; only actionable ones (the contract's enum) become levers.
-  return { id: caller.requestId, status: 'ok', result: result as ScoreResponse['result'], log_cid: cid };
+  return {
+    id: caller.requestId,
+    status: 'ok',
+    result: scoring.result as ScoreResponse['result'],
+    log_cid: scoring.logCid,
+  };
 }

@@ -129,6 +129,46 @@ export interface IdempotencyKeysTable {
   created_at: IsoTimestamp;
 }
 
+/** A batch scoring run; its items are kept as submitted, its results in `run_items`. */
+export interface RunsTable {
+  /** `run_…`. */
+  id: string;
+  tenant_id: string;
+  status: 'queued' | 'running' | 'completed' | 'failed';
+  item_count: number;
+  /** JSON array of the submitted items, `[{subject, context}]`, as validated at creation. */
+  items: string;
+  /** The first item whose result is not committed yet: where a resumed run starts. */
+  next_index: ColumnType<number, number | undefined, number>;
+  succeeded: ColumnType<number, number | undefined, number>;
+  failed: ColumnType<number, number | undefined, number>;
+  escalated: ColumnType<number, number | undefined, number>;
+  created_at: IsoTimestamp;
+  started_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  completed_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  deadline_at: IsoTimestamp | null;
+  /** JSON problem that failed the run; null unless `failed`. */
+  error: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A worker's claim: nobody else processes the run before this time. */
+  locked_until: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  locked_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** How many times a worker claimed it (more than 1 after a crash, a restart or a lost lease). */
+  claims: ColumnType<number, number | undefined, number>;
+}
+
+/** The outcome of one attempted item of a run, written in its batch's transaction. */
+export interface RunItemsTable {
+  run_id: string;
+  item_index: number;
+  subject: string;
+  status: 'ok' | 'error';
+  /** The item's log record (under the run's tenant), which holds its result; null when it failed. */
+  log_cid: string | null;
+  escalated: Flag;
+  /** JSON problem when the item failed. */
+  error: string | null;
+}
+
 /** The whole schema, as Kysely sees it. */
 export interface Database {
   tenants: TenantsTable;
@@ -140,4 +180,6 @@ export interface Database {
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
+  runs: RunsTable;
+  run_items: RunItemsTable;
 }

@@ -26,14 +26,16 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     throw error;
   }
 
-  const logs = createLogStore(db, options.groupCommitMaxBatch);
+  const outbox = new OutboxSignal();
+  const logs = createLogStore(db, { maxBatch: options.groupCommitMaxBatch, outbox });
   const keys = createApiKeyStore(db);
   let closing: Promise<void> | undefined;
 
   return {
     kind,
     db,
-    outbox: new OutboxSignal(),
+    outbox,
+    runQueue: new OutboxSignal(),
     location: options.databaseUrl
       ? redactPassword(options.databaseUrl)
       : join(options.dataDir, SQLITE_FILE_NAME),

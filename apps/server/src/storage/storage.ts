@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { OutboxSignal } from '../events/event-outbox.js';
+import type { OutboxEvent, OutboxSignal } from '../events/event-outbox.js';
 import type { Database } from './database.js';
 import type { GroupCommitStats } from './group-committer.js';
 
@@ -13,6 +13,8 @@ export interface StoredLogRecord {
   bytes: Uint8Array;
   requestId: string;
   createdAt: Date;
+  /** Events the scoring raised (`policy.escalated`), committed in the record's transaction. */
+  events?: readonly OutboxEvent[];
 }
 
 /** Who an API key belongs to. */
@@ -28,11 +30,13 @@ export interface Storage {
   readonly db: Kysely<Database>;
   /** Notify it after committing events, so this instance's delivery workers wake at once. */
   readonly outbox: OutboxSignal;
+  /** Notify it after committing a new run, so this instance's run workers claim it at once. */
+  readonly runQueue: OutboxSignal;
   /** Where the data lives, for the start-up log: the SQLite file, or the PostgreSQL URL without password. */
   readonly location: string;
   /** Counters of the log's group commit: `flushes` is the number of transactions (and disk flushes). */
   readonly logCommitStats: GroupCommitStats;
-  /** Resolves once the record is durably committed (flushed to disk); concurrent appends share one transaction and one flush. Idempotent on (tenantId, cid). */
+  /** Resolves once the record (and its events) is durably committed (flushed to disk); concurrent appends share one transaction and one flush. Idempotent on (tenantId, cid). */
   appendLogRecord(record: StoredLogRecord): Promise<void>;
   /** The record's bytes (a Buffer, so `res.send` sends them unchanged), or undefined when this tenant has no record with this CID. */
   getLogRecord(tenantId: string, cid: string): Promise<Uint8Array | undefined>;

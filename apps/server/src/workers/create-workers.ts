@@ -2,6 +2,8 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { createRunStore } from '../runs/run-store.js';
+import { RunWorker } from '../runs/run-worker.js';
 import type { Storage } from '../storage/storage.js';
 import { DeliveryWorker } from '../webhooks/delivery-worker.js';
 import { checkedConnector } from '../webhooks/outbound-address-policy.js';
@@ -40,6 +42,14 @@ export function createWorkers({
       clock,
       metrics,
       connect: connector,
+    }),
+    new RunWorker({
+      store: createRunStore(storage),
+      config: config.runs,
+      clock,
+      logger,
+      runQueue: storage.runQueue,
+      outbox: storage.outbox,
     }),
   ];
 }

@@ -89,6 +89,8 @@ export type paths = {
          * Get a run
          * @description Returns a run's status, its counts so far and its timestamps; when it failed, `error` says why. A run
          *     that was running when the server restarted resumes where it stopped. Another tenant's run answers 404.
+         *     Poll it with backoff (the batch scoring guide says how), or subscribe a webhook to `run.completed`
+         *     and `run.failed`.
          */
         get: operations["getRun"];
         put?: never;
@@ -109,8 +111,9 @@ export type paths = {
         /**
          * List a run's results
          * @description Returns the results of a run's items in item order, a page at a time: each scored item with its
-         *     scenarios, levers and `log_cid`, or its own error. Items not yet attempted are not listed; once the
-         *     run has ended, every item is.
+         *     scenarios, levers and `log_cid`, or its own error. A result is read from the item's log record, so
+         *     it is exactly what `GET /v1/logs/{cid}` returns for its `log_cid`. Items not yet attempted are not
+         *     listed; once the run has ended, every item is. Cursors are opaque.
          */
         get: operations["listRunResults"];
         put?: never;
@@ -1215,7 +1218,7 @@ export type components = {
         "Retry-After": number;
         /** @description The address of the created or accepted resource. */
         Location: string;
-        /** @description `true` when this response is the replay of an earlier request with the same `Idempotency-Key`. */
+        /** @description `true` when this response is the replay of an earlier request with the same `Idempotency-Key`; absent otherwise. */
         "Idempotent-Replayed": "true";
     };
     pathItems: never;

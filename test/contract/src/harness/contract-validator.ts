@@ -44,6 +44,7 @@ const PROBLEM_TITLES: Record<string, string> = {
   not_implemented: 'Not implemented',
   service_unavailable: 'Service unavailable',
   storage_unavailable: 'Storage unavailable',
+  run_deadline_exceeded: 'Run deadline exceeded',
 };
 
 const escapeSegment = (segment: string) => segment.replaceAll('~', '~0').replaceAll('/', '~1');

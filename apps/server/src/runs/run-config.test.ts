@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { EnvReader } from '../config/env-reader.js';
+import { loadConfig } from '../config.js';
+import { readRunConfig } from './run-config.js';
+
+describe('the run configuration', () => {
+  it('reads every RUN_ variable, durations with units', () => {
+    const reader = new EnvReader({
+      RUN_BATCH_SIZE: '50',
+      RUN_POLL_INTERVAL: '250ms',
+      RUN_LEASE: '2m',
+      RUN_CONCURRENCY: '8',
+      RUN_STORAGE_RETRIES: '0',
+      RUN_STORAGE_RETRY_BACKOFF: '1s',
+      RUN_SCORING_THREADS: '0',
+    });
+    expect(readRunConfig(reader)).toEqual({
+      batchSize: 50,
+      pollIntervalMs: 250,
+      leaseMs: 120_000,
+      concurrency: 8,
+      storageRetries: 0,
+      storageRetryBackoffMs: 1000,
+      scoringThreads: 0,
+    });
+    expect(reader.problems).toEqual([]);
+  });
+
+  it('names every bad RUN_ variable at start', () => {
+    expect(() => loadConfig({ RUN_BATCH_SIZE: '1001', RUN_LEASE: 'soon', RUN_CONCURRENCY: '0' })).toThrow(
+      /RUN_BATCH_SIZE must be an integer from 1 to 1000[\s\S]*RUN_LEASE must be a duration[\s\S]*RUN_CONCURRENCY must be/,
+    );
+  });
+});

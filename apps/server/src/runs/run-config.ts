@@ -1,0 +1,40 @@
+import { availableParallelism } from 'node:os';
+import type { EnvReader } from '../config/env-reader.js';
+
+/** How runs are processed. */
+export interface RunConfig {
+  /** Items scored and committed per transaction. */
+  batchSize: number;
+  /** How often a worker looks for runs when nothing woke it. */
+  pollIntervalMs: number;
+  /** How long a worker owns a run it claimed; each committed batch renews it. */
+  leaseMs: number;
+  /** Runs processed at once per instance. */
+  concurrency: number;
+  /** Retries of a batch commit that failed, before the run ends `failed` with `storage_unavailable`. */
+  storageRetries: number;
+  /** The wait before the first retry; it doubles on each retry. */
+  storageRetryBackoffMs: number;
+  /** Worker threads that score batches; 0 scores on the event loop. */
+  scoringThreads: number;
+}
+
+/** One core for the event loop (HTTP, commits), the others score, up to 4. */
+const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() - 1));
+
+/**
+ * Reads `RUN_BATCH_SIZE` (500), `RUN_POLL_INTERVAL` (1s), `RUN_LEASE` (30s), `RUN_CONCURRENCY` (4),
+ * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms) and `RUN_SCORING_THREADS` (the cores but
+ * one, 1 to 4).
+ */
+export function readRunConfig(reader: EnvReader): RunConfig {
+  return {
+    batchSize: reader.integer('RUN_BATCH_SIZE', 500, 1, 1000),
+    pollIntervalMs: reader.durationMs('RUN_POLL_INTERVAL', 1000, 1),
+    leaseMs: reader.durationMs('RUN_LEASE', 30_000, 100),
+    concurrency: reader.integer('RUN_CONCURRENCY', 4, 1, 64),
+    storageRetries: reader.integer('RUN_STORAGE_RETRIES', 5, 0, 100),
+    storageRetryBackoffMs: reader.durationMs('RUN_STORAGE_RETRY_BACKOFF', 100),
+    scoringThreads: reader.integer('RUN_SCORING_THREADS', DEFAULT_SCORING_THREADS, 0, 64),
+  };
+}

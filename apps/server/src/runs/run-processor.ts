@@ -1,0 +1,180 @@
+import type { Problem, RunCounts } from '@scenario-scoring/api-types';
+import type { Clock } from '../clock.js';
+import { problem } from '../errors/problem.js';
+import { newEvent, type OutboxSignal } from '../events/event-outbox.js';
+import type { Logger } from '../logger.js';
+import type { ScoredBatch } from './run-batch.js';
+import type { RunConfig } from './run-config.js';
+import type { ClaimedRun, RunStore } from './run-store.js';
+import type { ScoringPool } from './scoring-pool.js';
+
+/** What processing a claimed run needs. */
+export interface RunProcessorContext {
+  store: RunStore;
+  config: RunConfig;
+  clock: Clock;
+  logger: Logger;
+  /** Notified after events commit, to wake the delivery workers. */
+  outbox: OutboxSignal;
+  workerId: string;
+  /** Scores batches, on threads when it has any. */
+  pool: ScoringPool;
+  /** True once the worker is stopping: the run is released after the batch in flight. */
+  stopping(): boolean;
+  /** Waits `ms`; injectable so tests need not wait for backoff. */
+  sleep(ms: number): Promise<void>;
+}
+
+/** How processing a claimed run ended, for the worker's logs and tests. */
+export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
+
+/**
+ * Scores a claimed run from its `next_index` to the end, one transaction per batch, the next batch being
+ * scored on the pool while the current one commits. Each batch writes its items' results, their log
+ * records and `policy.escalated` events, and advances `next_index` and the counts, fenced on this worker's
+ * claim and the index it started from, so an item is never committed twice even when a lease expired and
+ * another worker took the run over. The last batch ends the run `completed` and raises `run.completed` in
+ * its own transaction. A passed deadline, or a batch whose commit still fails after `storageRetries`
+ * retries, ends the run `failed` with `run.failed`.
+ */
+export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
+  const { store, config, clock, workerId } = context;
+  const itemCount = run.items.length;
+  const source = { runId: run.id, tenantId: run.tenantId, items: run.items };
+  const scoreFrom = (from: number, before: RunCounts): PendingBatch => {
+    const now = clock.now();
+    const to = Math.min(from + config.batchSize, itemCount);
+    return { to, now, scored: context.pool.score(source, from, to, before, now) };
+  };
+  let next = run.nextIndex;
+  let counts = run.counts;
+  // The batch after the one being committed, scored meanwhile on the pool's threads.
+  let ahead: PendingBatch | undefined;
+  for (;;) {
+    if (context.stopping()) {
+      discard(ahead);
+      await store.release(run.id, workerId);
+      return 'released';
+    }
+    if (run.deadlineAt !== null && clock.now().toISOString() >= run.deadlineAt) {
+      discard(ahead);
+      return failRun(run, context, counts, deadlineProblem(run, next));
+    }
+    const current = ahead ?? scoreFrom(next, counts);
+    const batch = await current.scored;
+    const completes = current.to === itemCount;
+    ahead = completes ? undefined : scoreFrom(current.to, batch.counts);
+    // The run ends, and its lease is renewed, as of the commit, not of the scoring.
+    const commitNow = clock.now();
+    if (completes) batch.events.push(completedEvent(run, batch.counts, commitNow));
+    const commit = {
+      runId: run.id,
+      workerId,
+      fromIndex: next,
+      ...batch,
+      now: commitNow,
+      leaseMs: config.leaseMs,
+      completes,
+    };
+    const committed = await commitWithRetries(() => store.commitBatch(commit), context, run.id);
+    if (committed === 'lost') {
+      discard(ahead);
+      return 'lost';
+    }
+    if (committed === 'failed') {
+      discard(ahead);
+      const detail = `Storage kept failing after ${config.storageRetries} retries; ${next} of ${itemCount} items were attempted.`;
+      return failRun(run, context, counts, problem('storage_unavailable', { detail }));
+    }
+    if (batch.events.length > 0) context.outbox.notify();
+    next = current.to;
+    counts = batch.counts;
+    if (completes) return 'completed';
+    // Let requests waiting on the event loop through between batches.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** A batch being scored: where it ends, the time it is scored at, and its rows once scored. */
+interface PendingBatch {
+  to: number;
+  now: Date;
+  scored: Promise<ScoredBatch>;
+}
+
+/** Drops a batch scored ahead that will not be committed (its scoring error, if any, is moot). */
+function discard(batch: PendingBatch | undefined): void {
+  batch?.scored.catch(() => {});
+}
+
+function completedEvent(run: ClaimedRun, counts: RunCounts, now: Date) {
+  return newEvent(
+    run.tenantId,
+    'run.completed',
+    {
+      run_id: run.id,
+      status: 'completed',
+      item_count: run.items.length,
+      counts,
+      completed_at: now.toISOString(),
+    },
+    now,
+  );
+}
+
+async function commitWithRetries(
+  commit: () => Promise<boolean>,
+  context: RunProcessorContext,
+  runId: string,
+): Promise<'committed' | 'lost' | 'failed'> {
+  const { storageRetries, storageRetryBackoffMs } = context.config;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return (await commit()) ? 'committed' : 'lost';
+    } catch (error) {
+      context.logger.error('run batch commit failed', { runId, attempt, error: String(error) });
+      if (attempt >= storageRetries) return 'failed';
+      await context.sleep(storageRetryBackoffMs * 2 ** attempt);
+    }
+  }
+}
+
+async function failRun(
+  run: ClaimedRun,
+  context: RunProcessorContext,
+  counts: ClaimedRun['counts'],
+  error: Problem,
+): Promise<RunOutcome> {
+  const now = context.clock.now();
+  const event = newEvent(
+    run.tenantId,
+    'run.failed',
+    {
+      run_id: run.id,
+      status: 'failed',
+      item_count: run.items.length,
+      counts,
+      completed_at: now.toISOString(),
+      error,
+    },
+    now,
+  );
+  try {
+    const ended = await context.store.fail({ runId: run.id, workerId: context.workerId, error, event, now });
+    if (!ended) return 'lost';
+    context.outbox.notify();
+    return 'failed';
+  } catch (cause) {
+    // Storage is down: leave the run to its lease; a worker retries it once storage answers again.
+    context.logger.error('run could not be marked failed', { runId: run.id, error: String(cause) });
+    await context.store.release(run.id, context.workerId).catch(() => {});
+    return 'released';
+  }
+}
+
+function deadlineProblem(run: ClaimedRun, attempted: number): Problem {
+  const seconds = Math.round((Date.parse(run.deadlineAt ?? '') - Date.parse(run.createdAt)) / 1000);
+  return problem('run_deadline_exceeded', {
+    detail: `The run did not complete within its deadline of ${seconds} seconds; ${attempted} of ${run.items.length} items were attempted.`,
+  });
+}

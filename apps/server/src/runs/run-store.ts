@@ -1,0 +1,286 @@
+import type { Problem, RunCounts, ScoreRequest } from '@scenario-scoring/api-types';
+import { type Insertable, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
+import type { Database, LogRecordsTable, RunItemsTable, RunsTable } from '../storage/database.js';
+import type { Storage } from '../storage/storage.js';
+
+/** A run as the API shows it: every column but the submitted items and the worker's claim. */
+export type RunRecord = Omit<Selectable<RunsTable>, 'items' | 'locked_until' | 'locked_by' | 'claims'>;
+
+/** A run a worker claimed: what it needs to score the rest of it. */
+export interface ClaimedRun {
+  id: string;
+  tenantId: string;
+  items: ScoreRequest[];
+  /** The first item not committed yet. */
+  nextIndex: number;
+  counts: RunCounts;
+  createdAt: string;
+  deadlineAt: string | null;
+}
+
+/** One batch of a claimed run, written in one transaction, fenced on the claim and on `fromIndex`. */
+export interface BatchCommit {
+  runId: string;
+  workerId: string;
+  /** The run's `next_index` the batch was scored from; the commit fails if it moved. */
+  fromIndex: number;
+  items: Insertable<RunItemsTable>[];
+  logRecords: Insertable<LogRecordsTable>[];
+  /** `policy.escalated` events, plus `run.completed` when the batch ends the run. */
+  events: OutboxEvent[];
+  /** The counts after this batch. */
+  counts: RunCounts;
+  now: Date;
+  leaseMs: number;
+  /** True for the batch that attempts the last item: the run ends `completed` in the same transaction. */
+  completes: boolean;
+}
+
+/** Ending a run `failed`, fenced on the claim. */
+export interface RunFailure {
+  runId: string;
+  workerId: string;
+  error: Problem;
+  /** The `run.failed` event. */
+  event: OutboxEvent;
+  now: Date;
+}
+
+/** The run queries the worker uses; tests wrap it to inject storage faults. */
+export interface RunStore {
+  /** Claims the oldest unfinished run nobody holds, for `leaseMs`; undefined when there is none. */
+  claim(workerId: string, now: Date, leaseMs: number): Promise<ClaimedRun | undefined>;
+  /** Commits a batch; false when the claim was lost (another worker took the run over), so nothing was written. */
+  commitBatch(batch: BatchCommit): Promise<boolean>;
+  /** Ends a run `failed` with its `run.failed` event; false when the claim was lost. */
+  fail(failure: RunFailure): Promise<boolean>;
+  /** Gives a claim up so another worker (or this one, later) resumes the run. */
+  release(runId: string, workerId: string): Promise<void>;
+}
+
+/** Rows per INSERT: 8 parameters a row stays below both dialects' bound-parameter limits. */
+const ROWS_PER_STATEMENT = 1000;
+
+/** Thrown inside a batch transaction whose fence failed, to roll it back. */
+class LostClaimError extends Error {}
+
+/** The RunStore over the server's storage. */
+export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore {
+  const { db, kind } = storage;
+  return {
+    async claim(workerId, now, leaseMs) {
+      const nowIso = now.toISOString();
+      const claimable = (trx: Kysely<Database> | Transaction<Database>) => {
+        let query = trx
+          .selectFrom('runs')
+          .select('id')
+          .where('status', 'in', ['queued', 'running'])
+          .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
+          .orderBy('id')
+          .limit(1);
+        // Instances claim different runs instead of queueing behind one another's row locks.
+        if (kind === 'postgres') query = query.forUpdate().skipLocked();
+        return query;
+      };
+      const row = await db
+        .updateTable('runs')
+        .set({
+          status: 'running',
+          locked_by: workerId,
+          locked_until: new Date(now.getTime() + leaseMs).toISOString(),
+          started_at: sql<string>`coalesce(started_at, ${nowIso})`,
+          claims: sql<number>`claims + 1`,
+        })
+        .where('id', '=', (eb) => claimable(eb as unknown as Kysely<Database>))
+        .where('status', 'in', ['queued', 'running'])
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
+        .returning([
+          'id',
+          'tenant_id',
+          'items',
+          'next_index',
+          'succeeded',
+          'failed',
+          'escalated',
+          'created_at',
+          'deadline_at',
+        ])
+        .executeTakeFirst();
+      if (!row) return undefined;
+      return {
+        id: row.id,
+        tenantId: row.tenant_id,
+        items: JSON.parse(row.items) as ScoreRequest[],
+        nextIndex: row.next_index,
+        counts: { succeeded: row.succeeded, failed: row.failed, escalated: row.escalated },
+        createdAt: row.created_at,
+        deadlineAt: row.deadline_at,
+      };
+    },
+
+    async commitBatch(batch) {
+      try {
+        await db.transaction().execute(async (trx) => {
+          // The fence first: on PostgreSQL it also locks the row, so a rival's commit waits, then misses.
+          const fenced = await trx
+            .updateTable('runs')
+            .set({
+              next_index: batch.fromIndex + batch.items.length,
+              ...batch.counts,
+              ...(batch.completes
+                ? {
+                    status: 'completed',
+                    completed_at: batch.now.toISOString(),
+                    locked_by: null,
+                    locked_until: null,
+                  }
+                : { locked_until: new Date(batch.now.getTime() + batch.leaseMs).toISOString() }),
+            })
+            .where('id', '=', batch.runId)
+            .where('locked_by', '=', batch.workerId)
+            .where('next_index', '=', batch.fromIndex)
+            .where('status', '=', 'running')
+            .executeTakeFirst();
+          if (Number(fenced.numUpdatedRows) !== 1) throw new LostClaimError();
+          for (let start = 0; start < batch.items.length; start += ROWS_PER_STATEMENT) {
+            await trx
+              .insertInto('run_items')
+              .values(batch.items.slice(start, start + ROWS_PER_STATEMENT))
+              .execute();
+          }
+          // In key order: the (tenant_id, cid) index takes random CIDs, and sorted inserts touch fewer pages.
+          const logRecords = [...batch.logRecords].sort((a, b) =>
+            a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0,
+          );
+          for (let start = 0; start < logRecords.length; start += ROWS_PER_STATEMENT) {
+            await trx
+              .insertInto('log_records')
+              .values(logRecords.slice(start, start + ROWS_PER_STATEMENT))
+              .onConflict((conflict) => conflict.columns(['tenant_id', 'cid']).doNothing())
+              .execute();
+          }
+          await insertEvents(trx, batch.events);
+        });
+        return true;
+      } catch (error) {
+        if (error instanceof LostClaimError) return false;
+        throw error;
+      }
+    },
+
+    async fail(failure) {
+      return db.transaction().execute(async (trx) => {
+        const ended = await trx
+          .updateTable('runs')
+          .set({
+            status: 'failed',
+            completed_at: failure.now.toISOString(),
+            error: JSON.stringify(failure.error),
+            locked_by: null,
+            locked_until: null,
+          })
+          .where('id', '=', failure.runId)
+          .where('locked_by', '=', failure.workerId)
+          .where('status', '=', 'running')
+          .executeTakeFirst();
+        if (Number(ended.numUpdatedRows) !== 1) return false;
+        await insertEvents(trx, [failure.event]);
+        return true;
+      });
+    },
+
+    async release(runId, workerId) {
+      await db
+        .updateTable('runs')
+        .set({ locked_by: null, locked_until: null })
+        .where('id', '=', runId)
+        .where('locked_by', '=', workerId)
+        .execute();
+    },
+  };
+}
+
+/** A tenant's run, or undefined when this tenant has none with this id. */
+export async function findRun(
+  db: Kysely<Database>,
+  tenantId: string,
+  runId: string,
+): Promise<RunRecord | undefined> {
+  return db
+    .selectFrom('runs')
+    .select([
+      'id',
+      'tenant_id',
+      'status',
+      'item_count',
+      'next_index',
+      'succeeded',
+      'failed',
+      'escalated',
+      'created_at',
+      'started_at',
+      'completed_at',
+      'deadline_at',
+      'error',
+    ])
+    .where('id', '=', runId)
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+}
+
+/** An attempted item with its log record's bytes (which hold its result), or null bytes when it failed. */
+export type RunItemRecord = Selectable<RunItemsTable> & { bytes: Uint8Array | null };
+
+/** Up to `limit` attempted items of a run after `afterIndex`, in item order, with their log records. */
+export async function listRunItems(
+  db: Kysely<Database>,
+  run: Pick<RunRecord, 'id' | 'tenant_id'>,
+  afterIndex: number,
+  limit: number,
+): Promise<RunItemRecord[]> {
+  return db
+    .selectFrom('run_items')
+    .leftJoin('log_records', (join) =>
+      join.onRef('log_records.cid', '=', 'run_items.log_cid').on('log_records.tenant_id', '=', run.tenant_id),
+    )
+    .selectAll('run_items')
+    .select('log_records.bytes')
+    .where('run_items.run_id', '=', run.id)
+    .where('run_items.item_index', '>', afterIndex)
+    .orderBy('run_items.item_index')
+    .limit(limit)
+    .execute();
+}
+
+/** Inserts a new queued run, inside the caller's (idempotent create's) transaction. */
+export async function insertRun(
+  trx: Transaction<Database>,
+  run: { id: string; tenantId: string; items: readonly ScoreRequest[]; now: Date; deadlineAt: Date | null },
+): Promise<RunRecord> {
+  const row: Insertable<RunsTable> = {
+    id: run.id,
+    tenant_id: run.tenantId,
+    status: 'queued',
+    item_count: run.items.length,
+    items: JSON.stringify(run.items.map(({ subject, context }) => ({ subject, context }))),
+    created_at: run.now.toISOString(),
+    deadline_at: run.deadlineAt?.toISOString() ?? null,
+  };
+  await trx.insertInto('runs').values(row).execute();
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    status: 'queued',
+    item_count: row.item_count,
+    next_index: 0,
+    succeeded: 0,
+    failed: 0,
+    escalated: 0,
+    created_at: row.created_at,
+    started_at: null,
+    completed_at: null,
+    deadline_at: row.deadline_at ?? null,
+    error: null,
+  };
+}

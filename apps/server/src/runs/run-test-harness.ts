@@ -1,0 +1,66 @@
+import type { Run } from '@scenario-scoring/api-types';
+import { type Clock, systemClock } from '../clock.js';
+import { silentLogger } from '../logger.js';
+import type { Storage } from '../storage/storage.js';
+import type { TestServer } from '../test-server.js';
+import { testConfig } from '../test-server.js';
+import type { RunConfig } from './run-config.js';
+import { createRunStore, type RunStore } from './run-store.js';
+import { RunWorker, type RunWorkerOptions } from './run-worker.js';
+
+/** A run worker for tests: the test configuration, no waiting between storage retries. */
+export function testRunWorker(
+  storage: Storage,
+  options: Partial<Omit<RunWorkerOptions, 'config'>> & { config?: Partial<RunConfig>; clock?: Clock } = {},
+): RunWorker {
+  const { config, ...rest } = options;
+  return new RunWorker({
+    store: createRunStore(storage),
+    clock: systemClock,
+    logger: silentLogger,
+    runQueue: storage.runQueue,
+    outbox: storage.outbox,
+    sleep: async () => {},
+    ...rest,
+    config: { ...testConfig().runs, ...config },
+  });
+}
+
+/** A RunStore whose batch commits throw `failures` times (all of them by default) before passing through. */
+export function failingCommits(store: RunStore, failures = Number.POSITIVE_INFINITY) {
+  const state = { attempts: 0 };
+  const wrapped: RunStore = {
+    ...store,
+    async commitBatch(batch) {
+      state.attempts += 1;
+      if (state.attempts <= failures) throw new Error('injected fault: the disk is gone');
+      return store.commitBatch(batch);
+    },
+  };
+  return { store: wrapped, state };
+}
+
+/** Polls `GET /v1/scoring/runs/{id}` until the run has ended, or throws after `timeoutMs`. */
+export async function waitForRunEnd(
+  server: TestServer,
+  key: string,
+  runId: string,
+  timeoutMs = 15_000,
+): Promise<Run> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = (await (await server.request(`/v1/scoring/runs/${runId}`, { key })).json()) as Run;
+    if (run.status === 'completed' || run.status === 'failed') return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Waits until `condition` holds, polling, or throws after `timeoutMs`. */
+export async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

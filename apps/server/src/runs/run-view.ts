@@ -1,0 +1,74 @@
+import type { Problem, Run, RunItemError, RunItemResult } from '@scenario-scoring/api-types';
+import { AppError } from '../errors/app-error.js';
+import type { RunItemRecord, RunRecord } from './run-store.js';
+
+/** A run row as the contract's `Run`. */
+export function runView(run: RunRecord): Run {
+  return {
+    id: run.id,
+    status: run.status,
+    item_count: run.item_count,
+    counts: { succeeded: run.succeeded, failed: run.failed, escalated: run.escalated },
+    created_at: run.created_at,
+    started_at: run.started_at,
+    completed_at: run.completed_at,
+    deadline_at: run.deadline_at,
+    error: run.error === null ? null : (JSON.parse(run.error) as Problem),
+  };
+}
+
+const decoder = new TextDecoder();
+
+/** The part of a log record the results read. */
+interface LoggedResult {
+  result: RunItemResult['result'];
+}
+
+/** An attempted item as the contract's `RunItemResult` or `RunItemError`; a result is its log record's. */
+export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
+  if (item.status === 'error') {
+    return {
+      index: item.item_index,
+      subject: item.subject,
+      status: 'error',
+      error: JSON.parse(item.error ?? 'null') as Problem,
+    };
+  }
+  return {
+    index: item.item_index,
+    subject: item.subject,
+    status: 'ok',
+    result: apiOrder((JSON.parse(decoder.decode(item.bytes ?? undefined)) as LoggedResult).result),
+    log_cid: item.log_cid as string,
+    escalated: item.escalated === 1,
+  };
+}
+
+/** A result as the log record holds it (RFC 8785 sorts keys) in the order the API documents. */
+function apiOrder(result: RunItemResult['result']): RunItemResult['result'] {
+  return {
+    scenarios: result.scenarios.map(({ name, score, explain }) => ({ name, score, explain })),
+    levers: result.levers.map(({ name, direction, delta, step }) => ({ name, direction, delta, step })),
+  };
+}
+
+const CURSOR_PATTERN = /^i:(\d{1,4})$/;
+
+/** The opaque cursor of the page after item `index`. */
+export function encodeResultsCursor(index: number): string {
+  return Buffer.from(`i:${index}`).toString('base64url');
+}
+
+/** The item index a cursor continues after; a 400 naming `/query/cursor` for one this API did not make. */
+export function decodeResultsCursor(cursor: string | undefined): number {
+  if (cursor === undefined) return -1;
+  const match = CURSOR_PATTERN.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!match) {
+    const errors = [{ path: '/query/cursor', message: 'is not a cursor returned by this API' }];
+    throw new AppError('validation_failed', {
+      detail: 'The request has 1 invalid field: /query/cursor is not a cursor returned by this API.',
+      errors,
+    });
+  }
+  return Number(match[1]);
+}

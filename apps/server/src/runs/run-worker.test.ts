@@ -1,0 +1,208 @@
+import type { Problem, RunCompletedEvent, RunFailedEvent, ScoreRequest } from '@scenario-scoring/api-types';
+import { expect, it } from 'vitest';
+import type { Clock } from '../clock.js';
+import { newId } from '../ids.js';
+import { forEachDatabase } from '../storage/test-databases.js';
+import type { RunOutcome } from './run-processor.js';
+import { createRunStore, insertRun, type RunStore } from './run-store.js';
+import { failingCommits, testRunWorker, waitUntil } from './run-test-harness.js';
+
+const T0 = new Date('2026-11-22T10:00:00.000Z');
+
+/** A clock the test moves by hand. */
+function manualClock(start: Date): Clock & { set(date: Date): void } {
+  let now = start;
+  return { now: () => now, set: (date) => (now = date) };
+}
+
+const items = (count: number, prefix: string): ScoreRequest[] =>
+  Array.from({ length: count }, (_, i) => ({
+    subject: `${prefix}-${i}`,
+    context: { jurisdiction: 'DE', on_time_ratio: 0.9, utilization: (i % 10) / 10 },
+  }));
+
+forEachDatabase('the run worker', ({ storage }) => {
+  const db = () => storage().db;
+
+  async function queueRun(tenantId: string, count: number, deadlineAt: Date | null = null, now = T0) {
+    const id = newId('run');
+    await db()
+      .transaction()
+      .execute((trx) => insertRun(trx, { id, tenantId, items: items(count, id), now, deadlineAt }));
+    return id;
+  }
+  const runRow = (id: string) =>
+    db().selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const runEvents = async (tenantId: string, type: string) => {
+    const rows = await db()
+      .selectFrom('events')
+      .select('payload')
+      .where('tenant_id', '=', tenantId)
+      .where('type', '=', type)
+      .execute();
+    return rows.map((row) => JSON.parse(row.payload));
+  };
+  const count = async (table: 'run_items' | 'log_records', column: 'run_id' | 'request_id', id: string) => {
+    const row = await db()
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where(column, '=', id)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  };
+  const ended = async (id: string) => ['completed', 'failed'].includes((await runRow(id)).status);
+
+  it('when a run’s deadline has passed, then it ends failed with run_deadline_exceeded and one run.failed event', async () => {
+    const clock = manualClock(T0);
+    const tenant = 'deadline';
+    // Once the first batch commits, time jumps past the deadline, so the second batch is never scored.
+    const store = createRunStore(storage());
+    const jumping: RunStore = {
+      ...store,
+      async commitBatch(batch) {
+        const done = await store.commitBatch(batch);
+        clock.set(new Date(T0.getTime() + 61_000));
+        return done;
+      },
+    };
+    const id = await queueRun(tenant, 3, new Date(T0.getTime() + 60_000));
+    const worker = testRunWorker(storage(), { store: jumping, clock, config: { batchSize: 1 } });
+    worker.start();
+    await waitUntil(() => ended(id));
+    await worker.stop();
+
+    const run = await runRow(id);
+    const error = JSON.parse(run.error ?? 'null') as Problem;
+    expect(run).toMatchObject({ status: 'failed', next_index: 1, succeeded: 1, locked_by: null });
+    expect(run.completed_at).toBe('2026-11-22T10:01:01.000Z');
+    expect(error).toMatchObject({ code: 'run_deadline_exceeded', status: 504 });
+    expect(error.detail).toBe(
+      'The run did not complete within its deadline of 60 seconds; 1 of 3 items were attempted.',
+    );
+    const events = (await runEvents(tenant, 'run.failed')) as RunFailedEvent[];
+    expect(events).toHaveLength(1);
+    expect(events[0]?.data).toEqual({
+      run_id: id,
+      status: 'failed',
+      item_count: 3,
+      counts: { succeeded: 1, failed: 0, escalated: 0 },
+      completed_at: '2026-11-22T10:01:01.000Z',
+      error,
+    });
+    expect(await runEvents(tenant, 'run.completed')).toEqual([]);
+  });
+
+  it('when batch commits keep failing past the retries, then the run ends failed with storage_unavailable', async () => {
+    const tenant = 'storage-down';
+    const { store, state } = failingCommits(createRunStore(storage()));
+    const id = await queueRun(tenant, 5);
+    const worker = testRunWorker(storage(), { store, config: { storageRetries: 2 } });
+    worker.start();
+    await waitUntil(() => ended(id));
+    await worker.stop();
+
+    const run = await runRow(id);
+    expect(state.attempts).toBe(3);
+    expect(run).toMatchObject({ status: 'failed', next_index: 0, succeeded: 0 });
+    expect(JSON.parse(run.error ?? 'null')).toMatchObject({ code: 'storage_unavailable', status: 503 });
+    expect(await count('run_items', 'run_id', id)).toBe(0);
+    expect(await runEvents(tenant, 'run.failed')).toHaveLength(1);
+  });
+
+  it('when batch commits fail fewer times than the retries, then the run completes with every item once', async () => {
+    const tenant = 'storage-flaky';
+    const { store, state } = failingCommits(createRunStore(storage()), 2);
+    const id = await queueRun(tenant, 5);
+    const worker = testRunWorker(storage(), { store, config: { storageRetries: 3, batchSize: 2 } });
+    worker.start();
+    await waitUntil(() => ended(id));
+    await worker.stop();
+
+    expect(state.attempts).toBe(5);
+    expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 5, succeeded: 5 });
+    expect(await count('run_items', 'run_id', id)).toBe(5);
+    expect(await runEvents(tenant, 'run.completed')).toHaveLength(1);
+  });
+
+  it('when a worker dies mid-run, then another resumes after its lease from the last committed batch, and the dead one’s late commit is refused', async () => {
+    const tenant = 'crash';
+    const store = createRunStore(storage());
+    // Worker A commits two batches, then hangs in its third commit as if its process had frozen.
+    let release: () => void = () => {};
+    const frozen = new Promise<void>((resolve) => (release = resolve));
+    let commits = 0;
+    const freezing: RunStore = {
+      ...store,
+      async commitBatch(batch) {
+        commits += 1;
+        if (commits === 3) await frozen;
+        return store.commitBatch(batch);
+      },
+    };
+    const outcomes: Record<string, RunOutcome> = {};
+    const id = await queueRun(tenant, 50);
+    const a = testRunWorker(storage(), {
+      store: freezing,
+      workerId: 'wrk_a',
+      config: { batchSize: 10 },
+      onRunEnded: (_run, outcome) => (outcomes.a = outcome),
+    });
+    a.start();
+    await waitUntil(async () => (await runRow(id)).next_index === 20 && commits === 3);
+
+    // Worker B sees A's lease as expired, claims the run and finishes it from item 20.
+    const later: Clock = { now: () => new Date(Date.now() + 60_000) };
+    const b = testRunWorker(storage(), {
+      workerId: 'wrk_b',
+      clock: later,
+      config: { batchSize: 10 },
+      onRunEnded: (_run, outcome) => (outcomes.b = outcome),
+    });
+    b.start();
+    await waitUntil(() => ended(id));
+    release();
+    await waitUntil(async () => outcomes.a !== undefined);
+    await Promise.all([a.stop(), b.stop()]);
+
+    expect(outcomes).toEqual({ a: 'lost', b: 'completed' });
+    const run = await runRow(id);
+    expect(run).toMatchObject({ status: 'completed', next_index: 50, succeeded: 50, claims: 2 });
+    expect(await count('run_items', 'run_id', id)).toBe(50);
+    expect(await count('log_records', 'request_id', id)).toBe(50);
+    const completed = (await runEvents(tenant, 'run.completed')) as RunCompletedEvent[];
+    const escalated = (await runEvents(tenant, 'policy.escalated')).length;
+    expect(completed.map((e) => e.data.counts)).toEqual([{ succeeded: 50, failed: 0, escalated }]);
+    expect(run.escalated).toBe(escalated);
+  });
+
+  it('when a worker stops mid-run, then it releases its claim and another worker completes the run', async () => {
+    const tenant = 'stopping';
+    const store = createRunStore(storage());
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let commits = 0;
+    const gated: RunStore = {
+      ...store,
+      async commitBatch(batch) {
+        commits += 1;
+        if (commits === 2) await gate;
+        return store.commitBatch(batch);
+      },
+    };
+    const id = await queueRun(tenant, 30);
+    const a = testRunWorker(storage(), { store: gated, config: { batchSize: 10 } });
+    a.start();
+    await waitUntil(async () => commits === 2);
+    const stopped = a.stop();
+    release();
+    await stopped;
+    expect(await runRow(id)).toMatchObject({ status: 'running', next_index: 20, locked_by: null });
+
+    const b = testRunWorker(storage(), { config: { batchSize: 10 } });
+    b.start();
+    await waitUntil(() => ended(id));
+    await b.stop();
+    expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 30, claims: 2 });
+    expect(await count('run_items', 'run_id', id)).toBe(30);
+  });
+});

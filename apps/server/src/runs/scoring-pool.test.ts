@@ -1,0 +1,47 @@
+import { existsSync } from 'node:fs';
+import type { ScoreRequest } from '@scenario-scoring/api-types';
+import { afterAll, describe, expect, it } from 'vitest';
+import { scoreBatch } from './run-batch.js';
+import { ScoringPool } from './scoring-pool.js';
+
+// The threads run the built script (the server's dist), as the running server does.
+const BUILT_THREAD = new URL('../../dist/runs/scoring-thread.js', import.meta.url);
+const NOW = new Date('2026-11-22T10:00:00.000Z');
+const ZERO = { succeeded: 0, failed: 0, escalated: 0 };
+const items: ScoreRequest[] = Array.from({ length: 40 }, (_, i) => ({
+  subject: `pool-${i}`,
+  context: { jurisdiction: i % 2 ? 'DE' : 'US-CA', utilization: (i % 10) / 10, on_time_ratio: 0.95 },
+}));
+const source = { runId: 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0', tenantId: 'pool', items };
+
+/** A batch without its events' random ids, which differ between two scorings of the same items. */
+const comparable = (batch: ReturnType<typeof scoreBatch>) => ({
+  ...batch,
+  logRecords: batch.logRecords.map((row) => ({
+    ...row,
+    bytes: Buffer.from(row.bytes as Uint8Array).toString(),
+  })),
+  events: batch.events.map((event) => JSON.parse(event.payload).data),
+});
+
+describe('the scoring pool', () => {
+  const pool = new ScoringPool(existsSync(BUILT_THREAD) ? 2 : 0, BUILT_THREAD);
+  afterAll(() => pool.close());
+
+  it('when batches are scored on threads, then they equal the in-process scoring, at the run’s item positions', async () => {
+    expect(pool.size).toBe(2);
+    const [first, second] = await Promise.all([
+      pool.score(source, 0, 15, ZERO, NOW),
+      pool.score(source, 15, 40, ZERO, NOW),
+    ]);
+    expect(comparable(first as never)).toEqual(comparable(scoreBatch(source, 0, 15, ZERO, NOW)));
+    expect(comparable(second as never)).toEqual(comparable(scoreBatch(source, 15, 40, ZERO, NOW)));
+    expect(second?.items.map((item) => item.item_index)).toEqual([...Array(25).keys()].map((i) => i + 15));
+  });
+
+  it('when it has no threads, then it scores in process', async () => {
+    const inProcess = new ScoringPool(0);
+    const batch = await inProcess.score(source, 5, 10, ZERO, NOW);
+    expect(batch.items.map((item) => item.subject)).toEqual(items.slice(5, 10).map((item) => item.subject));
+  });
+});

@@ -1,0 +1,179 @@
+/**
+ * bench/runs: items scored per second end to end by batch runs on the real server — one 1,000-item run,
+ * and ten 1,000-item runs submitted at once — next to the synchronous endpoint's rate (autocannon on
+ * POST /v1/scoring/score) in the same process, alternated over several rounds. End to end means from
+ * sending POST /v1/scoring/runs until GET /v1/scoring/runs/{id} says `completed` (polled every ms); the
+ * server's own span (created_at → completed_at) is printed beside it.
+ *
+ *   npm run bench:runs -- [--rounds 3] [--db sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort } from '@scenario-scoring/testkit';
+import { type RunningProcess, startProcess } from '../lib/child-process.ts';
+import { freshPostgres } from '../lib/fresh-postgres.ts';
+import { measure } from '../lib/load-report.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    db: { type: 'string', default: 'sqlite' },
+    runs: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+  },
+});
+const ROUNDS = Number(args.rounds);
+const CONCURRENT_RUNS = Number(args.runs);
+const ITEMS_PER_RUN = 1000;
+const ROOT = new URL('../../', import.meta.url).pathname;
+const SERVER_MAIN = join(ROOT, 'apps/server/dist/main.js');
+const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
+
+const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
+let subjects = 0;
+/**
+ * 1,000 items with distinct subjects (so every log record is new): full files with plausible inputs, and
+ * one in ten thin (the jurisdiction only), across four policies. Some are escalated, as in real traffic.
+ */
+function runBody(): string {
+  const items = Array.from({ length: ITEMS_PER_RUN }, (_, i) => {
+    const jurisdiction = JURISDICTIONS[i % 4];
+    if (i % 10 === 0) return { subject: `bench-run-${subjects++}`, context: { jurisdiction } };
+    const context = {
+      jurisdiction,
+      on_time_ratio: 0.85 + (i % 16) / 100,
+      utilization: (i % 10) / 20,
+      history_months: 12 + (i % 229),
+      debt_to_income: 0.05 + (i % 8) / 40,
+      inquiries_12m: i % 6,
+    };
+    return { subject: `bench-run-${subjects++}`, context };
+  });
+  return JSON.stringify({ items });
+}
+
+interface RunTiming {
+  itemsPerSecond: number;
+  serverItemsPerSecond: number;
+  escalated: number;
+}
+
+/** Submits `count` runs at once and polls until every one completed. */
+async function timeRuns(url: string, headers: Record<string, string>, count: number): Promise<RunTiming> {
+  const bodies = Array.from({ length: count }, runBody);
+  const started = performance.now();
+  const created = await Promise.all(
+    bodies.map(async (body) => {
+      const response = await fetch(`${url}/v1/scoring/runs`, { method: 'POST', headers, body });
+      if (response.status !== 202)
+        throw new Error(`POST /v1/scoring/runs: ${response.status} ${await response.text()}`);
+      return ((await response.json()) as { id: string }).id;
+    }),
+  );
+  const ends = await Promise.all(
+    created.map(async (id) => {
+      for (;;) {
+        const run = (await (await fetch(`${url}/v1/scoring/runs/${id}`, { headers })).json()) as {
+          status: string;
+          created_at: string;
+          completed_at: string | null;
+          counts: { escalated: number };
+        };
+        if (run.status === 'failed') throw new Error(`run ${id} failed: ${JSON.stringify(run)}`);
+        if (run.status === 'completed') return run;
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  const first = Math.min(...ends.map((r) => Date.parse(r.created_at)));
+  const last = Math.max(...ends.map((r) => Date.parse(r.completed_at ?? '')));
+  const items = count * ITEMS_PER_RUN;
+  return {
+    itemsPerSecond: (items / elapsedMs) * 1000,
+    serverItemsPerSecond: (items / Math.max(1, last - first)) * 1000,
+    escalated: ends.reduce((sum, run) => sum + run.counts.escalated, 0) / items,
+  };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+
+const dataDir = mkdtempSync(join(tmpdir(), 'ss-bench-runs-'));
+const database = args.db === 'postgres' ? await freshPostgres() : undefined;
+const serverEnv = {
+  NODE_ENV: 'production',
+  DATA_DIR: dataDir,
+  RATE_LIMIT_PER_SECOND: '0',
+  ...(database ? { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64') } : {}),
+};
+const processes: RunningProcess[] = [];
+try {
+  const apiKey = execFileSync('node', [SERVER_CLI, 'create-key', '--tenant', 'bench'], {
+    env: { ...process.env, ...serverEnv },
+    encoding: 'utf8',
+  })
+    .trim()
+    .split('\n')
+    .at(-1) as string;
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  const port = await freePort();
+  const server = await startProcess('node', [SERVER_MAIN], {
+    env: { ...serverEnv, PORT: String(port), HOST: '127.0.0.1' },
+    url: `http://127.0.0.1:${port}`,
+    readyPath: '/readyz',
+  });
+  processes.push(server);
+  const syncContext = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84 };
+  const syncTarget = {
+    name: 'sync',
+    url: `${server.url}/v1/scoring/score`,
+    headers,
+    body: (n: number) => JSON.stringify({ subject: `bench-sync-${n}`, context: syncContext }),
+  };
+
+  console.log(
+    `bench/runs (${args.db}): ${ROUNDS} rounds of one ${ITEMS_PER_RUN}-item run, ${CONCURRENT_RUNS} concurrent runs, and ${args.duration} s of POST /v1/scoring/score at ${args.connections} connections; Node ${process.version}`,
+  );
+  await timeRuns(server.url, headers, 1); // warm-up, not reported
+  await measure(syncTarget, Number(args.connections), 1);
+  const rows: Record<string, number[]> = {};
+  const record = (name: string, value: number) => {
+    rows[name] = [...(rows[name] ?? []), value];
+  };
+  for (let round = 1; round <= ROUNDS; round++) {
+    const one = await timeRuns(server.url, headers, 1);
+    const many = await timeRuns(server.url, headers, CONCURRENT_RUNS);
+    const sync = await measure(syncTarget, Number(args.connections), Number(args.duration));
+    record('1 run: items/s end to end', one.itemsPerSecond);
+    record('1 run: items/s server span', one.serverItemsPerSecond);
+    record(`${CONCURRENT_RUNS} runs: items/s end to end`, many.itemsPerSecond);
+    record(`${CONCURRENT_RUNS} runs: items/s server span`, many.serverItemsPerSecond);
+    record('sync score: requests/s', sync.rps);
+    console.log(
+      `round ${round}: 1 run ${Math.round(one.itemsPerSecond)} items/s, ${CONCURRENT_RUNS} runs ${Math.round(many.itemsPerSecond)} items/s (${Math.round(many.escalated * 100)} % escalated), sync ${Math.round(sync.rps)} req/s (p99 ${sync.p99} ms, errors ${sync.errors}, non-2xx ${sync.non2xx})`,
+    );
+  }
+  const syncRate = median(rows['sync score: requests/s'] ?? []);
+  console.table(
+    Object.entries(rows).map(([measurement, values]) => ({
+      measurement,
+      median: Math.round(median(values)),
+      min: Math.round(Math.min(...values)),
+      max: Math.round(Math.max(...values)),
+      'ratio to sync': Number((median(values) / syncRate).toFixed(2)),
+    })),
+  );
+} finally {
+  for (const p of processes) await p.stop();
+  await database?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,117 @@
+import type { Client } from 'openapi-fetch';
+import type { CreateRunRequest, paths, Run, RunItemError, RunItemResult } from './api-types.js';
+import type { Problem } from './problem-guard.js';
+import { backoffMs, retryAfterMs } from './retry-delay.js';
+
+/** A result of the run helpers: data, or the problem the server answered with (never both). */
+export type RunCallResult<T> =
+  | { data: T; error?: never; response: Response }
+  | { data?: never; error: Problem | undefined; response: Response };
+
+/**
+ * Starts a run: `POST /v1/scoring/runs`, with an `Idempotency-Key` when given, so that retrying after a
+ * network error cannot start a second run. Answers the queued run, or the problem (for example
+ * `validation_failed`, whose `errors` name each bad item's index and field).
+ */
+export async function submitRun(
+  client: Client<paths>,
+  body: CreateRunRequest,
+  options: { idempotencyKey?: string; signal?: AbortSignal } = {},
+): Promise<RunCallResult<Run>> {
+  const { data, error, response } = await client.POST('/v1/scoring/runs', {
+    body,
+    ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
+    ...(options.signal && { signal: options.signal }),
+  });
+  return data ? { data, response } : { error, response };
+}
+
+/** How {@link waitForRun} polls. Every field has a default. */
+export interface WaitForRunOptions {
+  /** Stops waiting: the returned promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** The first wait between polls, in ms; it doubles after each poll. Default 250. */
+  initialDelayMs?: number;
+  /** The longest wait between polls, in ms (a longer `Retry-After` is still honoured). Default 5000. */
+  maxDelayMs?: number;
+  /** Waits `ms`, or rejects when `signal` aborts. Injected by tests; defaults to a timer. */
+  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  /** The current time in ms since the epoch, for `Retry-After` dates. Default `Date.now`. */
+  now?: () => number;
+  /** A number in [0, 1) for jitter. Default `Math.random`. */
+  random?: () => number;
+}
+
+/** Statuses that say "come back later" rather than "this will not work". */
+const TRY_AGAIN = new Set([429, 503]);
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Polls `GET /v1/scoring/runs/{id}` until the run has ended (`completed` or `failed`) and answers it.
+ * Waits grow from `initialDelayMs` to `maxDelayMs` with jitter; after a 429 or 503 it waits what
+ * `Retry-After` asks. Any other error (such as 404 for an unknown run) is answered as `error`. Aborting
+ * `signal` rejects with its reason, like `fetch`.
+ */
+export async function waitForRun(
+  client: Client<paths>,
+  runId: string,
+  options: WaitForRunOptions = {},
+): Promise<RunCallResult<Run>> {
+  const { signal } = options;
+  const initialDelayMs = options.initialDelayMs ?? 250;
+  const maxDelayMs = options.maxDelayMs ?? 5000;
+  const sleep = options.sleep ?? abortableSleep;
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+  for (let poll = 0; ; poll++) {
+    signal?.throwIfAborted();
+    const { data, error, response } = await client.GET('/v1/scoring/runs/{id}', {
+      params: { path: { id: runId } },
+      ...(signal && { signal }),
+    });
+    if (data && (data.status === 'completed' || data.status === 'failed')) return { data, response };
+    if (!data && !TRY_AGAIN.has(response.status)) return { error, response };
+    const asked = retryAfterMs(response.headers.get('Retry-After'), now());
+    await sleep(asked ?? backoffMs(poll, initialDelayMs * 2, maxDelayMs, random()), signal);
+  }
+}
+
+/** An item of a run's results: scored, or its own error. */
+export type RunItem = RunItemResult | RunItemError;
+
+/**
+ * Reads every attempted item of a run, following `next_cursor` page by page (`limit` items a page,
+ * default 1000), in item order. Answers the first page's problem as `error` if a page fails.
+ */
+export async function fetchRunResults(
+  client: Client<paths>,
+  runId: string,
+  options: { limit?: number; signal?: AbortSignal } = {},
+): Promise<RunCallResult<RunItem[]>> {
+  const items: RunItem[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const { data, error, response } = await client.GET('/v1/scoring/runs/{id}/results', {
+      params: { path: { id: runId }, query: { limit: options.limit ?? 1000, ...(cursor && { cursor }) } },
+      ...(options.signal && { signal: options.signal }),
+    });
+    if (!data) return { error, response };
+    items.push(...data.data);
+    if (data.next_cursor === null) return { data: items, response };
+    cursor = data.next_cursor;
+  }
+}
