@@ -96,6 +96,7 @@ describe('canonicalBytes', () => {
       { '10': 'ten', '9': 'nine', nested: { '01': 1, '1a': 2 } },
       [0.1 + 0.2, 1e21, 5e-7, 123456789012345680000, -1.5, 'Zoë ☃ "quoted" \\ \u0001'],
       { empty: {}, list: [], deep: [[[{ y: 1, x: 2 }]]] },
+      JSON.parse('{"__proto__": {"polluted": true}, "b": 2}'),
       buildLogRecord({
         policy_version: '2026-11-01',
         subject: 's',

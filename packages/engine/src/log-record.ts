@@ -79,7 +79,8 @@ function sortedForJson(value: unknown): unknown {
   const sorted: Record<string, unknown> = {};
   // Default sort order compares UTF-16 code units, which is what RFC 8785 §3.2.3 asks for.
   for (const key of Object.keys(record).sort()) {
-    if (ARRAY_INDEX_KEY.test(key)) return NOT_PLAIN;
+    // `sorted.__proto__ = …` would set the prototype instead of a key: leave that key to the library.
+    if (ARRAY_INDEX_KEY.test(key) || key === '__proto__') return NOT_PLAIN;
     const item = sortedForJson(record[key]);
     if (item === NOT_PLAIN) return NOT_PLAIN;
     sorted[key] = item;
