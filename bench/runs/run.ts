@@ -7,15 +7,8 @@
  *
  *   npm run bench:runs -- [--rounds 3] [--db sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
  */
-import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort } from '@scenario-scoring/testkit';
-import { type RunningProcess, startProcess } from '../lib/child-process.ts';
-import { freshPostgres } from '../lib/fresh-postgres.ts';
+import { startBenchServer } from '../lib/bench-server.ts';
 import { measure } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
@@ -30,9 +23,6 @@ const { values: args } = parseArgs({
 const ROUNDS = Number(args.rounds);
 const CONCURRENT_RUNS = Number(args.runs);
 const ITEMS_PER_RUN = 1000;
-const ROOT = new URL('../../', import.meta.url).pathname;
-const SERVER_MAIN = join(ROOT, 'apps/server/dist/main.js');
-const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
 
 const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
 let subjects = 0;
@@ -107,31 +97,9 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 };
 
-const dataDir = mkdtempSync(join(tmpdir(), 'ss-bench-runs-'));
-const database = args.db === 'postgres' ? await freshPostgres() : undefined;
-const serverEnv = {
-  NODE_ENV: 'production',
-  DATA_DIR: dataDir,
-  RATE_LIMIT_PER_SECOND: '0',
-  ...(database ? { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64') } : {}),
-};
-const processes: RunningProcess[] = [];
+const server = await startBenchServer(args.db, 'bench-runs');
 try {
-  const apiKey = execFileSync('node', [SERVER_CLI, 'create-key', '--tenant', 'bench'], {
-    env: { ...process.env, ...serverEnv },
-    encoding: 'utf8',
-  })
-    .trim()
-    .split('\n')
-    .at(-1) as string;
-  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-  const port = await freePort();
-  const server = await startProcess('node', [SERVER_MAIN], {
-    env: { ...serverEnv, PORT: String(port), HOST: '127.0.0.1' },
-    url: `http://127.0.0.1:${port}`,
-    readyPath: '/readyz',
-  });
-  processes.push(server);
+  const { headers } = server;
   const syncContext = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84 };
   const syncTarget = {
     name: 'sync',
@@ -173,7 +141,5 @@ try {
     })),
   );
 } finally {
-  for (const p of processes) await p.stop();
-  await database?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await server.stop();
 }

@@ -5,16 +5,12 @@
  *
  *   npm run bench:score -- [--rounds 3] [--duration 5] [--connections 50] [--db sqlite|postgres]
  */
-import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort } from '@scenario-scoring/testkit';
+import { startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
-import { freshPostgres } from '../lib/fresh-postgres.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
@@ -29,8 +25,6 @@ const ROUNDS = Number(args.rounds);
 const DURATION_S = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const ROOT = new URL('../../', import.meta.url).pathname;
-const SERVER_MAIN = join(ROOT, 'apps/server/dist/main.js');
-const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
 const BUNDLE = join(ROOT, 'openapi/dist/openapi.yaml');
 const PRISM = join(ROOT, 'node_modules/.bin/prism');
 
@@ -52,31 +46,11 @@ const sameJson = JSON.stringify({
   log_cid: sample.logCid,
 });
 
-const dataDir = mkdtempSync(join(tmpdir(), 'ss-bench-'));
-const database = args.db === 'postgres' ? await freshPostgres() : undefined;
-const serverEnv = {
-  NODE_ENV: 'production',
-  DATA_DIR: dataDir,
-  RATE_LIMIT_PER_SECOND: '0',
-  ...(database ? { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64') } : {}),
-};
+const server = await startBenchServer(args.db, 'bench');
 const processes: RunningProcess[] = [];
 try {
-  const apiKey = execFileSync('node', [SERVER_CLI, 'create-key', '--tenant', 'bench'], {
-    env: { ...process.env, ...serverEnv },
-    encoding: 'utf8',
-  })
-    .trim()
-    .split('\n')
-    .at(-1) as string;
-  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-
-  const [serverPort, barePort, prismPort] = [await freePort(), await freePort(), await freePort()];
-  const server = await startProcess('node', [SERVER_MAIN], {
-    env: { ...serverEnv, PORT: String(serverPort), HOST: '127.0.0.1' },
-    url: `http://127.0.0.1:${serverPort}`,
-    readyPath: '/readyz',
-  });
+  const { headers } = server;
+  const [barePort, prismPort] = [await freePort(), await freePort()];
   const bare = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
     env: { PORT: String(barePort), BARE_BODY: sameJson },
     url: `http://127.0.0.1:${barePort}`,
@@ -90,7 +64,7 @@ try {
       timeoutMs: 60_000,
     },
   );
-  processes.push(server, bare, prism);
+  processes.push(bare, prism);
 
   const targets: LoadTarget[] = [
     { name: 'bare node:http', url: `${bare.url}/v1/scoring/score`, headers, body: requestBody },
@@ -114,6 +88,5 @@ try {
   printSummary(rounds, 'bare node:http');
 } finally {
   for (const p of processes) await p.stop();
-  await database?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await server.stop();
 }

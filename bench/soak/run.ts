@@ -5,14 +5,10 @@
  *
  *   npm run bench:soak -- [--duration 300] [--probe 10] [--load 0.8] [--sample 10] [--connections 50] [--db sqlite|postgres]
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '@scenario-scoring/testkit';
 import autocannon from 'autocannon';
-import { freshPostgres } from '../lib/fresh-postgres.ts';
+import { freshBenchDatabase, loadEnv } from '../lib/bench-server.ts';
 import { startServerUnderSoak } from './server-under-soak.ts';
 
 const { values: args } = parseArgs({
@@ -30,7 +26,6 @@ const PROBE_S = Number(args.probe);
 const LOAD = Number(args.load);
 const SAMPLE_S = Number(args.sample);
 const CONNECTIONS = Number(args.connections);
-const ROOT = new URL('../../', import.meta.url).pathname;
 
 const context = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84 };
 let subjects = 0;
@@ -75,19 +70,11 @@ function percentile(sorted: readonly number[], p: number): number {
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 const ms = (value: number) => value.toFixed(1).padStart(7);
 
-const dataDir = mkdtempSync(join(tmpdir(), 'ss-soak-'));
-const database = args.db === 'postgres' ? await freshPostgres() : undefined;
+const database = await freshBenchDatabase(args.db, 'soak');
 const server = await startServerUnderSoak({
-  main: join(ROOT, 'apps/server/dist/main.js'),
-  cli: join(ROOT, 'apps/server/dist/cli.js'),
   port: await freePort(),
   metricsPort: await freePort(),
-  env: {
-    NODE_ENV: 'production',
-    DATA_DIR: dataDir,
-    RATE_LIMIT_PER_SECOND: '0',
-    ...(database && { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64') }),
-  },
+  env: loadEnv(database),
 });
 let exitCode: number | null = null;
 try {
@@ -160,7 +147,6 @@ RSS:       ${mb(first?.rss ?? 0)} MB at ${first?.atS} s, ${mb(last?.rss ?? 0)} M
 heap used: ${mb(first?.heap ?? 0)} MB at ${first?.atS} s, ${mb(last?.heap ?? 0)} MB at the end: ${heapGrowth.toFixed(1)} % (sampled, so GC timing makes it noisy)`);
 } finally {
   exitCode = await server.stop();
-  await database?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await database.drop();
 }
 console.log(`server exit code on SIGTERM: ${exitCode}`);

@@ -1,7 +1,8 @@
 /** The built server started for a soak: its output counted and dropped, its memory read from /proc. */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createApiKey, SERVER_MAIN } from '../lib/bench-server.ts';
 
 /** A running server whose resident memory can be sampled. */
 export interface ServerUnderSoak {
@@ -18,26 +19,20 @@ export interface ServerUnderSoak {
 
 /** Creates a key with the built CLI, starts the built server on `port` and waits until /readyz answers 200. */
 export async function startServerUnderSoak(options: {
-  main: string;
-  cli: string;
-  env: NodeJS.ProcessEnv;
+  env: Record<string, string>;
   port: number;
   metricsPort: number;
 }): Promise<ServerUnderSoak> {
   const env = {
-    ...process.env,
     ...options.env,
     PORT: String(options.port),
     HOST: '127.0.0.1',
     METRICS_PORT: String(options.metricsPort),
     METRICS_HOST: '127.0.0.1',
   };
-  const apiKey = execFileSync(process.execPath, [options.cli, 'create-key', '--tenant', 'soak'], {
-    env,
-    encoding: 'utf8',
-  }).trim();
-  const child: ChildProcess = spawn(process.execPath, [options.main], {
-    env,
+  const apiKey = createApiKey(env, 'soak');
+  const child: ChildProcess = spawn(process.execPath, [SERVER_MAIN], {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // The request log is one line per request: count it, keep only the tail for a failure message.

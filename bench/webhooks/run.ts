@@ -12,8 +12,6 @@
  *   npm run bench:webhooks -- [--events 20000] [--rate 1000] [--seconds 5] [--concurrency 64] [--db sqlite|postgres|both]
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,11 +27,12 @@ import {
   generateWebhookSecret,
   webhookHeaders,
 } from '@scenario-scoring/server/dist/webhooks/webhook-signature.js';
+import { insertNewWebhook } from '@scenario-scoring/server/dist/webhooks/webhook-store.js';
 import { createWorkers } from '@scenario-scoring/server/dist/workers/create-workers.js';
 import { freePort } from '@scenario-scoring/testkit';
 import { Agent, request } from 'undici';
+import { freshBenchDatabase } from '../lib/bench-server.ts';
 import { startProcess } from '../lib/child-process.ts';
-import { freshPostgres } from '../lib/fresh-postgres.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -87,34 +86,12 @@ async function plainUndiciLoop(url: string, count: number) {
 }
 
 /** A webhook of `tenantId` to `url`, with a sealed secret, created a second ago (before every event). */
-async function createWebhook(storage: Storage, secretBox: SecretBox, tenantId: string, url: string) {
-  const created = new Date(Date.now() - 1000).toISOString();
-  const id = newId('wh');
-  await storage.db
-    .insertInto('webhooks')
-    .values({
-      id,
-      tenant_id: tenantId,
-      url,
-      events: '["*"]',
-      description: null,
-      status: 'active',
-      disabled_reason: null,
-      failing_since: null,
-      created_at: created,
-      updated_at: created,
-    })
-    .execute();
-  await storage.db
-    .insertInto('webhook_secrets')
-    .values({
-      id: newId('whs'),
-      webhook_id: id,
-      ciphertext: secretBox.seal(generateWebhookSecret()),
-      created_at: created,
-      expires_at: null,
-    })
-    .execute();
+function createWebhook(storage: Storage, secretBox: SecretBox, tenantId: string, url: string) {
+  const sealed = secretBox.seal(generateWebhookSecret());
+  const created = new Date(Date.now() - 1000);
+  return storage.db
+    .transaction()
+    .execute((trx) => insertNewWebhook(trx, { tenantId, url, events: ['*'] }, sealed, created));
 }
 
 /** Commits `count` events of `tenantId` in one transaction and wakes the workers; returns their ids and the commit time. */
@@ -162,17 +139,14 @@ async function firstAttempts(storage: Storage, tenantId: string) {
 }
 
 async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'ss-bench-webhooks-'));
-  const database = kind === 'postgres' ? await freshPostgres() : undefined;
   const secretsKey = randomBytes(32).toString('base64');
+  const database = await freshBenchDatabase(kind, 'bench-webhooks', secretsKey);
   const config = loadConfig({
-    DATA_DIR: dataDir,
-    ...(database && { DATABASE_URL: database.url }),
-    SECRETS_KEY: secretsKey,
+    ...database.env,
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
     WEBHOOK_CONCURRENCY: String(CONCURRENCY),
   });
-  const storage = await openStorage({ dataDir, databaseUrl: config.databaseUrl });
+  const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   const secretBox = new SecretBox(Buffer.from(secretsKey, 'base64'));
   const workers = createWorkers({ storage, config, secretBox, logger: jsonLogger, clock: systemClock });
   try {
@@ -212,8 +186,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
     await storage.close();
-    await database?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await database.drop();
   }
 }
 

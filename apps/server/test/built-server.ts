@@ -1,12 +1,26 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+/**
+ * The built server (`dist/main.js`) as a child process, as `npm start` runs it: what every suite in this
+ * folder starts, on the child-process watcher of the testkit (its output read and kept, killed if the test
+ * process dies first).
+ */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  type ExitStatus,
+  runNodeProcess,
+  startNodeProcess,
+  type WatchedProcess,
+} from '@scenario-scoring/testkit';
+import type { TestDatabase } from '../src/storage/test-databases.js';
 
 /** The server package's folder. */
 export const SERVER_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** The built entry point, as `npm start` runs it. */
 export const SERVER_MAIN = join(SERVER_DIR, 'dist', 'main.js');
+/** The built CLI (`create-key`). */
+export const SERVER_CLI = join(SERVER_DIR, 'dist', 'cli.js');
 
 const FIRST_KEY_LINE = /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/;
 const LISTENING_LINE = /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at/;
@@ -14,43 +28,64 @@ const POLL_MS = 25;
 
 /** Throws unless the server is built (the tests run the built output, as a deployment does). */
 export function requireBuiltServer(main = SERVER_MAIN): void {
-  if (!existsSync(main)) {
+  if (!existsSync(main) || !existsSync(join(dirname(main), 'contract', 'openapi.json'))) {
     throw new Error(`${main} is missing: run "npx turbo run build --filter=@scenario-scoring/server" first`);
   }
 }
 
-/** A built server process started with exactly `env` (plus PATH), its output kept for assertions. */
+/**
+ * The server's environment for a test database: DATA_DIR, and with PostgreSQL DATABASE_URL and the
+ * SECRETS_KEY it requires. Pass `secretsKey` (base64) to share it with the test (to seal webhook secrets
+ * the server opens); it is then set with SQLite too.
+ */
+export function databaseEnv(database: TestDatabase, secretsKey?: string): Record<string, string> {
+  const { dataDir, databaseUrl } = database.options;
+  const key = secretsKey ?? (databaseUrl === undefined ? undefined : randomBytes(32).toString('base64'));
+  return {
+    DATA_DIR: dataDir,
+    ...(databaseUrl !== undefined && { DATABASE_URL: databaseUrl }),
+    ...(key !== undefined && { SECRETS_KEY: key }),
+  };
+}
+
+/** Runs the built CLI to completion with exactly `env` (plus PATH). */
+export function runBuiltCli(args: string[], env: Record<string, string>) {
+  return runNodeProcess([SERVER_CLI, ...args], {
+    cwd: SERVER_DIR,
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
+}
+
+/** A built server process started with exactly `env` (plus PATH and defaults), all its output kept. */
 export class BuiltServer {
-  readonly child: ChildProcess;
-  output = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly process: WatchedProcess;
 
   constructor(env: Record<string, string>, main = SERVER_MAIN) {
-    this.child = spawn(process.execPath, [main], {
+    this.process = startNodeProcess([main], {
       cwd: dirname(main),
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', ...env },
+      keepChars: Number.POSITIVE_INFINITY,
     });
-    const keep = (chunk: Buffer) => {
-      this.output += chunk.toString('utf8');
-    };
-    this.child.stdout?.on('data', keep);
-    this.child.stderr?.on('data', keep);
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
+  }
+
+  /** Everything it printed on stdout and stderr, interleaved. */
+  get output(): string {
+    return this.process.output();
+  }
+
+  /** Resolves when it exits. */
+  get exited(): Promise<ExitStatus> {
+    return this.process.exited;
+  }
+
+  /** Whether it is still running. */
+  get running(): boolean {
+    return !this.process.hasExited();
   }
 
   /** Resolves with the first match of `pattern` in the output; rejects when the process exits first. */
-  async waitFor(pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const match = this.output.match(pattern);
-      if (match) return match;
-      if (this.child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`no ${pattern} in the output of the server:\n${this.output}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    }
+  waitFor(pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
+    return this.process.waitForOutput(pattern, timeoutMs);
   }
 
   /** The API's base URL, once the server printed where it listens. */
@@ -94,14 +129,13 @@ export class BuiltServer {
     }
   }
 
+  /** Sends `signal` without waiting for the exit. */
+  kill(signal: NodeJS.Signals): void {
+    this.process.kill(signal);
+  }
+
   /** Sends `signal` and waits for the exit; SIGKILLs after `timeoutMs`. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000) {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
-    try {
-      return await this.exited;
-    } finally {
-      clearTimeout(timer);
-    }
+  stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<ExitStatus> {
+    return this.process.stop(signal, timeoutMs);
   }
 }

@@ -1,45 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Run } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
+import { BuiltServer, databaseEnv, requireBuiltServer } from './built-server.js';
 
-const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MAIN = join(serverDir, 'dist', 'main.js');
 const ITEMS = 1000;
 
-/** The built server as `npm start` runs it, with its output collected. */
-function startServer(env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, [MAIN], {
-    cwd: serverDir,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', ...env },
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const waitFor = async (pattern: RegExp, timeoutMs = 20_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const match = output.match(pattern);
-      if (match) return match;
-      if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
-        throw new Error(`no ${pattern} in the output of the server:\n${output}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  };
-  return { child, exited, waitFor };
-}
-
-beforeAll(() => {
-  if (!existsSync(MAIN))
-    throw new Error('the server is not built: run "npm run build -w @scenario-scoring/server"');
-});
+beforeAll(() => requireBuiltServer());
 
 for (const kind of DATABASE_KINDS) {
   describe(`a run when the server is killed (${kind})`, () => {
@@ -48,21 +15,17 @@ for (const kind of DATABASE_KINDS) {
     beforeAll(async () => {
       database = await createTestDatabase(kind);
       env = {
-        DATA_DIR: database.options.dataDir,
+        ...databaseEnv(database),
         // One item per transaction and a short lease: the kill lands mid-run, and the restart resumes soon.
         RUN_BATCH_SIZE: '1',
         RUN_LEASE: '500ms',
         RUN_POLL_INTERVAL: '50ms',
-        ...(database.options.databaseUrl !== undefined && {
-          DATABASE_URL: database.options.databaseUrl,
-          SECRETS_KEY: randomBytes(32).toString('base64'),
-        }),
       };
     });
     afterAll(() => database.dispose());
 
     it('when SIGKILLed mid-run and restarted, then the run completes with every item scored exactly once and one run.completed', async () => {
-      const first = startServer(env);
+      const first = new BuiltServer(env);
       const [, key] = await first.waitFor(/\(shown once\): (sk_\w+)\n/);
       const [, port] = await first.waitFor(/listening on http:\/\/localhost:(\d+)/);
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -79,8 +42,7 @@ for (const kind of DATABASE_KINDS) {
       const runAt = async (p: string) =>
         (await (await fetch(`http://127.0.0.1:${p}/v1/scoring/runs/${id}`, { headers })).json()) as Run;
       while ((await runAt(port as string)).counts.succeeded < 5) await new Promise((r) => setTimeout(r, 5));
-      first.child.kill('SIGKILL');
-      await first.exited;
+      await first.stop('SIGKILL');
       const killed = await openStorage(database.options);
       const atKill = await killed.db
         .selectFrom('runs')
@@ -92,7 +54,7 @@ for (const kind of DATABASE_KINDS) {
       expect(atKill.next_index).toBeGreaterThanOrEqual(5);
       expect(atKill.next_index).toBeLessThan(ITEMS);
 
-      const second = startServer(env);
+      const second = new BuiltServer(env);
       try {
         const [, port2] = await second.waitFor(/listening on http:\/\/localhost:(\d+)/);
         const deadline = Date.now() + 60_000;
@@ -104,8 +66,7 @@ for (const kind of DATABASE_KINDS) {
         expect(run.status).toBe('completed');
         expect(run.counts.succeeded).toBe(ITEMS);
       } finally {
-        second.child.kill('SIGTERM');
-        await second.exited;
+        await second.stop('SIGTERM');
       }
 
       const storage = await openStorage(database.options);

@@ -1,77 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { ScoreResponse } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
+import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './built-server.js';
 
-const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MAIN = join(serverDir, 'dist', 'main.js');
-const CLI = join(serverDir, 'dist', 'cli.js');
 const SCORE = { subject: 'process-test', context: { jurisdiction: 'DE', utilization: 0.4 } };
 
-/** The built server, as `npm start` runs it: environment only, output on stdout. */
-class ServerProcess {
-  readonly child: ChildProcess;
-  output = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(env: Record<string, string>) {
-    this.child = spawn(process.execPath, [MAIN], {
-      cwd: serverDir,
-      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', ...env },
-    });
-    this.child.stdout?.on('data', (chunk: Buffer) => {
-      this.output += chunk.toString();
-    });
-    this.child.stderr?.on('data', (chunk: Buffer) => {
-      this.output += chunk.toString();
-    });
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-  }
-
-  /** Resolves with the first match of `pattern` in the output, or rejects when the process exits first. */
-  async waitFor(pattern: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const match = this.output.match(pattern);
-      if (match) return match;
-      if (this.child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`no ${pattern} in the output of the server:\n${this.output}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-}
-
-/** Runs the built CLI to completion. */
-function runCli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-beforeAll(() => {
-  if (!existsSync(MAIN) || !existsSync(join(serverDir, 'dist', 'contract', 'openapi.json'))) {
-    throw new Error('the server is not built: run "npm run build -w @scenario-scoring/server" first');
-  }
-});
+beforeAll(() => requireBuiltServer());
 
 for (const kind of DATABASE_KINDS) {
   describe(`the built server (${kind})`, () => {
@@ -79,18 +13,12 @@ for (const kind of DATABASE_KINDS) {
     let env: Record<string, string>;
     beforeAll(async () => {
       database = await createTestDatabase(kind);
-      env = {
-        DATA_DIR: database.options.dataDir,
-        ...(database.options.databaseUrl !== undefined && {
-          DATABASE_URL: database.options.databaseUrl,
-          SECRETS_KEY: randomBytes(32).toString('base64'),
-        }),
-      };
+      env = databaseEnv(database);
     });
     afterAll(() => database.dispose());
 
     it('creates and prints a first key, listens on the real port, scores, and exits 0 on SIGTERM', async () => {
-      const server = new ServerProcess(env);
+      const server = new BuiltServer(env);
       try {
         const [, key] = await server.waitFor(
           /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/,
@@ -107,18 +35,18 @@ for (const kind of DATABASE_KINDS) {
         expect(response.status).toBe(200);
         expect(((await response.json()) as ScoreResponse).status).toBe('ok');
       } finally {
-        server.child.kill('SIGTERM');
+        server.kill('SIGTERM');
       }
       expect(await server.exited).toEqual({ code: 0, signal: null });
     });
 
     it('creates no key when one exists, and a key made by the CLI works at once', async () => {
-      const server = new ServerProcess(env);
+      const server = new BuiltServer(env);
       try {
         const [, port] = await server.waitFor(/listening on http:\/\/localhost:(\d+)/);
         expect(server.output).not.toMatch(/Created an API key/);
 
-        const created = await runCli(['create-key', '--tenant', 'acme'], env);
+        const created = await runBuiltCli(['create-key', '--tenant', 'acme'], env);
         expect(created).toMatchObject({ code: 0, stderr: '' });
         expect(created.stdout).toMatch(/^sk_[0-9A-Za-z]{40}\n$/);
 
@@ -127,7 +55,7 @@ for (const kind of DATABASE_KINDS) {
         });
         expect(response.status).toBe(200);
       } finally {
-        server.child.kill('SIGINT');
+        server.kill('SIGINT');
       }
       expect((await server.exited).code).toBe(0);
     });
@@ -136,7 +64,7 @@ for (const kind of DATABASE_KINDS) {
 
 describe('the built CLI', () => {
   it('prints its usage on --help', async () => {
-    const help = await runCli(['--help'], {});
+    const help = await runBuiltCli(['--help'], {});
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Usage: node dist\/cli\.js create-key --tenant NAME/);
   });
@@ -149,7 +77,7 @@ describe('the built CLI', () => {
       [['create-key', '--tenant', 'Bad Name'], /invalid tenant name "Bad Name"/],
       [['create-key', '--tenant', 'a', '--colour', 'red'], /Unknown option '--colour'/],
     ] as const) {
-      const result = await runCli([...args], {});
+      const result = await runBuiltCli([...args], {});
       expect(result.code).toBe(2);
       expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(error);
@@ -160,7 +88,7 @@ describe('the built CLI', () => {
 
 describe('the built server with a bad environment', () => {
   it('names every bad or missing variable at once and exits non-zero', async () => {
-    const server = new ServerProcess({
+    const server = new BuiltServer({
       PORT: 'eighty',
       BODY_LIMIT_BYTES: '0',
       DATA_DIR: '/tmp',

@@ -5,26 +5,16 @@
  * would write them.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startNodeProcess, type WatchedProcess } from '@scenario-scoring/testkit';
 import { afterEach, beforeAll } from 'vitest';
 import { openStorage, type Storage } from '../src/storage/storage.js';
 import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
 import { SecretBox } from '../src/webhooks/secret-box.js';
 import { createTestWebhook, startTestReceiver, type TestReceiver } from '../src/webhooks/test-webhooks.js';
-
-const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MAIN = join(serverDir, 'dist', 'main.js');
-const STARTED = /listening on http:\/\/localhost:\d+/;
+import { BuiltServer, databaseEnv, requireBuiltServer } from './built-server.js';
 
 /** Registers the checks and teardown of a suite that runs the built server; returns what its tests use. */
 export function useServerProcesses() {
-  beforeAll(() => {
-    if (!existsSync(MAIN))
-      throw new Error('the server is not built: run "npm run build -w @scenario-scoring/server" first');
-  });
+  beforeAll(() => requireBuiltServer());
   const cleanups: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -52,7 +42,7 @@ export interface Setup {
   database: TestDatabase;
   storage: Storage;
   secretBox: SecretBox;
-  env: NodeJS.ProcessEnv;
+  env: Record<string, string>;
 }
 
 async function setUp(kind: TestDatabase['kind'], env: Record<string, string> = {}): Promise<Setup> {
@@ -63,13 +53,7 @@ async function setUp(kind: TestDatabase['kind'], env: Record<string, string> = {
     storage: await openStorage(database.options),
     secretBox: new SecretBox(Buffer.from(secretsKey, 'base64')),
     env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'production',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: database.options.dataDir,
-      ...(database.options.databaseUrl !== undefined && { DATABASE_URL: database.options.databaseUrl }),
-      SECRETS_KEY: secretsKey,
+      ...databaseEnv(database, secretsKey),
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
       WEBHOOK_RETRY_SCHEDULE: '50ms,100ms,200ms,400ms',
       WEBHOOK_POLL_INTERVAL: '50ms',
@@ -78,9 +62,9 @@ async function setUp(kind: TestDatabase['kind'], env: Record<string, string> = {
   };
 }
 
-async function startServer(setup: Setup): Promise<WatchedProcess> {
-  const server = startNodeProcess([MAIN], { cwd: serverDir, env: setup.env });
-  await server.waitForOutput(STARTED, 20_000);
+async function startServer(setup: Setup): Promise<BuiltServer> {
+  const server = new BuiltServer(setup.env);
+  await server.baseUrl();
   return server;
 }
 

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 
-/** How much of a child's output is kept, for failure messages. */
+/** How much of a child's output is kept by default, for failure messages. */
 const OUTPUT_TAIL_CHARS = 16_000;
 const POLL_INTERVAL_MS = 25;
 
@@ -19,6 +19,10 @@ export interface WatchedProcess {
   waitForOutput(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray>;
   /** Sends `signal` and waits for the exit; SIGKILLs the child if it has not exited after `timeoutMs`. */
   stop(signal: NodeJS.Signals, timeoutMs: number): Promise<ExitStatus>;
+  /** Sends `signal` without waiting (a test that watches what the child does while it stops). */
+  kill(signal: NodeJS.Signals): void;
+  /** Whether the child has exited (or was killed by a signal). */
+  hasExited(): boolean;
   readonly exited: Promise<ExitStatus>;
 }
 
@@ -28,11 +32,15 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** Starts `node <args>` with exactly `env` (nothing inherited), reading its output. */
+/**
+ * Starts `node <args>` with exactly `env` (nothing inherited), reading its output. `keepChars` bounds the
+ * output kept (its tail); `Infinity` keeps all of it, for a test that parses every line.
+ */
 export function startNodeProcess(
   args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv },
+  options: { cwd: string; env: NodeJS.ProcessEnv; keepChars?: number },
 ): WatchedProcess {
+  const keepChars = options.keepChars ?? OUTPUT_TAIL_CHARS;
   const child = spawn(process.execPath, args, {
     cwd: options.cwd,
     env: options.env,
@@ -42,7 +50,8 @@ export function startNodeProcess(
   running.add(child);
   let tail = '';
   const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-OUTPUT_TAIL_CHARS);
+    tail += chunk.toString('utf8');
+    if (tail.length > keepChars) tail = tail.slice(-keepChars);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
@@ -62,6 +71,10 @@ export function startNodeProcess(
     pid: child.pid,
     exited,
     output: () => tail,
+    hasExited,
+    kill: (signal) => {
+      if (!hasExited()) child.kill(signal);
+    },
     async waitForOutput(pattern, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

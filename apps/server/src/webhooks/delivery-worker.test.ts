@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { forEachDatabase } from '../storage/test-databases.js';
-import type { DeliveryWorker } from './delivery-worker.js';
 import { SecretBox } from './secret-box.js';
 import {
   attemptsOf,
@@ -12,9 +11,7 @@ import {
   FakeClock,
   rotateTestSecret,
   settledDelivery,
-  startTestReceiver,
-  startTestWorker,
-  type TestReceiver,
+  useDeliveryFixtures,
   waitUntil,
 } from './test-webhooks.js';
 import { generateWebhookSecret } from './webhook-signature.js';
@@ -24,30 +21,7 @@ let tenants = 0;
 const nextTenant = () => `deliver-${++tenants}`;
 
 forEachDatabase('the delivery worker', ({ storage }) => {
-  const workers: DeliveryWorker[] = [];
-  const receivers: TestReceiver[] = [];
-  const worker = (
-    ...args: Parameters<typeof startTestWorker> extends [unknown, unknown, ...infer R] ? R : never
-  ) => {
-    const started = startTestWorker(storage(), secretBox, ...args);
-    workers.push(started);
-    return started;
-  };
-  const receiver = async (...args: Parameters<typeof startTestReceiver>) => {
-    const started = await startTestReceiver(...args);
-    receivers.push(started);
-    return started;
-  };
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop()));
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-    // Leftovers of one test must not be attempted in the next.
-    await storage()
-      .db.updateTable('deliveries')
-      .set({ status: 'cancelled' })
-      .where('status', '=', 'pending')
-      .execute();
-  });
+  const { worker, receiver } = useDeliveryFixtures(storage, secretBox);
 
   it('delivers the stored payload, signed so that standardwebhooks and svix verify it unchanged', async () => {
     const tenant = nextTenant();

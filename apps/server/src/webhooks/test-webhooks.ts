@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
 import { type Clock, systemClock } from '../clock.js';
 import { EnvReader } from '../config/env-reader.js';
 import { type EventType, insertEvents, newEvent } from '../events/event-outbox.js';
@@ -14,6 +15,7 @@ import { DeliveryWorker } from './delivery-worker.js';
 import type { SecretBox } from './secret-box.js';
 import { readWebhookConfig, type WebhookConfig } from './webhook-config.js';
 import { generateWebhookSecret } from './webhook-signature.js';
+import { insertNewWebhook } from './webhook-store.js';
 
 /** The system clock shifted by an offset tests move by hand: 5 days pass in a line, and time still flows. */
 export class FakeClock implements Clock {
@@ -32,34 +34,11 @@ export async function createTestWebhook(
   secretBox: SecretBox,
   options: { tenantId: string; url: string; events?: string[]; now?: Date },
 ): Promise<{ id: string; secret: string }> {
-  const now = (options.now ?? new Date()).toISOString();
-  const id = newId('wh');
   const secret = generateWebhookSecret();
-  await storage.db
-    .insertInto('webhooks')
-    .values({
-      id,
-      tenant_id: options.tenantId,
-      url: options.url,
-      events: JSON.stringify(options.events ?? ['*']),
-      description: null,
-      status: 'active',
-      disabled_reason: null,
-      failing_since: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  await storage.db
-    .insertInto('webhook_secrets')
-    .values({
-      id: newId('whs'),
-      webhook_id: id,
-      ciphertext: secretBox.seal(secret),
-      created_at: now,
-      expires_at: null,
-    })
-    .execute();
+  const webhook = { tenantId: options.tenantId, url: options.url, events: options.events ?? ['*'] };
+  const { id } = await storage.db
+    .transaction()
+    .execute((trx) => insertNewWebhook(trx, webhook, secretBox.seal(secret), options.now ?? new Date()));
   return { id, secret };
 }
 
@@ -200,6 +179,38 @@ export function startTestWorker(
   });
   worker.start();
   return worker;
+}
+
+/**
+ * The workers and receivers of a delivery suite over `storage`: each test's are stopped and closed after
+ * it, and its pending deliveries cancelled, so that no leftover is attempted in the next test.
+ */
+export function useDeliveryFixtures(storage: () => Storage, secretBox: SecretBox) {
+  const workers: DeliveryWorker[] = [];
+  const receivers: TestReceiver[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('status', '=', 'pending')
+      .execute();
+  });
+  return {
+    /** Starts a delivery worker with the test settings (see {@link startTestWorker}). */
+    worker(options?: Parameters<typeof startTestWorker>[2]): DeliveryWorker {
+      const started = startTestWorker(storage(), secretBox, options);
+      workers.push(started);
+      return started;
+    },
+    /** Starts a receiver (see {@link startTestReceiver}). */
+    async receiver(...args: Parameters<typeof startTestReceiver>): Promise<TestReceiver> {
+      const started = await startTestReceiver(...args);
+      receivers.push(started);
+      return started;
+    },
+  };
 }
 
 /** The delivery of an event (there is one webhook per test tenant), or undefined before the fan-out. */

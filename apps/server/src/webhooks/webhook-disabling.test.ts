@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { forEachDatabase } from '../storage/test-databases.js';
-import type { DeliveryWorker } from './delivery-worker.js';
 import { dispatchEvents } from './event-dispatcher.js';
 import { SecretBox } from './secret-box.js';
 import {
@@ -11,9 +10,7 @@ import {
   deliveryOf,
   FakeClock,
   settledDelivery,
-  startTestReceiver,
-  startTestWorker,
-  type TestReceiver,
+  useDeliveryFixtures,
   waitUntil,
 } from './test-webhooks.js';
 
@@ -23,25 +20,12 @@ let tenants = 0;
 const nextTenant = () => `disable-${++tenants}`;
 
 forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
-  const workers: DeliveryWorker[] = [];
-  const receivers: TestReceiver[] = [];
-  const receiver = async (status: () => number) => {
-    const started = await startTestReceiver((_r, _i, res) => {
+  const { worker, receiver: startReceiver } = useDeliveryFixtures(storage, secretBox);
+  const receiver = (status: () => number) =>
+    startReceiver((_r, _i, res) => {
       res.statusCode = status();
       res.end();
     });
-    receivers.push(started);
-    return started;
-  };
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop()));
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-    await storage()
-      .db.updateTable('deliveries')
-      .set({ status: 'cancelled' })
-      .where('status', '=', 'pending')
-      .execute();
-  });
   const webhookOf = (id: string) =>
     storage().db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
@@ -50,7 +34,7 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     let status = 500;
     const hook = await receiver(() => status);
     const { id } = await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
-    workers.push(startTestWorker(storage(), secretBox, { config: { retryScheduleMs: [60_000] } }));
+    worker({ config: { retryScheduleMs: [60_000] } });
     const [waiting] = (await commitTestEvents(storage(), tenant)) as [string];
     await settledDelivery(storage(), waiting, (d) => d.attempt_count === 1);
 
@@ -90,7 +74,7 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
       url: hook.url,
       now: clock.now(),
     });
-    workers.push(startTestWorker(storage(), secretBox, { clock, config: { retryScheduleMs: [10] } }));
+    worker({ clock, config: { retryScheduleMs: [10] } });
 
     const [first] = (await commitTestEvents(storage(), tenant, { now: clock.now() })) as [string];
     const failed = await settledDelivery(storage(), first);
@@ -148,7 +132,7 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
       .set({ status: 'disabled', disabled_reason: 'manual' })
       .where('id', '=', disabled.id)
       .execute();
-    workers.push(startTestWorker(storage(), secretBox));
+    worker();
     const cancelled = async () => {
       const rows = await storage()
         .db.selectFrom('deliveries')
@@ -166,7 +150,7 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     let status = 200;
     const hook = await receiver(() => status);
     await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
-    workers.push(startTestWorker(storage(), secretBox, { config: { retryScheduleMs: [10] } }));
+    worker({ config: { retryScheduleMs: [10] } });
     const [ok] = (await commitTestEvents(storage(), tenant)) as [string];
     await settledDelivery(storage(), ok);
     status = 500; // from now on; the schedule has one retry, so the next delivery fails twice and ends failed

@@ -21,7 +21,7 @@ import { generateWebhookSecret } from './webhook-signature.js';
 import {
   cancelPendingDeliveries,
   findWebhook,
-  insertWebhook,
+  insertNewWebhook,
   listWebhookRows,
   rotateSecretRows,
   updateWebhookRow,
@@ -82,22 +82,13 @@ export async function registerWebhook(
     protect: deps.secretBox,
   };
   return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
-    const at = now.toISOString();
     const secret = generateWebhookSecret();
-    const row: WebhookRow = {
-      id: newId('wh'),
-      tenant_id: caller.tenantId,
-      url: body.url,
-      events: JSON.stringify(body.events),
-      description: body.description ?? null,
-      status: 'active',
-      disabled_reason: null,
-      failing_since: null,
-      created_at: at,
-      updated_at: at,
-      deleted_at: null,
-    };
-    await insertWebhook(trx, row, { id: newId('sec'), ciphertext: deps.secretBox.seal(secret) });
+    const row = await insertNewWebhook(
+      trx,
+      { tenantId: caller.tenantId, url: body.url, events: body.events, description: body.description },
+      deps.secretBox.seal(secret),
+      now,
+    );
     const { updated_at: _, disabled_reason: __, ...shown } = toWebhook(row);
     const registered: RegisteredWebhook = { ...shown, status: 'active', secret };
     return { status: 201, headers: { Location: `/v1/webhooks/${row.id}` }, body: registered };

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { PageRequest } from '../http/list-cursor.js';
+import { newId } from '../ids.js';
 import type { Database, WebhooksTable } from '../storage/database.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -35,17 +36,45 @@ export function listWebhookRows(db: Db, tenantId: string, page: PageRequest): Pr
     .execute();
 }
 
-/** Inserts a webhook and its first secret (sealed). */
-export async function insertWebhook(
+/** What a webhook is registered with. */
+export interface NewWebhook {
+  tenantId: string;
+  url: string;
+  /** Event types, or `["*"]`. */
+  events: readonly string[];
+  description?: string | null;
+}
+
+/**
+ * Inserts an active webhook and its first secret, given sealed (`ciphertext`), both created at `now`;
+ * returns the row. The API's registration, the test fixtures and the benchmark all create webhooks here.
+ */
+export async function insertNewWebhook(
   trx: Transaction<Database>,
-  row: WebhookRow,
-  secret: { id: string; ciphertext: string },
-): Promise<void> {
+  webhook: NewWebhook,
+  ciphertext: string,
+  now: Date,
+): Promise<WebhookRow> {
+  const at = now.toISOString();
+  const row: WebhookRow = {
+    id: newId('wh'),
+    tenant_id: webhook.tenantId,
+    url: webhook.url,
+    events: JSON.stringify(webhook.events),
+    description: webhook.description ?? null,
+    status: 'active',
+    disabled_reason: null,
+    failing_since: null,
+    created_at: at,
+    updated_at: at,
+    deleted_at: null,
+  };
   await trx.insertInto('webhooks').values(row).execute();
   await trx
     .insertInto('webhook_secrets')
-    .values({ ...secret, webhook_id: row.id, created_at: row.created_at, expires_at: null })
+    .values({ id: newId('sec'), webhook_id: row.id, ciphertext, created_at: at, expires_at: null })
     .execute();
+  return row;
 }
 
 /** Applies `changes` to a webhook and returns it as it now is. */

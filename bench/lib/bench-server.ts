@@ -1,0 +1,99 @@
+/**
+ * The built server as the benchmarks run it: a fresh DATA_DIR (and a fresh PostgreSQL database with
+ * `--db postgres`), an API key made with the built CLI, and the server on a free loopback port, ready.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@scenario-scoring/testkit';
+import { type RunningProcess, startProcess } from './child-process.ts';
+import { freshPostgres } from './fresh-postgres.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+/** The built server's entry point. */
+export const SERVER_MAIN = join(ROOT, 'apps/server/dist/main.js');
+/** The built CLI. */
+export const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
+
+/** Where a benchmark's server keeps its data; `drop()` removes it. */
+export interface BenchDatabase {
+  /** DATA_DIR, and with PostgreSQL DATABASE_URL and SECRETS_KEY (or SECRETS_KEY whenever one is given). */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+/** A fresh DATA_DIR named after `name`, and a fresh PostgreSQL database when `db` is `postgres`. */
+export async function freshBenchDatabase(
+  db: string,
+  name: string,
+  secretsKey?: string,
+): Promise<BenchDatabase> {
+  const dataDir = mkdtempSync(join(tmpdir(), `ss-${name}-`));
+  const postgres = db === 'postgres' ? await freshPostgres() : undefined;
+  const key = secretsKey ?? (postgres ? randomBytes(32).toString('base64') : undefined);
+  return {
+    env: {
+      DATA_DIR: dataDir,
+      ...(postgres && { DATABASE_URL: postgres.url }),
+      ...(key !== undefined && { SECRETS_KEY: key }),
+    },
+    async drop() {
+      await postgres?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The server's environment under load: production mode, no rate limit, on `database`. */
+export function loadEnv(database: BenchDatabase): Record<string, string> {
+  return { NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '0', ...database.env };
+}
+
+/** Creates an API key for `tenant` with the built CLI (on the database `env` names); returns it. */
+export function createApiKey(env: Record<string, string>, tenant: string): string {
+  const printed = execFileSync(process.execPath, [SERVER_CLI, 'create-key', '--tenant', tenant], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+  return printed.trim().split('\n').at(-1) as string;
+}
+
+/** A benchmark's running server: where it listens, a key and the headers that send it. */
+export interface BenchServer {
+  url: string;
+  apiKey: string;
+  headers: Record<string, string>;
+  process: RunningProcess;
+  /** Stops the server and drops its database. */
+  stop(): Promise<void>;
+}
+
+/** Creates a key for tenant `bench`, starts the built server on a free port and waits for /readyz. */
+export async function startBenchServer(db: string, name: string): Promise<BenchServer> {
+  const database = await freshBenchDatabase(db, name);
+  try {
+    const env = loadEnv(database);
+    const apiKey = createApiKey(env, 'bench');
+    const port = await freePort();
+    const server = await startProcess(process.execPath, [SERVER_MAIN], {
+      env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+      url: `http://127.0.0.1:${port}`,
+      readyPath: '/readyz',
+    });
+    return {
+      url: server.url,
+      apiKey,
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      process: server,
+      async stop() {
+        await server.stop();
+        await database.drop();
+      },
+    };
+  } catch (error) {
+    await database.drop();
+    throw error;
+  }
+}
