@@ -30,7 +30,9 @@ const INVALID = { status: 400, example: 'ValidationFailed' };
  * Prism answers an invalid body with the operation's 422 when it has one, whatever `Prefer` asks, and this
  * operation's 422 is `idempotency_key_reused`: the 400 for an invalid body is checked on the server only.
  */
-const onServerOnly = it.skipIf(targetKind() === 'mock');
+const onServerOnly = (name: string, test: () => Promise<void>): void => {
+  if (targetKind() === 'server') it(name, test);
+};
 const UNKNOWN_RUN = 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0';
 const RUN_ID = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
 
