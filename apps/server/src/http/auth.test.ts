@@ -38,7 +38,12 @@ forEachDatabase('API key authentication', ({ storage }) => {
   });
 
   it('refuses an unknown, malformed or altered key with 401 invalid_api_key', async () => {
-    for (const wrong of [`sk_${'A'.repeat(40)}`, 'not-a-key', `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`, `${key} extra`]) {
+    for (const wrong of [
+      `sk_${'A'.repeat(40)}`,
+      'not-a-key',
+      `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`,
+      `${key} extra`,
+    ]) {
       await expectUnauthorized(
         await server.request('/v1/scoring/policies/DE', { key: wrong }),
         'invalid_api_key',

@@ -25,13 +25,19 @@ interface Entry {
  * keeps its own fence (the claim and `next_index`), checked inside the shared transaction: a batch whose
  * fence fails writes nothing and answers false, the others commit. If the shared transaction fails, each
  * batch is retried alone, so that one batch's error never becomes another's.
+ *
+ * Grouping is for SQLite, whose one connection commits one transaction at a time anyway. On PostgreSQL
+ * (`group: false`) each batch commits in its own transaction on its own pooled connection: the server
+ * already shares WAL flushes between concurrent commits, and one shared transaction would serialize them.
  */
 export class RunBatchCommitter {
   readonly #db: Kysely<Database>;
   readonly #group: GroupCommitter<Entry>;
+  readonly #grouping: boolean;
 
-  constructor(db: Kysely<Database>) {
+  constructor(db: Kysely<Database>, options: { group?: boolean } = {}) {
     this.#db = db;
+    this.#grouping = options.group ?? true;
     this.#group = new GroupCommitter<Entry>((entries) => this.#flush(entries), MAX_BATCHES_PER_COMMIT);
   }
 
@@ -43,7 +49,8 @@ export class RunBatchCommitter {
   /** Commits a batch; false when the claim was lost, so nothing was written. Throws when the commit failed. */
   async commit(batch: BatchCommit): Promise<boolean> {
     const entry: Entry = { batch };
-    await this.#group.add(entry);
+    if (this.#grouping) await this.#group.add(entry);
+    else await this.#flush([entry]);
     if ('error' in entry) throw entry.error;
     return entry.committed === true;
   }

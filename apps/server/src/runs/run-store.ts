@@ -66,7 +66,7 @@ export interface RunStore {
 /** The RunStore over the server's storage. */
 export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore {
   const { db, kind } = storage;
-  const committer = new RunBatchCommitter(db);
+  const committer = new RunBatchCommitter(db, { group: kind === 'sqlite' });
   return {
     async claim(workerId, now, leaseMs) {
       const nowIso = now.toISOString();
