@@ -6,11 +6,12 @@ import type { OutboxEvent } from '../events/event-outbox.js';
 import { escalationEvent } from '../policies/policy-escalation.js';
 import type { LogRecordsTable, RunItemsTable } from '../storage/database.js';
 
-/** A batch of a run's items, scored: the rows and events its transaction writes, and the counts after it. */
+/** A batch of a run's items, scored: the rows and events its transaction writes, and its own counts. */
 export interface ScoredBatch {
   items: Insertable<RunItemsTable>[];
   logRecords: Insertable<LogRecordsTable>[];
   events: OutboxEvent[];
+  /** This batch's items only: batches are scored in parallel, so the run's totals are summed at commit. */
   counts: RunCounts;
 }
 
@@ -29,15 +30,9 @@ export interface BatchSource {
  * and a `policy.escalated` event per escalated item. An item that cannot be scored gets its own
  * `internal_error` problem and is counted as failed; it does not stop the run.
  */
-export function scoreBatch(
-  source: BatchSource,
-  from: number,
-  to: number,
-  before: RunCounts,
-  now: Date,
-): ScoredBatch {
+export function scoreBatch(source: BatchSource, from: number, to: number, now: Date): ScoredBatch {
   const createdAt = now.toISOString();
-  const counts = { ...before };
+  const counts: RunCounts = { succeeded: 0, failed: 0, escalated: 0 };
   const batch: ScoredBatch = { items: [], logRecords: [], events: [], counts };
   for (let index = from; index < to; index++) {
     const { subject, context } = source.items[index - (source.offset ?? 0)] as ScoreRequest;

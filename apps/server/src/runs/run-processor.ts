@@ -29,66 +29,76 @@ export interface RunProcessorContext {
 export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
 
 /**
- * Scores a claimed run from its `next_index` to the end, one transaction per batch, the next batch being
- * scored on the pool while the current one commits. Each batch writes its items' results, their log
- * records and `policy.escalated` events, and advances `next_index` and the counts, fenced on this worker's
- * claim and the index it started from, so an item is never committed twice even when a lease expired and
- * another worker took the run over. The last batch ends the run `completed` and raises `run.completed` in
- * its own transaction. A passed deadline, or a batch whose commit still fails after `storageRetries`
- * retries, ends the run `failed` with `run.failed`.
+ * Scores a claimed run from its `next_index` to the end, one transaction per batch, the next batches
+ * being scored on the pool (one per scoring thread, in parallel) while the current one commits. Each batch
+ * writes its items' results, their log records and `policy.escalated` events, and advances `next_index`
+ * and the counts, fenced on this worker's claim and the index it started from, so an item is never
+ * committed twice even when a lease expired and another worker took the run over. The last batch ends the
+ * run `completed` and raises `run.completed` in its own transaction. A passed deadline, or a batch whose
+ * commit still fails after `storageRetries` retries, ends the run `failed` with `run.failed`.
  */
 export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
   const { store, config, clock, workerId } = context;
   const itemCount = run.items.length;
   const source = { runId: run.id, tenantId: run.tenantId, items: run.items };
-  const scoreFrom = (from: number, before: RunCounts): PendingBatch => {
-    const now = clock.now();
-    const to = Math.min(from + config.batchSize, itemCount);
-    return { to, now, scored: context.pool.score(source, from, to, before, now) };
+  // Batches scored ahead of the one committing: enough to keep every scoring thread busy with this run.
+  const ahead = Math.max(1, context.pool.size);
+  // Batches not committed yet, in item order; the first is the next to commit.
+  const window: PendingBatch[] = [];
+  let scoredTo = run.nextIndex;
+  const fill = () => {
+    // A run with nothing left to score still commits one (empty) batch, the one that completes it.
+    while (window.length === 0 || (window.length <= ahead && scoredTo < itemCount)) {
+      const now = clock.now();
+      const to = Math.min(scoredTo + config.batchSize, itemCount);
+      window.push({ to, now, scored: context.pool.score(source, scoredTo, to, now) });
+      scoredTo = to;
+    }
   };
   let next = run.nextIndex;
   let counts = run.counts;
-  // The batch after the one being committed, scored meanwhile on the pool's threads.
-  let ahead: PendingBatch | undefined;
   for (;;) {
     if (context.stopping()) {
-      discard(ahead);
+      discard(window);
       await store.release(run.id, workerId);
       return 'released';
     }
     if (run.deadlineAt !== null && clock.now().toISOString() >= run.deadlineAt) {
-      discard(ahead);
+      discard(window);
       return failRun(run, context, counts, deadlineProblem(run, next));
     }
-    const current = ahead ?? scoreFrom(next, counts);
+    fill();
+    const current = window[0] as PendingBatch;
     const batch = await current.scored;
     const completes = current.to === itemCount;
-    ahead = completes ? undefined : scoreFrom(current.to, batch.counts);
+    const after = addCounts(counts, batch.counts);
     // The run ends, and its lease is renewed, as of the commit, not of the scoring.
     const commitNow = clock.now();
-    if (completes) batch.events.push(completedEvent(run, batch.counts, commitNow));
+    if (completes) batch.events.push(completedEvent(run, after, commitNow));
     const commit = {
       runId: run.id,
       workerId,
       fromIndex: next,
       ...batch,
+      counts: after,
       now: commitNow,
       leaseMs: config.leaseMs,
       completes,
     };
     const committed = await commitWithRetries(() => store.commitBatch(commit), context, run.id);
     if (committed === 'lost') {
-      discard(ahead);
+      discard(window);
       return 'lost';
     }
     if (committed === 'failed') {
-      discard(ahead);
+      discard(window);
       const detail = `Storage kept failing after ${config.storageRetries} retries; ${next} of ${itemCount} items were attempted.`;
       return failRun(run, context, counts, problem('storage_unavailable', { detail }));
     }
+    window.shift();
     if (batch.events.length > 0) context.outbox.notify();
     next = current.to;
-    counts = batch.counts;
+    counts = after;
     if (completes) return 'completed';
     // Let requests waiting on the event loop through between batches.
     await new Promise((resolve) => setImmediate(resolve));
@@ -102,9 +112,17 @@ interface PendingBatch {
   scored: Promise<ScoredBatch>;
 }
 
-/** Drops a batch scored ahead that will not be committed (its scoring error, if any, is moot). */
-function discard(batch: PendingBatch | undefined): void {
-  batch?.scored.catch(() => {});
+function addCounts(a: RunCounts, b: RunCounts): RunCounts {
+  return {
+    succeeded: a.succeeded + b.succeeded,
+    failed: a.failed + b.failed,
+    escalated: a.escalated + b.escalated,
+  };
+}
+
+/** Drops batches scored ahead that will not be committed (their scoring errors, if any, are moot). */
+function discard(batches: readonly PendingBatch[]): void {
+  for (const batch of batches) batch.scored.catch(() => {});
 }
 
 function completedEvent(run: ClaimedRun, counts: RunCounts, now: Date) {

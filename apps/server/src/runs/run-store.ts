@@ -3,6 +3,7 @@ import { type Insertable, type Kysely, type Selectable, sql, type Transaction } 
 import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
 import type { Database, LogRecordsTable, RunItemsTable, RunsTable } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
+import { RunBatchCommitter } from './run-batch-committer.js';
 
 /** A run as the API shows it: every column but the submitted items and the worker's claim. */
 export type RunRecord = Omit<Selectable<RunsTable>, 'items' | 'locked_until' | 'locked_by' | 'claims'>;
@@ -51,7 +52,10 @@ export interface RunFailure {
 export interface RunStore {
   /** Claims the oldest unfinished run nobody holds, for `leaseMs`; undefined when there is none. */
   claim(workerId: string, now: Date, leaseMs: number): Promise<ClaimedRun | undefined>;
-  /** Commits a batch; false when the claim was lost (another worker took the run over), so nothing was written. */
+  /**
+   * Commits a batch, possibly in one transaction with other runs' batches (see RunBatchCommitter); false
+   * when the claim was lost (another worker took the run over), so nothing was written.
+   */
   commitBatch(batch: BatchCommit): Promise<boolean>;
   /** Ends a run `failed` with its `run.failed` event; false when the claim was lost. */
   fail(failure: RunFailure): Promise<boolean>;
@@ -59,15 +63,10 @@ export interface RunStore {
   release(runId: string, workerId: string): Promise<void>;
 }
 
-/** Rows per INSERT: 8 parameters a row stays below both dialects' bound-parameter limits. */
-const ROWS_PER_STATEMENT = 1000;
-
-/** Thrown inside a batch transaction whose fence failed, to roll it back. */
-class LostClaimError extends Error {}
-
 /** The RunStore over the server's storage. */
 export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore {
   const { db, kind } = storage;
+  const committer = new RunBatchCommitter(db, { group: kind === 'sqlite' });
   return {
     async claim(workerId, now, leaseMs) {
       const nowIso = now.toISOString();
@@ -119,55 +118,7 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
       };
     },
 
-    async commitBatch(batch) {
-      try {
-        await db.transaction().execute(async (trx) => {
-          // The fence first: on PostgreSQL it also locks the row, so a rival's commit waits, then misses.
-          const fenced = await trx
-            .updateTable('runs')
-            .set({
-              next_index: batch.fromIndex + batch.items.length,
-              ...batch.counts,
-              ...(batch.completes
-                ? {
-                    status: 'completed',
-                    completed_at: batch.now.toISOString(),
-                    locked_by: null,
-                    locked_until: null,
-                  }
-                : { locked_until: new Date(batch.now.getTime() + batch.leaseMs).toISOString() }),
-            })
-            .where('id', '=', batch.runId)
-            .where('locked_by', '=', batch.workerId)
-            .where('next_index', '=', batch.fromIndex)
-            .where('status', '=', 'running')
-            .executeTakeFirst();
-          if (Number(fenced.numUpdatedRows) !== 1) throw new LostClaimError();
-          for (let start = 0; start < batch.items.length; start += ROWS_PER_STATEMENT) {
-            await trx
-              .insertInto('run_items')
-              .values(batch.items.slice(start, start + ROWS_PER_STATEMENT))
-              .execute();
-          }
-          // In key order: the (tenant_id, cid) index takes random CIDs, and sorted inserts touch fewer pages.
-          const logRecords = [...batch.logRecords].sort((a, b) =>
-            a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0,
-          );
-          for (let start = 0; start < logRecords.length; start += ROWS_PER_STATEMENT) {
-            await trx
-              .insertInto('log_records')
-              .values(logRecords.slice(start, start + ROWS_PER_STATEMENT))
-              .onConflict((conflict) => conflict.columns(['tenant_id', 'cid']).doNothing())
-              .execute();
-          }
-          await insertEvents(trx, batch.events);
-        });
-        return true;
-      } catch (error) {
-        if (error instanceof LostClaimError) return false;
-        throw error;
-      }
-    },
+    commitBatch: (batch) => committer.commit(batch),
 
     async fail(failure) {
       return db.transaction().execute(async (trx) => {

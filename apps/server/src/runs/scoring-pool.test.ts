@@ -7,7 +7,6 @@ import { ScoringPool } from './scoring-pool.js';
 // The threads run the built script (the server's dist), as the running server does.
 const BUILT_THREAD = new URL('../../dist/runs/scoring-thread.js', import.meta.url);
 const NOW = new Date('2026-11-22T10:00:00.000Z');
-const ZERO = { succeeded: 0, failed: 0, escalated: 0 };
 const items: ScoreRequest[] = Array.from({ length: 40 }, (_, i) => ({
   subject: `pool-${i}`,
   context: { jurisdiction: i % 2 ? 'DE' : 'US-CA', utilization: (i % 10) / 10, on_time_ratio: 0.95 },
@@ -31,17 +30,17 @@ describe('the scoring pool', () => {
   it('when batches are scored on threads, then they equal the in-process scoring, at the run’s item positions', async () => {
     expect(pool.size).toBe(2);
     const [first, second] = await Promise.all([
-      pool.score(source, 0, 15, ZERO, NOW),
-      pool.score(source, 15, 40, ZERO, NOW),
+      pool.score(source, 0, 15, NOW),
+      pool.score(source, 15, 40, NOW),
     ]);
-    expect(comparable(first as never)).toEqual(comparable(scoreBatch(source, 0, 15, ZERO, NOW)));
-    expect(comparable(second as never)).toEqual(comparable(scoreBatch(source, 15, 40, ZERO, NOW)));
+    expect(comparable(first as never)).toEqual(comparable(scoreBatch(source, 0, 15, NOW)));
+    expect(comparable(second as never)).toEqual(comparable(scoreBatch(source, 15, 40, NOW)));
     expect(second?.items.map((item) => item.item_index)).toEqual([...Array(25).keys()].map((i) => i + 15));
   });
 
   it('when it has no threads, then it scores in process', async () => {
     const inProcess = new ScoringPool(0);
-    const batch = await inProcess.score(source, 5, 10, ZERO, NOW);
+    const batch = await inProcess.score(source, 5, 10, NOW);
     expect(batch.items.map((item) => item.subject)).toEqual(items.slice(5, 10).map((item) => item.subject));
   });
 });

@@ -1,5 +1,4 @@
 import { Worker } from 'node:worker_threads';
-import type { RunCounts } from '@scenario-scoring/api-types';
 import { type BatchSource, type ScoredBatch, scoreBatch } from './run-batch.js';
 
 /** A batch to score, as sent to a scoring thread. */
@@ -8,7 +7,6 @@ export interface ScoringRequest {
   source: BatchSource;
   from: number;
   to: number;
-  before: RunCounts;
   /** Epoch milliseconds: the time the batch is scored and logged at. */
   now: number;
 }
@@ -52,10 +50,10 @@ export class ScoringPool {
   }
 
   /** Scores items `from`..`to` of a run (see `scoreBatch`), on the next thread in turn. */
-  score(source: BatchSource, from: number, to: number, before: RunCounts, now: Date): Promise<ScoredBatch> {
+  score(source: BatchSource, from: number, to: number, now: Date): Promise<ScoredBatch> {
     if (this.#threads.length === 0) {
       try {
-        return Promise.resolve(scoreBatch(source, from, to, before, now));
+        return Promise.resolve(scoreBatch(source, from, to, now));
       } catch (error) {
         return Promise.reject(error);
       }
@@ -69,7 +67,7 @@ export class ScoringPool {
       items: source.items.slice(from - offset, to - offset),
       offset: from,
     };
-    const request: ScoringRequest = { id, source: slice, from, to, before, now: now.getTime() };
+    const request: ScoringRequest = { id, source: slice, from, to, now: now.getTime() };
     return new Promise<ScoredBatch>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       thread.postMessage(request);

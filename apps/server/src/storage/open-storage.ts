@@ -6,6 +6,7 @@ import { createLogStore } from '../logs/log-store.js';
 import type { Database } from './database.js';
 import { migrateToLatest } from './migrate.js';
 import { openPostgresDialect } from './postgres-database.js';
+import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { openSqliteDialect, SQLITE_FILE_NAME } from './sqlite-database.js';
 import type { Storage, StorageOptions } from './storage.js';
 
@@ -26,6 +27,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     throw error;
   }
 
+  // Off the event loop: SQLite's own checkpoints would run inside commits (see SqliteCheckpointer).
+  const checkpointer =
+    kind === 'sqlite' ? new SqliteCheckpointer(join(options.dataDir, SQLITE_FILE_NAME)) : undefined;
   const outbox = new OutboxSignal();
   const logs = createLogStore(db, { maxBatch: options.groupCommitMaxBatch, outbox });
   const keys = createApiKeyStore(db);
@@ -57,7 +61,10 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       }
     },
     close() {
-      closing ??= logs.close().finally(() => db.destroy());
+      closing ??= logs
+        .close()
+        .finally(() => checkpointer?.close())
+        .finally(() => db.destroy());
       return closing;
     },
   };

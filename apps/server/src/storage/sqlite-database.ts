@@ -9,23 +9,52 @@ export const SQLITE_FILE_NAME = 'scenario-scoring.sqlite';
 const BUSY_TIMEOUT_MS = 5000;
 
 /**
- * Gives a `node:sqlite` database the better-sqlite3 shape Kysely's SqliteDialect expects.
+ * The WAL size (in pages, about 40 MB) at which the writing connection checkpoints by itself. The
+ * SqliteCheckpointer thread normally keeps the WAL far smaller; this only bounds it if that thread falls
+ * behind or is not running.
+ */
+const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
+
+/**
+ * Prepared statements kept per SQL text. Kysely prepares every query it runs; preparing a multi-row INSERT
+ * of a run batch (thousands of parameters) costs about as much as running it, and the same texts recur.
+ */
+const STATEMENT_CACHE_SIZE = 100;
+
+/**
+ * Gives a `node:sqlite` database the better-sqlite3 shape Kysely's SqliteDialect expects, reusing the
+ * prepared statements of the most recent SQL texts (least recently used ones are dropped).
  * `begin` becomes `begin immediate`: every transaction here writes, and taking the write lock up front lets
  * busy_timeout wait for another process instead of failing with SQLITE_BUSY when a deferred read lock
  * cannot be upgraded.
  */
 export function toKyselySqlite(database: DatabaseSync): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
+  const args = (parameters: ReadonlyArray<unknown>) => parameters as SQLInputValue[];
+  const prepareNew = (sql: string): SqliteStatement => {
+    const text = sql.trim().toLowerCase() === 'begin' ? 'begin immediate' : sql;
+    const statement = database.prepare(text);
+    return {
+      reader: statement.columns().length > 0,
+      all: (parameters) => statement.all(...args(parameters)),
+      run: (parameters) => statement.run(...args(parameters)),
+      // An iteration stays open across awaits, so it gets a statement of its own, never a shared one.
+      iterate: (parameters) => database.prepare(text).iterate(...args(parameters)),
+    };
+  };
   return {
     close: () => database.close(),
     prepare(sql: string): SqliteStatement {
-      const statement = database.prepare(sql.trim().toLowerCase() === 'begin' ? 'begin immediate' : sql);
-      const args = (parameters: ReadonlyArray<unknown>) => parameters as SQLInputValue[];
-      return {
-        reader: statement.columns().length > 0,
-        all: (parameters) => statement.all(...args(parameters)),
-        run: (parameters) => statement.run(...args(parameters)),
-        iterate: (parameters) => statement.iterate(...args(parameters)),
-      };
+      let statement = cache.get(sql);
+      if (statement) {
+        // Most recently used last, so the first key is the one to drop.
+        cache.delete(sql);
+      } else {
+        statement = prepareNew(sql);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(sql, statement);
+      return statement;
     },
   };
 }
@@ -45,7 +74,8 @@ class NodeSqliteDialect extends SqliteDialect {
 
 /**
  * Opens (creating if needed) `${dataDir}/scenario-scoring.sqlite` in WAL mode with synchronous=FULL,
- * so that a commit returns only once it is flushed to disk.
+ * so that a commit returns only once it is flushed to disk. Checkpoints are left to a SqliteCheckpointer
+ * (see FALLBACK_AUTOCHECKPOINT_PAGES).
  */
 export function openSqliteDialect(dataDir: string): SqliteDialect {
   mkdirSync(dataDir, { recursive: true });
@@ -55,6 +85,7 @@ export function openSqliteDialect(dataDir: string): SqliteDialect {
     database.exec('PRAGMA synchronous = FULL');
     database.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     database.exec('PRAGMA foreign_keys = ON');
+    database.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   } catch (error) {
     database.close();
     throw error;

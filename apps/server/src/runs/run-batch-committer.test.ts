@@ -1,0 +1,102 @@
+import type { ScoreRequest } from '@scenario-scoring/api-types';
+import { expect, it } from 'vitest';
+import { newId } from '../ids.js';
+import { forEachDatabase } from '../storage/test-databases.js';
+import { scoreBatch } from './run-batch.js';
+import { RunBatchCommitter } from './run-batch-committer.js';
+import { type BatchCommit, insertRun } from './run-store.js';
+
+const NOW = new Date('2026-11-22T10:00:00.000Z');
+const WORKER = 'wrk_group';
+
+const items = (count: number, prefix: string): ScoreRequest[] =>
+  Array.from({ length: count }, (_, i) => ({
+    subject: `${prefix}-${i}`,
+    context: { jurisdiction: 'DE', on_time_ratio: 0.9, utilization: (i % 10) / 10 },
+  }));
+
+forEachDatabase('the run batch committer', ({ storage }) => {
+  const db = () => storage().db;
+
+  /** A run of `count` items, already claimed by WORKER. */
+  async function claimedRun(tenantId: string, count: number) {
+    const id = newId('run');
+    const runItems = items(count, id);
+    await db()
+      .transaction()
+      .execute((trx) => insertRun(trx, { id, tenantId, items: runItems, now: NOW, deadlineAt: null }));
+    await db()
+      .updateTable('runs')
+      .set({ status: 'running', locked_by: WORKER, locked_until: '2999-01-01T00:00:00.000Z' })
+      .where('id', '=', id)
+      .execute();
+    return { id, tenantId, items: runItems };
+  }
+
+  /** The batch that commits items `from`..`to` of a run. */
+  function batchOf(run: Awaited<ReturnType<typeof claimedRun>>, from: number, to: number): BatchCommit {
+    const scored = scoreBatch({ runId: run.id, tenantId: run.tenantId, items: run.items }, from, to, NOW);
+    return {
+      runId: run.id,
+      workerId: WORKER,
+      fromIndex: from,
+      ...scored,
+      now: NOW,
+      leaseMs: 30_000,
+      completes: false,
+    };
+  }
+  const nextIndex = async (id: string) =>
+    (await db().selectFrom('runs').select('next_index').where('id', '=', id).executeTakeFirstOrThrow())
+      .next_index;
+  const itemCount = async (id: string) =>
+    (await db().selectFrom('run_items').select('item_index').where('run_id', '=', id).execute()).length;
+
+  it('when batches of several runs are ready together, then one transaction commits them all', async () => {
+    const committer = new RunBatchCommitter(db());
+    const runs = await Promise.all([1, 2, 3].map(() => claimedRun('group', 4)));
+    const results = await Promise.all(runs.map((run) => committer.commit(batchOf(run, 0, 4))));
+
+    expect(results).toEqual([true, true, true]);
+    expect(committer.stats).toMatchObject({ flushes: 1, largestBatch: 3, committedItems: 3 });
+    for (const run of runs) {
+      expect(await nextIndex(run.id)).toBe(4);
+      expect(await itemCount(run.id)).toBe(4);
+    }
+  });
+
+  it('when one batch of a group fails its fence, then it writes nothing and the others commit', async () => {
+    const committer = new RunBatchCommitter(db());
+    const [kept, moved] = await Promise.all([claimedRun('fence', 3), claimedRun('fence', 3)]);
+    if (!kept || !moved) throw new Error('runs missing');
+    // Another worker already committed `moved` up to item 2: a batch scored from 0 must not land.
+    await db().updateTable('runs').set({ next_index: 2 }).where('id', '=', moved.id).execute();
+    const results = await Promise.all([
+      committer.commit(batchOf(kept, 0, 3)),
+      committer.commit(batchOf(moved, 0, 3)),
+    ]);
+
+    expect(results).toEqual([true, false]);
+    expect(committer.stats.flushes).toBe(1);
+    expect([await nextIndex(kept.id), await itemCount(kept.id)]).toEqual([3, 3]);
+    expect([await nextIndex(moved.id), await itemCount(moved.id)]).toEqual([2, 0]);
+  });
+
+  it('when one batch of a group cannot be written, then only that batch fails, the others commit alone', async () => {
+    const committer = new RunBatchCommitter(db());
+    const [good, bad] = await Promise.all([claimedRun('poison', 2), claimedRun('poison', 2)]);
+    if (!good || !bad) throw new Error('runs missing');
+    // Its rows name a run that does not exist: the foreign key refuses them, and the shared transaction.
+    const poisoned = batchOf(bad, 0, 2);
+    poisoned.items = poisoned.items.map((item) => ({ ...item, run_id: 'run_missing' }));
+    const results = await Promise.allSettled([
+      committer.commit(batchOf(good, 0, 2)),
+      committer.commit(poisoned),
+    ]);
+
+    expect(results[0]).toEqual({ status: 'fulfilled', value: true });
+    expect(results[1]?.status).toBe('rejected');
+    expect([await nextIndex(good.id), await itemCount(good.id)]).toEqual([2, 2]);
+    expect([await nextIndex(bad.id), await itemCount(bad.id)]).toEqual([0, 0]);
+  });
+});

@@ -1,0 +1,81 @@
+import type { RunCompletedEvent, ScoreRequest } from '@scenario-scoring/api-types';
+import { expect, it } from 'vitest';
+import { newId } from '../ids.js';
+import { forEachDatabase } from '../storage/test-databases.js';
+import { scoreBatch } from './run-batch.js';
+import type { RunOutcome } from './run-processor.js';
+import { insertRun } from './run-store.js';
+import { testRunWorker, waitUntil } from './run-test-harness.js';
+import type { ScoringPool } from './scoring-pool.js';
+
+/** A pool of `size` pretend threads that finish their batches in a scrambled order. */
+function scramblingPool(size: number): ScoringPool {
+  let turn = 0;
+  return {
+    size,
+    score(source, from, to, now) {
+      const delay = [15, 1, 8][turn++ % 3] as number;
+      const batch = scoreBatch(source, from, to, now);
+      return new Promise((resolve) => setTimeout(() => resolve(batch), delay));
+    },
+    close: async () => {},
+  } as ScoringPool;
+}
+
+forEachDatabase('processing a run', ({ storage }) => {
+  it('when batches are scored in parallel and finish out of order, then they commit in item order with the run’s totals', async () => {
+    const tenant = 'parallel';
+    const id = newId('run');
+    const items: ScoreRequest[] = Array.from({ length: 50 }, (_, i) => ({
+      subject: `${id}-${i}`,
+      context: {
+        jurisdiction: i % 2 ? 'DE' : 'US-CA',
+        on_time_ratio: 0.8 + (i % 5) / 25,
+        utilization: (i % 10) / 10,
+      },
+    }));
+    const now = new Date('2026-11-22T10:00:00.000Z');
+    await storage()
+      .db.transaction()
+      .execute((trx) => insertRun(trx, { id, tenantId: tenant, items, now, deadlineAt: null }));
+    let outcome: RunOutcome | undefined;
+    const worker = testRunWorker(storage(), {
+      pool: scramblingPool(3),
+      config: { batchSize: 7 },
+      onRunEnded: (_run, ended) => (outcome = ended),
+    });
+    worker.start();
+    await waitUntil(async () => outcome !== undefined);
+    await worker.stop();
+
+    const db = storage().db;
+    const run = await db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const indexes = await db
+      .selectFrom('run_items')
+      .select('item_index')
+      .where('run_id', '=', id)
+      .orderBy('item_index')
+      .execute();
+    const escalated = await db
+      .selectFrom('events')
+      .select('id')
+      .where('tenant_id', '=', tenant)
+      .where('type', '=', 'policy.escalated')
+      .execute();
+    const completed = await db
+      .selectFrom('events')
+      .select('payload')
+      .where('tenant_id', '=', tenant)
+      .where('type', '=', 'run.completed')
+      .execute();
+    expect(outcome).toBe('completed');
+    expect(indexes.map((row) => row.item_index)).toEqual([...Array(50).keys()]);
+    expect(run).toMatchObject({ status: 'completed', next_index: 50, succeeded: 50, failed: 0 });
+    expect(escalated.length).toBeGreaterThan(0);
+    expect(run.escalated).toBe(escalated.length);
+    const data = completed.map((row) => (JSON.parse(row.payload) as RunCompletedEvent).data);
+    expect(data.map((event) => event.counts)).toEqual([
+      { succeeded: 50, failed: 0, escalated: escalated.length },
+    ]);
+  });
+});

@@ -1,0 +1,48 @@
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SQLITE_FILE_NAME } from './sqlite-database.js';
+import { openStorage, type Storage } from './storage.js';
+import { createTestDatabase, type TestDatabase } from './test-databases.js';
+
+/** Waits until `condition` holds, polling, or throws after 15 s. */
+async function waitUntil(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 15 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('the SQLite checkpointer', () => {
+  let database: TestDatabase | undefined;
+  let storage: Storage | undefined;
+  afterEach(async () => {
+    await storage?.close();
+    await database?.dispose();
+  });
+
+  it('when rows are committed, then a background thread copies them into the database file, and closing leaves no WAL', async () => {
+    database = await createTestDatabase('sqlite');
+    storage = await openStorage(database.options);
+    const file = join(database.options.dataDir, SQLITE_FILE_NAME);
+    const before = statSync(file).size;
+    // About 2 MB: far below the writer's fallback autocheckpoint, so only the thread can move it.
+    const bytes = new Uint8Array(2000).fill(7);
+    for (let batch = 0; batch < 10; batch++) {
+      const rows = Array.from({ length: 100 }, (_, i) => ({
+        tenant_id: 'checkpoint',
+        cid: `cid_${batch}_${i}`,
+        bytes,
+        request_id: 'req_checkpoint',
+        created_at: '2026-11-22T10:00:00.000Z',
+      }));
+      await storage.db.insertInto('log_records').values(rows).execute();
+    }
+    await waitUntil(() => statSync(file).size >= before + 2_000_000);
+
+    await storage.close();
+    storage = undefined;
+    expect(existsSync(`${file}-wal`)).toBe(false);
+  });
+});
