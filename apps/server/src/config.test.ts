@@ -38,6 +38,7 @@ describe('loadConfig', () => {
         storageRetries: 5,
         storageRetryBackoffMs: 100,
         scoringThreads: expect.any(Number),
+        maxClaims: 10,
       },
     });
   });

@@ -13,6 +13,7 @@ describe('the run configuration', () => {
       RUN_STORAGE_RETRIES: '0',
       RUN_STORAGE_RETRY_BACKOFF: '1s',
       RUN_SCORING_THREADS: '0',
+      RUN_MAX_CLAIMS: '3',
     });
     expect(readRunConfig(reader)).toEqual({
       batchSize: 50,
@@ -22,6 +23,7 @@ describe('the run configuration', () => {
       storageRetries: 0,
       storageRetryBackoffMs: 1000,
       scoringThreads: 0,
+      maxClaims: 3,
     });
     expect(reader.problems).toEqual([]);
   });

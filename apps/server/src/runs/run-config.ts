@@ -17,6 +17,11 @@ export interface RunConfig {
   storageRetryBackoffMs: number;
   /** Worker threads that score batches; 0 scores on the event loop. */
   scoringThreads: number;
+  /**
+   * Claims after which a run that still has not ended fails with `internal_error`: a run that stops its
+   * instance every time it is processed must not take every instance down, one after the other, forever.
+   */
+  maxClaims: number;
 }
 
 /** One core for the event loop (HTTP, commits), the others score, up to 4. */
@@ -24,8 +29,8 @@ const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() -
 
 /**
  * Reads `RUN_BATCH_SIZE` (500), `RUN_POLL_INTERVAL` (1s), `RUN_LEASE` (30s), `RUN_CONCURRENCY` (4),
- * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms) and `RUN_SCORING_THREADS` (the cores but
- * one, 1 to 4).
+ * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms), `RUN_SCORING_THREADS` (the cores but
+ * one, 1 to 4) and `RUN_MAX_CLAIMS` (10).
  */
 export function readRunConfig(reader: EnvReader): RunConfig {
   return {
@@ -36,5 +41,6 @@ export function readRunConfig(reader: EnvReader): RunConfig {
     storageRetries: reader.integer('RUN_STORAGE_RETRIES', 5, 0, 100),
     storageRetryBackoffMs: reader.durationMs('RUN_STORAGE_RETRY_BACKOFF', 100),
     scoringThreads: reader.integer('RUN_SCORING_THREADS', DEFAULT_SCORING_THREADS, 0, 64),
+    maxClaims: reader.integer('RUN_MAX_CLAIMS', 10, 1, 1000),
   };
 }

@@ -57,6 +57,7 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   };
   let next = run.nextIndex;
   let counts = run.counts;
+  if (run.claims > config.maxClaims) return failRun(run, context, counts, interruptedProblem(run));
   for (;;) {
     if (context.stopping()) {
       discard(window);
@@ -188,6 +189,12 @@ async function failRun(
     await context.store.release(run.id, context.workerId).catch(() => {});
     return 'released';
   }
+}
+
+function interruptedProblem(run: ClaimedRun): Problem {
+  return problem('internal_error', {
+    detail: `The run was interrupted ${run.claims - 1} times without finishing (its server stopped while processing it); ${run.nextIndex} of ${run.items.length} items were attempted.`,
+  });
 }
 
 function deadlineProblem(run: ClaimedRun, attempted: number): Problem {

@@ -18,6 +18,8 @@ export interface ClaimedRun {
   counts: RunCounts;
   createdAt: string;
   deadlineAt: string | null;
+  /** How many times the run was claimed, this claim included (more than 1 after a crash or a restart). */
+  claims: number;
 }
 
 /** One batch of a claimed run, written in one transaction, fenced on the claim and on `fromIndex`. */
@@ -104,6 +106,7 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
           'escalated',
           'created_at',
           'deadline_at',
+          'claims',
         ])
         .executeTakeFirst();
       if (!row) return undefined;
@@ -115,6 +118,7 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
         counts: { succeeded: row.succeeded, failed: row.failed, escalated: row.escalated },
         createdAt: row.created_at,
         deadlineAt: row.deadline_at,
+        claims: row.claims,
       };
     },
 

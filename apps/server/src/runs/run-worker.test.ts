@@ -52,6 +52,27 @@ forEachDatabase('the run worker', ({ storage }) => {
   };
   const ended = async (id: string) => ['completed', 'failed'].includes((await runRow(id)).status);
 
+  it('when a run was interrupted more often than RUN_MAX_CLAIMS allows, then it ends failed with internal_error and run.failed', async () => {
+    const tenant = 'interrupted';
+    const id = await queueRun(tenant, 3);
+    // As if three instances had each died while processing it.
+    await db().updateTable('runs').set({ claims: 3 }).where('id', '=', id).execute();
+    const worker = testRunWorker(storage(), { config: { maxClaims: 3 } });
+    worker.start();
+    await waitUntil(() => ended(id));
+    await worker.stop();
+
+    const run = await runRow(id);
+    expect(run).toMatchObject({ status: 'failed', next_index: 0, claims: 4, locked_by: null });
+    expect(JSON.parse(run.error ?? 'null')).toMatchObject({
+      code: 'internal_error',
+      detail:
+        'The run was interrupted 3 times without finishing (its server stopped while processing it); 0 of 3 items were attempted.',
+    });
+    expect(await runEvents(tenant, 'run.failed')).toHaveLength(1);
+    expect(await count('run_items', 'run_id', id)).toBe(0);
+  });
+
   it('when a run’s deadline has passed, then it ends failed with run_deadline_exceeded and one run.failed event', async () => {
     const clock = manualClock(T0);
     const tenant = 'deadline';
