@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from './logger.js';
 import { startRuntime } from './runtime.js';
@@ -40,14 +41,6 @@ class InFlightWorker implements BackgroundWorker {
   }
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 let dataDir: string;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'ss-runtime-'));
@@ -77,8 +70,8 @@ it('stop() answers /readyz 503 draining first, closes the listener, waits for th
   expect(draining.status).toBe(503);
   expect(await draining.json()).toMatchObject({ status: 'draining' });
 
-  await until(() => !runtime.server.listening, 'the listener to close');
-  await until(() => worker?.stopCalled === true, 'the worker to be told to stop');
+  await waitUntil(() => !runtime.server.listening, 10_000, 'the listener to close');
+  await waitUntil(() => worker?.stopCalled === true, 10_000, 'the worker to be told to stop');
   await expect(fetch(`${runtime.url}/healthz`)).rejects.toThrow();
   expect(stopped).toBe(false);
 

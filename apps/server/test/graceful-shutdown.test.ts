@@ -1,5 +1,6 @@
 import { Agent, type ClientRequest, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
 import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
@@ -45,14 +46,6 @@ function heldScoreRequest(baseUrl: string, key: string, subject: string) {
     return answered;
   };
   return { continued, send };
-}
-
-async function until(condition: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** True when nothing accepts a TCP connection on the port any more. */
@@ -101,8 +94,8 @@ it('on SIGTERM stops accepting, closes idle connections, answers every request i
     await Promise.all(held.map((request) => request.continued));
 
     server.kill('SIGTERM');
-    await until(() => refuses(port), 'the listener to refuse new connections');
-    await until(() => idleSocketClosed, 'the idle keep-alive connection to be closed');
+    await waitUntil(() => refuses(port), 15_000, 'the listener to refuse new connections');
+    await waitUntil(() => idleSocketClosed, 15_000, 'the idle keep-alive connection to be closed');
     expect(server.running).toBe(true);
 
     const answers = await Promise.all(held.map((request) => request.send()));

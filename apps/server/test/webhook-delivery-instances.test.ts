@@ -1,5 +1,6 @@
+import { waitUntil } from '@scenario-scoring/testkit';
 import { describe, expect, it } from 'vitest';
-import { commitTestEvents, waitUntil } from '../src/webhooks/test-webhooks.js';
+import { commitTestEvents } from '../src/webhooks/test-webhooks.js';
 import { receivedIds, undelivered, useServerProcesses, webhookTo } from './webhook-server-process.js';
 
 describe('webhook delivery by two instances of the built server', () => {

@@ -1,6 +1,7 @@
+import { waitUntil } from '@scenario-scoring/testkit';
 import { describe, expect, it } from 'vitest';
 import { DATABASE_KINDS } from '../src/storage/test-databases.js';
-import { commitTestEvents, waitUntil } from '../src/webhooks/test-webhooks.js';
+import { commitTestEvents } from '../src/webhooks/test-webhooks.js';
 import { receivedIds, undelivered, useServerProcesses, webhookTo } from './webhook-server-process.js';
 
 describe('webhook delivery by the built server, SIGTERMed', () => {

@@ -1,4 +1,4 @@
-/** What the test suites and benchmarks share: free ports, watched child processes, the Prism mock. */
+/** What the test suites and benchmarks share: free ports, watched child processes, the Prism mock, waits. */
 
 export { randomApiKey } from './api-key.js';
 export {
@@ -9,3 +9,4 @@ export {
 } from './child-process.js';
 export { freePort } from './free-port.js';
 export { type FileSnapshot, type PrismServer, prismCli, snapshotFile, startPrism } from './prism.js';
+export { waitUntil } from './wait-until.js';

@@ -1,6 +1,7 @@
 import type { EventPayloads } from '@scenario-scoring/api-types';
 import type { Kysely, Transaction } from 'kysely';
 import { newId } from '../ids.js';
+import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 
 /** The type of an event: `run.completed`, `run.failed`, `policy.escalated` or `webhook.test`. */
@@ -42,8 +43,8 @@ export async function insertEvents(
   db: Kysely<Database> | Transaction<Database>,
   events: readonly OutboxEvent[],
 ): Promise<void> {
-  for (let start = 0; start < events.length; start += EVENTS_PER_STATEMENT) {
-    const rows = events.slice(start, start + EVENTS_PER_STATEMENT).map((event) => ({
+  for (const chunk of chunks(events, EVENTS_PER_STATEMENT)) {
+    const rows = chunk.map((event) => ({
       id: event.id,
       tenant_id: event.tenantId,
       type: event.type,

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { insertEvents, type OutboxEvent, type OutboxSignal } from '../events/event-outbox.js';
+import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
 import type { StoredLogRecord } from '../storage/storage.js';
@@ -32,8 +33,8 @@ export async function insertLogRecords(
   const events: OutboxEvent[] = [];
   for (const record of records) if (record.events) events.push(...record.events);
   await db.transaction().execute(async (trx) => {
-    for (let start = 0; start < records.length; start += ROWS_PER_STATEMENT) {
-      const rows = records.slice(start, start + ROWS_PER_STATEMENT).map((record) => ({
+    for (const chunk of chunks(records, ROWS_PER_STATEMENT)) {
+      const rows = chunk.map((record) => ({
         tenant_id: record.tenantId,
         cid: record.cid,
         bytes: record.bytes,

@@ -1,11 +1,12 @@
 import type { RunCompletedEvent, ScoreRequest } from '@scenario-scoring/api-types';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { newId } from '../ids.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import { scoreBatch } from './run-batch.js';
 import type { RunOutcome } from './run-processor.js';
 import { insertRun } from './run-store.js';
-import { testRunWorker, waitUntil } from './run-test-harness.js';
+import { testRunWorker } from './run-test-harness.js';
 import type { ScoringPool } from './scoring-pool.js';
 
 /** A pool of `size` pretend threads that finish their batches in a scrambled order. */
@@ -45,7 +46,7 @@ forEachDatabase('processing a run', ({ storage }) => {
       onRunEnded: (_run, ended) => (outcome = ended),
     });
     worker.start();
-    await waitUntil(async () => outcome !== undefined);
+    await waitUntil(async () => outcome !== undefined, 15_000);
     await worker.stop();
 
     const db = storage().db;

@@ -55,12 +55,3 @@ export async function waitForRunEnd(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
-
-/** Waits until `condition` holds, polling, or throws after `timeoutMs`. */
-export async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -1,11 +1,12 @@
 import type { Problem, RunCompletedEvent, RunFailedEvent, ScoreRequest } from '@scenario-scoring/api-types';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import type { Clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
-import { failingCommits, testRunWorker, waitUntil } from './run-test-harness.js';
+import { failingCommits, testRunWorker } from './run-test-harness.js';
 
 const T0 = new Date('2026-11-22T10:00:00.000Z');
 
@@ -59,7 +60,7 @@ forEachDatabase('the run worker', ({ storage }) => {
     await db().updateTable('runs').set({ claims: 3 }).where('id', '=', id).execute();
     const worker = testRunWorker(storage(), { config: { maxClaims: 3 } });
     worker.start();
-    await waitUntil(() => ended(id));
+    await waitUntil(() => ended(id), 15_000);
     await worker.stop();
 
     const run = await runRow(id);
@@ -89,7 +90,7 @@ forEachDatabase('the run worker', ({ storage }) => {
     const id = await queueRun(tenant, 3, new Date(T0.getTime() + 60_000));
     const worker = testRunWorker(storage(), { store: jumping, clock, config: { batchSize: 1 } });
     worker.start();
-    await waitUntil(() => ended(id));
+    await waitUntil(() => ended(id), 15_000);
     await worker.stop();
 
     const run = await runRow(id);
@@ -119,7 +120,7 @@ forEachDatabase('the run worker', ({ storage }) => {
     const id = await queueRun(tenant, 5);
     const worker = testRunWorker(storage(), { store, config: { storageRetries: 2 } });
     worker.start();
-    await waitUntil(() => ended(id));
+    await waitUntil(() => ended(id), 15_000);
     await worker.stop();
 
     const run = await runRow(id);
@@ -136,7 +137,7 @@ forEachDatabase('the run worker', ({ storage }) => {
     const id = await queueRun(tenant, 5);
     const worker = testRunWorker(storage(), { store, config: { storageRetries: 3, batchSize: 2 } });
     worker.start();
-    await waitUntil(() => ended(id));
+    await waitUntil(() => ended(id), 15_000);
     await worker.stop();
 
     expect(state.attempts).toBe(5);
@@ -169,7 +170,7 @@ forEachDatabase('the run worker', ({ storage }) => {
       onRunEnded: (_run, outcome) => (outcomes.a = outcome),
     });
     a.start();
-    await waitUntil(async () => (await runRow(id)).next_index === 20 && commits === 3);
+    await waitUntil(async () => (await runRow(id)).next_index === 20 && commits === 3, 15_000);
 
     // Worker B sees A's lease as expired, claims the run and finishes it from item 20.
     const later: Clock = { now: () => new Date(Date.now() + 60_000) };
@@ -180,9 +181,9 @@ forEachDatabase('the run worker', ({ storage }) => {
       onRunEnded: (_run, outcome) => (outcomes.b = outcome),
     });
     b.start();
-    await waitUntil(() => ended(id));
+    await waitUntil(() => ended(id), 15_000);
     release();
-    await waitUntil(async () => outcomes.a !== undefined);
+    await waitUntil(async () => outcomes.a !== undefined, 15_000);
     await Promise.all([a.stop(), b.stop()]);
 
     expect(outcomes).toEqual({ a: 'lost', b: 'completed' });
@@ -213,7 +214,7 @@ forEachDatabase('the run worker', ({ storage }) => {
     const id = await queueRun(tenant, 30);
     const a = testRunWorker(storage(), { store: gated, config: { batchSize: 10 } });
     a.start();
-    await waitUntil(async () => commits === 2);
+    await waitUntil(async () => commits === 2, 15_000);
     const stopped = a.stop();
     release();
     await stopped;
@@ -221,7 +222,7 @@ forEachDatabase('the run worker', ({ storage }) => {
 
     const b = testRunWorker(storage(), { config: { batchSize: 10 } });
     b.start();
-    await waitUntil(() => ended(id));
+    await waitUntil(() => ended(id), 15_000);
     await b.stop();
     expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 30, claims: 2 });
     expect(await count('run_items', 'run_id', id)).toBe(30);

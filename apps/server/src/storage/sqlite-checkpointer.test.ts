@@ -1,18 +1,10 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SQLITE_FILE_NAME } from './sqlite-database.js';
 import { openStorage, type Storage } from './storage.js';
 import { createTestDatabase, type TestDatabase } from './test-databases.js';
-
-/** Waits until `condition` holds, polling, or throws after 15 s. */
-async function waitUntil(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met within 15 s');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('the SQLite checkpointer', () => {
   let database: TestDatabase | undefined;
@@ -39,7 +31,7 @@ describe('the SQLite checkpointer', () => {
       }));
       await storage.db.insertInto('log_records').values(rows).execute();
     }
-    await waitUntil(() => statSync(file).size >= before + 2_000_000);
+    await waitUntil(() => statSync(file).size >= before + 2_000_000, 15_000, 'the database file to grow');
 
     await storage.close();
     storage = undefined;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { expect, it } from 'vitest';
@@ -12,7 +13,6 @@ import {
   rotateTestSecret,
   settledDelivery,
   useDeliveryFixtures,
-  waitUntil,
 } from './test-webhooks.js';
 import { generateWebhookSecret } from './webhook-signature.js';
 

@@ -2,8 +2,10 @@
  * Test fixtures for the delivery engine: webhooks, secrets and events written straight into the database
  * (as the API would), a real HTTP receiver on 127.0.0.1, a settable clock, and a deadline-bound wait.
  */
+
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { afterEach } from 'vitest';
 import { type Clock, systemClock } from '../clock.js';
 import { EnvReader } from '../config/env-reader.js';
@@ -135,21 +137,6 @@ export async function startTestReceiver(
         server.close(() => resolve());
       }),
   };
-}
-
-/** Polls `check` until it returns something other than undefined/false, or fails after `timeoutMs`. */
-export async function waitUntil<T>(
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 10_000,
-  what = 'the condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** The delivery settings of tests: a compressed schedule and a short poll; `overrides` on top. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../storage/test-databases.js';
 import { dispatchEvents } from './event-dispatcher.js';
@@ -11,7 +12,6 @@ import {
   FakeClock,
   settledDelivery,
   useDeliveryFixtures,
-  waitUntil,
 } from './test-webhooks.js';
 
 const secretBox = new SecretBox(randomBytes(32));
