@@ -205,7 +205,7 @@ describe('the offline API reference (dist/docs/index.html)', () => {
       await goToAnchor(`#/${anchor}`);
       await expectHeadingInView(anchor, heading);
     }
-    const example = page.locator('pre', { hasText: 'await waitForRun(client, run.id' });
+    const example = page.locator('pre', { hasText: 'await waitForRun(client, submitted.data.id' });
     await example.waitFor({ state: 'visible', timeout: RENDER_TIMEOUT_MS });
   });
 

@@ -8,7 +8,6 @@ export const ERROR_CODES = {
   invalid_api_key: { status: 401, title: 'API key invalid' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
-  idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },

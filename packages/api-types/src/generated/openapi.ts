@@ -580,7 +580,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "unknown_event_type" | "webhook_url_refused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "unknown_event_type" | "webhook_url_refused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
@@ -1134,16 +1134,6 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A request with the same `Idempotency-Key` is still in progress. */
-        Conflict: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
         /** @description The `Idempotency-Key` was used with another body. */
         IdempotencyKeyReused: {
             headers: {
@@ -1285,7 +1275,6 @@ export type ResponseUnsupportedMediaType = components['responses']['UnsupportedM
 export type ResponseTooManyRequests = components['responses']['TooManyRequests'];
 export type ResponseInternalServerError = components['responses']['InternalServerError'];
 export type ResponseBadRequest = components['responses']['BadRequest'];
-export type ResponseConflict = components['responses']['Conflict'];
 export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
 export type ResponseNotFound = components['responses']['NotFound'];
 export type ParameterXRequestId = components['parameters']['X-Request-Id'];
@@ -1417,7 +1406,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
-            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -1570,7 +1558,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
-            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is well-formed but cannot be accepted; `code` says why. */

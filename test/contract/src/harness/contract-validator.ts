@@ -33,7 +33,6 @@ const PROBLEM_TITLES: Record<string, string> = {
   invalid_api_key: 'API key invalid',
   not_found: 'Not found',
   method_not_allowed: 'Method not allowed',
-  idempotency_key_in_use: 'Idempotency key in use',
   payload_too_large: 'Payload too large',
   unsupported_media_type: 'Unsupported media type',
   idempotency_key_reused: 'Idempotency key reused',
