@@ -5,6 +5,7 @@ import type { Storage } from '../storage/storage.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
 import type { SentAttempt } from './delivery-sender.js';
 import type { AttemptVerdict } from './retry-schedule.js';
+import { cancelPendingDeliveries } from './webhook-store.js';
 
 /** The claim a write is fenced on: it lands only while the delivery is still leased by this claim. */
 export interface Claim {
@@ -143,20 +144,7 @@ async function applyWebhookEffects(
     const cutoff = new Date(options.now.getTime() - options.disableAfterFailingMs).toISOString();
     disabled.push(...(await disable(db, failing, 'failing', nowIso, cutoff)));
   }
-  if (disabled.length > 0) {
-    await db
-      .updateTable('deliveries')
-      .set({
-        status: 'cancelled',
-        next_attempt_at: null,
-        locked_until: null,
-        locked_by: null,
-        updated_at: nowIso,
-      })
-      .where('webhook_id', 'in', disabled)
-      .where('status', '=', 'pending')
-      .execute();
-  }
+  if (disabled.length > 0) await cancelPendingDeliveries(db, disabled, nowIso);
 }
 
 /** Disables the active ones of `webhookIds` (only those failing since `failingBefore`, if given); returns their ids. */

@@ -128,7 +128,7 @@ export async function updateWebhook(
       // An already disabled webhook keeps the reason it was disabled for (endpoint_gone says more).
       if (row.status !== 'disabled')
         Object.assign(changes, { status: 'disabled', disabled_reason: 'manual' });
-      await cancelPendingDeliveries(trx, id, at);
+      await cancelPendingDeliveries(trx, [id], at);
     }
     return toWebhook(await updateWebhookRow(trx, id, changes));
   });
@@ -140,7 +140,7 @@ export async function deleteWebhook(deps: WebhookServiceDeps, tenantId: string, 
   await deps.storage.db.transaction().execute(async (trx) => {
     await requireWebhook(trx, tenantId, id);
     await updateWebhookRow(trx, id, { deleted_at: at, updated_at: at });
-    await cancelPendingDeliveries(trx, id, at);
+    await cancelPendingDeliveries(trx, [id], at);
   });
 }
 

@@ -87,12 +87,20 @@ export async function updateWebhookRow(
   return trx.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 }
 
-/** Cancels the deliveries not yet made to a webhook (deleted or paused); returns how many. */
-export async function cancelPendingDeliveries(trx: Db, webhookId: string, now: string): Promise<number> {
-  const result = await trx
+/**
+ * Cancels the deliveries not yet made to webhooks deleted or disabled (by the API or by their failures);
+ * returns how many. Any claim is released too, so the outcome of an attempt in flight, whose write is
+ * fenced on the claim, cannot overwrite the cancellation.
+ */
+export async function cancelPendingDeliveries(
+  db: Db,
+  webhookIds: readonly string[],
+  now: string,
+): Promise<number> {
+  const result = await db
     .updateTable('deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
-    .where('webhook_id', '=', webhookId)
+    .set({ status: 'cancelled', next_attempt_at: null, locked_until: null, locked_by: null, updated_at: now })
+    .where('webhook_id', 'in', webhookIds)
     .where('status', '=', 'pending')
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
