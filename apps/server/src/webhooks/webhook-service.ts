@@ -61,7 +61,8 @@ export async function requireWebhook(
 
 /**
  * Registers a webhook: checks its events and URL (outbound safety), then stores it with its secret
- * sealed, under the request's Idempotency-Key. The secret is in this response only.
+ * sealed, under the request's Idempotency-Key (a replay is not checked again). The secret is in this
+ * response only.
  */
 export async function registerWebhook(
   deps: WebhookServiceDeps,
@@ -69,9 +70,6 @@ export async function registerWebhook(
   request: { body: RegisterWebhookRequest; idempotencyKey: string | undefined },
 ): Promise<IdempotentOutcome> {
   const { body } = request;
-  checkEventFilter(body.events);
-  const verdict = await checkWebhookUrl(body.url, deps.policy, deps.resolve);
-  if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
   const now = deps.clock.now();
   const scope = {
     apiKeyId: caller.keyId,
@@ -80,6 +78,12 @@ export async function registerWebhook(
     body,
     // The replayable response holds the secret: the idempotency record keeps it sealed too.
     protect: deps.secretBox,
+    // Only a request that is not a replay is checked: a retry gets its replay even if DNS changed since.
+    validate: async () => {
+      checkEventFilter(body.events);
+      const verdict = await checkWebhookUrl(body.url, deps.policy, deps.resolve);
+      if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
+    },
   };
   return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const secret = generateWebhookSecret();
