@@ -166,7 +166,6 @@ export async function rotateWebhookSecret(
     await requireWebhook(trx, tenantId, id);
     const next = { id: newId('sec'), ciphertext: deps.secretBox.seal(secret) };
     await rotateSecretRows(trx, id, next, { now: now.toISOString(), oldExpiresAt });
-    await updateWebhookRow(trx, id, { updated_at: now.toISOString() });
   });
   return { id, secret, previous_secret_expires_at: oldExpiresAt };
 }

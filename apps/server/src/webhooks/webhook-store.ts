@@ -107,8 +107,9 @@ export async function cancelPendingDeliveries(
 }
 
 /**
- * Replaces a webhook's current secret by a new one: the old ones keep signing until `oldExpiresAt` at the
- * latest, and of those still signing, only the newest {@link MAX_SIGNING_OLD_SECRETS} keep doing so.
+ * Replaces a webhook's current secret by a new one (and marks the webhook updated): the old ones keep
+ * signing until `oldExpiresAt` at the latest, and of those still signing, only the newest
+ * {@link MAX_SIGNING_OLD_SECRETS} keep doing so.
  */
 export async function rotateSecretRows(
   trx: Transaction<Database>,
@@ -116,6 +117,9 @@ export async function rotateSecretRows(
   next: { id: string; ciphertext: string },
   times: { now: string; oldExpiresAt: string },
 ): Promise<void> {
+  // The webhook's row lock first: concurrent rotations of one webhook then run one after the other, each
+  // seeing the secret the previous one made current (else both would stay current and sign forever).
+  await trx.updateTable('webhooks').set({ updated_at: times.now }).where('id', '=', webhookId).execute();
   // No old secret signs past the new grace period: rotating with 0 after a leak retires every one of them.
   await trx
     .updateTable('webhook_secrets')
