@@ -1,9 +1,6 @@
 import type { Storage } from '../storage/storage.js';
 import type { SecretBox } from './secret-box.js';
 
-/** At most this many rotated secrets sign beside the current one (Standard Webhooks). */
-export const MAX_OLD_SECRETS = 5;
-
 /** A delivery this worker holds a lease on, with what its attempt needs. */
 export interface ClaimedDelivery {
   id: string;
@@ -111,7 +108,8 @@ export async function withSigningSecrets(
 
 /**
  * The secrets each webhook signs with at `nowIso`, opened: the current one (no expiry) first, then the
- * rotated ones still in their grace period, newest first, at most MAX_OLD_SECRETS of them.
+ * rotated ones still in their grace period, newest first (rotation retires all but the newest
+ * MAX_SIGNING_OLD_SECRETS of those).
  */
 async function loadSigningSecrets(
   storage: Pick<Storage, 'db'>,
@@ -135,7 +133,7 @@ async function loadSigningSecrets(
   for (const row of currentFirst) {
     const list = bySecret.get(row.webhook_id) ?? [];
     try {
-      if (list.length <= MAX_OLD_SECRETS) list.push(secretBox.open(row.ciphertext));
+      list.push(secretBox.open(row.ciphertext));
     } catch {
       // Sealed under another key (SECRETS_KEY changed): it cannot sign; the others still do.
     }
