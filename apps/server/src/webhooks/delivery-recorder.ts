@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { newId } from '../ids.js';
+import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
@@ -45,8 +46,8 @@ export async function recordDeliveryWrites(
   const nowIso = options.now.toISOString();
   await storage.db.transaction().execute(async (trx) => {
     const attempts = writes.flatMap((write) => (write.kind === 'attempt' ? [write] : []));
-    for (let start = 0; start < attempts.length; start += ROWS_PER_STATEMENT) {
-      const rows = attempts.slice(start, start + ROWS_PER_STATEMENT).map((write) => ({
+    for (const chunk of chunks(attempts, ROWS_PER_STATEMENT)) {
+      const rows = chunk.map((write) => ({
         id: newId('att'),
         delivery_id: write.claim.deliveryId,
         attempted_at: write.attemptedAt.toISOString(),
@@ -58,8 +59,8 @@ export async function recordDeliveryWrites(
       }));
       await trx.insertInto('delivery_attempts').values(rows).execute();
     }
-    for (let start = 0; start < writes.length; start += ROWS_PER_STATEMENT) {
-      await updateDeliveries(trx, writes.slice(start, start + ROWS_PER_STATEMENT), options.workerId, nowIso);
+    for (const chunk of chunks(writes, ROWS_PER_STATEMENT)) {
+      await updateDeliveries(trx, chunk, options.workerId, nowIso);
     }
     await applyWebhookEffects(trx, attempts, nowIso, options);
   });
