@@ -51,8 +51,7 @@ export async function insertDirectDelivery(
   delivery: { id: string; webhookId: string },
 ): Promise<DeliveryRow> {
   const now = event.createdAt.toISOString();
-  await insertEvents(trx, [event]);
-  await trx.updateTable('events').set({ dispatched_at: now }).where('id', '=', event.id).execute();
+  await insertEvents(trx, [event], { dispatchedAt: now });
   const row: DeliveryRow = {
     id: delivery.id,
     tenant_id: event.tenantId,
@@ -79,12 +78,12 @@ export async function insertDirectDelivery(
  * released, so the manual attempt is not overwritten by the outcome of an attempt already in flight (whose
  * write is fenced off by the claim it no longer holds).
  */
-export async function queueManualAttempt(
+export function queueManualAttempt(
   trx: Transaction<Database>,
   id: string,
   now: string,
 ): Promise<DeliveryRow> {
-  await trx
+  return trx
     .updateTable('deliveries')
     .set({
       status: 'pending',
@@ -95,6 +94,6 @@ export async function queueManualAttempt(
       updated_at: now,
     })
     .where('id', '=', id)
-    .execute();
-  return trx.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

@@ -78,13 +78,17 @@ export async function insertNewWebhook(
 }
 
 /** Applies `changes` to a webhook and returns it as it now is. */
-export async function updateWebhookRow(
+export function updateWebhookRow(
   trx: Transaction<Database>,
   id: string,
   changes: Partial<Omit<WebhookRow, 'id' | 'tenant_id' | 'created_at'>>,
 ): Promise<WebhookRow> {
-  await trx.updateTable('webhooks').set(changes).where('id', '=', id).execute();
-  return trx.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  return trx
+    .updateTable('webhooks')
+    .set(changes)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /**
