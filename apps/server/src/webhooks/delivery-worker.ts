@@ -207,14 +207,10 @@ export class DeliveryWorker implements BackgroundWorker {
             });
       const now = clock.now();
       const verdict = judgeAttempt(sent, now);
-      const succeededBefore =
-        delivery.trigger === 'manual' &&
-        verdict.kind === 'failed' &&
-        (await this.#succeededBefore(delivery.id));
       const position = {
         failedScheduledAttempts: delivery.failedScheduledAttempts,
         trigger: delivery.trigger,
-        succeededBefore,
+        succeededBefore: delivery.succeededBefore,
       };
       const next = nextDeliveryState(config, position, verdict, now, Math.random);
       this.#options.metrics?.deliveryAttempts.inc({ result: attemptResult(sent) });
@@ -228,20 +224,6 @@ export class DeliveryWorker implements BackgroundWorker {
         error: describeError(error),
       });
     });
-  }
-
-  /** Whether an earlier attempt of the delivery succeeded (it was `succeeded` before a redelivery). */
-  async #succeededBefore(deliveryId: string): Promise<boolean> {
-    const row = await this.#options.storage.db
-      .selectFrom('delivery_attempts')
-      .select('id')
-      .where('delivery_id', '=', deliveryId)
-      .where('status_code', '>=', 200)
-      .where('status_code', '<', 300)
-      .where('error', 'is', null)
-      .limit(1)
-      .executeTakeFirst();
-    return row !== undefined;
   }
 
   /**

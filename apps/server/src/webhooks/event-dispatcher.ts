@@ -115,6 +115,7 @@ export async function dispatchEvents(
         lockedUntil: claim?.lockedUntil as string,
         failedScheduledAttempts: 0,
         trigger: 'scheduled' as const,
+        succeededBefore: false,
         dueAt: event.created_at,
         url: webhook.url,
         webhookActive: true,
