@@ -9,7 +9,7 @@ import type {
 import type { Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
-import { type Page, type PageRequest, toPage } from '../http/list-cursor.js';
+import { idCursor, type Page, type PageRequest, toPage } from '../http/list-cursor.js';
 import { type IdempotentOutcome, idempotentCreate } from '../idempotency/idempotent-create.js';
 import { newId } from '../ids.js';
 import type { Database } from '../storage/database.js';
@@ -105,7 +105,7 @@ export async function listWebhooks(
   tenantId: string,
   page: PageRequest,
 ): Promise<Page<Webhook>> {
-  return toPage(await listWebhookRows(deps.storage.db, tenantId, page), page.limit, toWebhook);
+  return toPage(await listWebhookRows(deps.storage.db, tenantId, page), page.limit, toWebhook, idCursor);
 }
 
 /**

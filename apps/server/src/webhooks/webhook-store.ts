@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { PageRequest } from '../http/list-cursor.js';
+import { keysetPage, type PageRequest } from '../http/list-cursor.js';
 import { newId } from '../ids.js';
 import type { Database, WebhooksTable } from '../storage/database.js';
 
@@ -24,16 +24,12 @@ export function findWebhook(db: Db, tenantId: string, id: string): Promise<Webho
 
 /** One page of the tenant's webhooks, newest first, with one extra row when another page follows. */
 export function listWebhookRows(db: Db, tenantId: string, page: PageRequest): Promise<WebhookRow[]> {
-  let query = db
+  const query = db
     .selectFrom('webhooks')
     .selectAll()
     .where('tenant_id', '=', tenantId)
     .where('deleted_at', 'is', null);
-  if (page.before !== undefined) query = query.where('id', '<', page.before);
-  return query
-    .orderBy('id', 'desc')
-    .limit(page.limit + 1)
-    .execute();
+  return keysetPage(query, page).execute();
 }
 
 /** What a webhook is registered with. */
