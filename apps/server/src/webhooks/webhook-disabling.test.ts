@@ -3,6 +3,7 @@ import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { systemClock } from '../clock.js';
 import { forEachDatabase } from '../storage/test-databases.js';
+import { queueManualAttempt } from './delivery-log-store.js';
 import { dispatchEvents } from './event-dispatcher.js';
 import { SecretBox } from './secret-box.js';
 import {
@@ -191,12 +192,12 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     await settledDelivery(storage(), failedEvent);
 
     // What the redeliver operation writes: a manual attempt, due now.
-    const redeliver = (eventId: string) =>
-      storage()
-        .db.updateTable('deliveries')
-        .set({ status: 'pending', next_trigger: 'manual', next_attempt_at: new Date().toISOString() })
-        .where('event_id', '=', eventId)
-        .execute();
+    const redeliver = async (eventId: string) => {
+      const { id } = (await deliveryOf(storage(), eventId)) as { id: string };
+      await storage()
+        .db.transaction()
+        .execute((trx) => queueManualAttempt(trx, id, new Date().toISOString()));
+    };
     await redeliver(ok);
     await redeliver(failedEvent);
     const okAfter = await settledDelivery(
