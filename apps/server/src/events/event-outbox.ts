@@ -38,10 +38,13 @@ const EVENTS_PER_STATEMENT = 500;
 /**
  * Writes events to the outbox. Call it inside the transaction of the change that raises them, so the
  * change and its events commit together or not at all; then call `OutboxSignal.notify()` after the commit.
+ * With `dispatchedAt`, they are written already fanned out (their deliveries written by the caller), so
+ * the dispatcher leaves them alone.
  */
 export async function insertEvents(
   db: Kysely<Database> | Transaction<Database>,
   events: readonly OutboxEvent[],
+  options: { dispatchedAt?: string } = {},
 ): Promise<void> {
   for (const chunk of chunks(events, EVENTS_PER_STATEMENT)) {
     const rows = chunk.map((event) => ({
@@ -50,6 +53,7 @@ export async function insertEvents(
       type: event.type,
       payload: event.payload,
       created_at: event.createdAt.toISOString(),
+      dispatched_at: options.dispatchedAt ?? null,
     }));
     await db.insertInto('events').values(rows).execute();
   }

@@ -1,3 +1,4 @@
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import { validationDetail } from '../errors/error-translation.js';
 
@@ -44,16 +45,40 @@ export function readPageRequest(query: { limit?: unknown; cursor?: unknown }, id
   return { limit, before };
 }
 
-/** Turns `limit + 1` rows (newest first) into a page: the extra row only says that another page exists. */
-export function toPage<Row extends { id: string }, T>(
+/**
+ * Narrows a list query over a table with ULID `id`s to one keyset page, newest first: the ids below the
+ * cursor, in descending order, `limit + 1` rows (the extra one only says that another page exists).
+ */
+export function keysetPage<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: PageRequest,
+): SelectQueryBuilder<DB, TB, O> {
+  const id = sql.ref('id');
+  return query
+    .$if(page.before !== undefined, (below) => below.where(id, '<', page.before))
+    .orderBy(id, 'desc')
+    .limit(page.limit + 1);
+}
+
+/** The cursor after a row whose `id` orders the list: the usual `cursorOf` of {@link toPage}. */
+export function idCursor(row: { id: string }): string {
+  return encodeCursor(row.id);
+}
+
+/**
+ * Turns `limit + 1` rows into a page: the extra row only says that another page exists, and the next
+ * cursor is `cursorOf` the last row shown.
+ */
+export function toPage<Row, T>(
   rows: readonly Row[],
   limit: number,
   view: (row: Row) => T,
+  cursorOf: (row: Row) => string,
 ): Page<T> {
   const shown = rows.slice(0, limit);
   const last = shown.at(-1);
   return {
     data: shown.map(view),
-    next_cursor: rows.length > limit && last ? encodeCursor(last.id) : null,
+    next_cursor: rows.length > limit && last !== undefined ? cursorOf(last) : null,
   };
 }

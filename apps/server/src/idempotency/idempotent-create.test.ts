@@ -46,6 +46,40 @@ forEachDatabase('idempotentCreate', ({ storage }) => {
     await expect(refused).rejects.toMatchObject({ code: 'idempotency_key_reused' });
   });
 
+  it('when the same key comes again, then it is replayed or refused as reused without being validated again', async () => {
+    const valid = { ...scope('k-validated'), validate: () => {} };
+    const first = await idempotentCreate(storage().db, valid, NOW, create);
+    const invalidNow = () => {
+      throw new AppError('webhook_url_refused', { detail: 'The host no longer resolves.' });
+    };
+    const again = await idempotentCreate(storage().db, { ...valid, validate: invalidNow }, NOW, create);
+    expect(again).toEqual({ ...first, replayed: true });
+    const reused = { ...scope('k-validated', { a: 2 }), validate: invalidNow };
+    await expect(idempotentCreate(storage().db, reused, NOW, create)).rejects.toMatchObject({
+      code: 'idempotency_key_reused',
+    });
+  });
+
+  it('when validation fails, then nothing is created and the key is not used up', async () => {
+    const before = await committed();
+    const invalid = {
+      ...scope('k-invalid'),
+      validate: async () => {
+        throw new AppError('webhook_url_refused', { detail: 'The host does not resolve.' });
+      },
+    };
+    await expect(idempotentCreate(storage().db, invalid, NOW, create)).rejects.toMatchObject({
+      code: 'webhook_url_refused',
+    });
+    await expect(
+      idempotentCreate(storage().db, { ...invalid, key: undefined }, NOW, create),
+    ).rejects.toMatchObject({
+      code: 'webhook_url_refused',
+    });
+    expect(await committed()).toBe(before);
+    expect((await idempotentCreate(storage().db, scope('k-invalid'), NOW, create)).replayed).toBe(false);
+  });
+
   it('when no key is sent, then every request creates', async () => {
     const before = await committed();
     await idempotentCreate(storage().db, scope(undefined), NOW, create);

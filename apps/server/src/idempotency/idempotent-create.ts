@@ -20,6 +20,12 @@ export interface IdempotencyScope {
    * keeps only ciphertext, and a replay opens it.
    */
   protect?: { seal(text: string): string; open(sealed: string): string };
+  /**
+   * Checks the request (throwing its error) once no earlier response to replay was found, before the
+   * transaction: a retry is answered by its replay, and a reused key by `idempotency_key_reused`, even when
+   * the check would now fail (a webhook URL whose host no longer resolves).
+   */
+  validate?: () => Promise<void> | void;
 }
 
 /** The response of a create, as sent the first time and replayed after. */
@@ -40,7 +46,7 @@ export interface IdempotentOutcome {
 }
 
 /**
- * Runs `create` in a transaction that also records its response under the request's `Idempotency-Key`,
+ * Runs `create` (after `scope.validate`) in a transaction that also records its response under the request's `Idempotency-Key`,
  * so a create and its idempotency record commit together: a retry after a crash either finds both or
  * neither. A repeat with the same key and body replays the first response; another body is refused with
  * 422 `idempotency_key_reused`. Two concurrent requests with one key: the second's insert waits on the
@@ -53,6 +59,7 @@ export async function idempotentCreate(
   create: (trx: Transaction<Database>) => Promise<CreatedResponse>,
 ): Promise<IdempotentOutcome> {
   if (scope.key === undefined) {
+    await scope.validate?.();
     const created = await db.transaction().execute(create);
     return { ...created, bodyJson: JSON.stringify(created.body), replayed: false };
   }
@@ -61,6 +68,7 @@ export async function idempotentCreate(
   const cutoff = new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS).toISOString();
   const earlier = await findResponse(db, scope.apiKeyId, key, cutoff);
   if (earlier) return replay(earlier, requestHash, key, scope.protect);
+  await scope.validate?.();
   try {
     return await db.transaction().execute(async (trx) => {
       const created = await create(trx);

@@ -2,6 +2,7 @@ import type { operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
+import { toPage } from '../http/list-cursor.js';
 import { idempotentCreate, sendOutcome } from '../idempotency/idempotent-create.js';
 import { newId } from '../ids.js';
 import type { Storage } from '../storage/storage.js';
@@ -62,12 +63,7 @@ export function listRunResultsRoute(storage: Pick<Storage, 'db'>): RequestHandle
     const limit = Number(query.limit ?? DEFAULT_RESULTS_LIMIT);
     // One row more than the page tells whether another page exists, without counting.
     const rows = await listRunItems(storage.db, run, after, limit + 1);
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    res.json({
-      data: page.map(runItemView),
-      next_cursor: rows.length > limit && last ? encodeResultsCursor(last.item_index) : null,
-    });
+    res.json(toPage(rows, limit, runItemView, (item) => encodeResultsCursor(item.item_index)));
   };
 }
 

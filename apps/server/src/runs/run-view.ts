@@ -1,5 +1,6 @@
 import type { Problem, Run, RunItemError, RunItemResult } from '@scenario-scoring/api-types';
 import { AppError } from '../errors/app-error.js';
+import { validationDetail } from '../errors/error-translation.js';
 import type { RunItemRecord, RunRecord } from './run-store.js';
 
 /** A run row as the contract's `Run`. */
@@ -65,10 +66,7 @@ export function decodeResultsCursor(cursor: string | undefined): number {
   const match = CURSOR_PATTERN.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
   if (!match) {
     const errors = [{ path: '/query/cursor', message: 'is not a cursor returned by this API' }];
-    throw new AppError('validation_failed', {
-      detail: 'The request has 1 invalid field: /query/cursor is not a cursor returned by this API.',
-      errors,
-    });
+    throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
   }
   return Number(match[1]);
 }

@@ -86,6 +86,13 @@ describe('checkedLookup in an undici Agent', () => {
     expect(answer.status).toBe(200);
     expect(dns.calls).toBe(1);
   });
+
+  it('fails the connection, instead of crashing the process, when a check throws', async () => {
+    // readWebhookConfig refuses such a CIDR at start-up; the lookup still must not throw from a promise.
+    await expect(
+      postThrough(['10.0.0.0/33'], scriptedDns(['127.0.0.1']), `http://receiver.test:${port}/`),
+    ).rejects.toThrow(/CIDR/);
+  });
 });
 
 describe('checkedConnector in an undici Agent', () => {

@@ -1,9 +1,6 @@
 import type { Storage } from '../storage/storage.js';
 import type { SecretBox } from './secret-box.js';
 
-/** At most this many rotated secrets sign beside the current one (Standard Webhooks). */
-export const MAX_OLD_SECRETS = 5;
-
 /** A delivery this worker holds a lease on, with what its attempt needs. */
 export interface ClaimedDelivery {
   id: string;
@@ -13,6 +10,8 @@ export interface ClaimedDelivery {
   lockedUntil: string;
   failedScheduledAttempts: number;
   trigger: 'scheduled' | 'manual';
+  /** For a manual attempt: an earlier attempt succeeded (the delivery was `succeeded` before). */
+  succeededBefore: boolean;
   /** When the attempt came due (its event's time, or its retry's): the start of the delivery lag. */
   dueAt: string;
   url: string;
@@ -67,6 +66,23 @@ export async function claimDueDeliveries(
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
     .innerJoin('events as e', 'e.id', 'd.event_id')
     .select(['d.id', 'd.webhook_id', 'w.url', 'w.status', 'w.deleted_at', 'e.payload'])
+    // Only a failed manual attempt needs it (to return a redelivered delivery to `succeeded`).
+    .select((eb) =>
+      eb
+        .and([
+          eb('d.next_trigger', '=', 'manual'),
+          eb.exists(
+            eb
+              .selectFrom('delivery_attempts as a')
+              .select('a.id')
+              .whereRef('a.delivery_id', '=', 'd.id')
+              .where('a.status_code', '>=', 200)
+              .where('a.status_code', '<', 300)
+              .where('a.error', 'is', null),
+          ),
+        ])
+        .as('succeeded_before'),
+    )
     .where(
       'd.id',
       'in',
@@ -83,6 +99,8 @@ export async function claimDueDeliveries(
       lockedUntil,
       failedScheduledAttempts: row.failed_scheduled_attempts,
       trigger: row.next_trigger,
+      // SQLite answers 1 or 0, PostgreSQL true or false.
+      succeededBefore: Boolean(detail?.succeeded_before),
       dueAt: row.next_attempt_at ?? nowIso,
       url: detail?.url ?? '',
       webhookActive: detail !== undefined && detail.status === 'active' && detail.deleted_at === null,
@@ -111,7 +129,8 @@ export async function withSigningSecrets(
 
 /**
  * The secrets each webhook signs with at `nowIso`, opened: the current one (no expiry) first, then the
- * rotated ones still in their grace period, newest first, at most MAX_OLD_SECRETS of them.
+ * rotated ones still in their grace period, newest first (rotation retires all but the newest
+ * MAX_SIGNING_OLD_SECRETS of those).
  */
 async function loadSigningSecrets(
   storage: Pick<Storage, 'db'>,
@@ -135,7 +154,7 @@ async function loadSigningSecrets(
   for (const row of currentFirst) {
     const list = bySecret.get(row.webhook_id) ?? [];
     try {
-      if (list.length <= MAX_OLD_SECRETS) list.push(secretBox.open(row.ciphertext));
+      list.push(secretBox.open(row.ciphertext));
     } catch {
       // Sealed under another key (SECRETS_KEY changed): it cannot sign; the others still do.
     }

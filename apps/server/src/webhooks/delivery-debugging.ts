@@ -1,7 +1,7 @@
 import type { Attempt, Delivery } from '@scenario-scoring/api-types';
 import { AppError } from '../errors/app-error.js';
 import { newEvent } from '../events/event-outbox.js';
-import { type Page, type PageRequest, toPage } from '../http/list-cursor.js';
+import { idCursor, type Page, type PageRequest, toPage } from '../http/list-cursor.js';
 import { newId } from '../ids.js';
 import {
   findDelivery,
@@ -25,7 +25,7 @@ export async function listDeliveries(
   page: PageRequest,
 ): Promise<Page<Delivery>> {
   await requireWebhook(deps.storage.db, tenantId, webhookId);
-  return toPage(await listDeliveryRows(deps.storage.db, webhookId, page), page.limit, toDelivery);
+  return toPage(await listDeliveryRows(deps.storage.db, webhookId, page), page.limit, toDelivery, idCursor);
 }
 
 /** A page of a delivery's attempts, newest first. */
@@ -37,7 +37,12 @@ export async function listAttempts(
 ): Promise<Page<Attempt>> {
   await requireWebhook(deps.storage.db, tenantId, ids.webhookId);
   await requireDelivery(deps, ids);
-  return toPage(await listAttemptRows(deps.storage.db, ids.deliveryId, page), page.limit, toAttempt);
+  return toPage(
+    await listAttemptRows(deps.storage.db, ids.deliveryId, page),
+    page.limit,
+    toAttempt,
+    idCursor,
+  );
 }
 
 /**

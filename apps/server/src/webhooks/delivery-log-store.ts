@@ -1,7 +1,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { OutboxEvent } from '../events/event-outbox.js';
 import { insertEvents } from '../events/event-outbox.js';
-import type { PageRequest } from '../http/list-cursor.js';
+import { keysetPage, type PageRequest } from '../http/list-cursor.js';
 import type { Database, DeliveriesTable, DeliveryAttemptsTable } from '../storage/database.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -23,22 +23,18 @@ export function findDelivery(db: Db, webhookId: string, id: string): Promise<Del
 
 /** One page of a webhook's deliveries, newest first, plus one row when another page follows. */
 export function listDeliveryRows(db: Db, webhookId: string, page: PageRequest): Promise<DeliveryRow[]> {
-  let query = db.selectFrom('deliveries').selectAll().where('webhook_id', '=', webhookId);
-  if (page.before !== undefined) query = query.where('id', '<', page.before);
-  return query
-    .orderBy('id', 'desc')
-    .limit(page.limit + 1)
-    .execute();
+  return keysetPage(
+    db.selectFrom('deliveries').selectAll().where('webhook_id', '=', webhookId),
+    page,
+  ).execute();
 }
 
 /** One page of a delivery's attempts, newest first, plus one row when another page follows. */
 export function listAttemptRows(db: Db, deliveryId: string, page: PageRequest): Promise<AttemptRow[]> {
-  let query = db.selectFrom('delivery_attempts').selectAll().where('delivery_id', '=', deliveryId);
-  if (page.before !== undefined) query = query.where('id', '<', page.before);
-  return query
-    .orderBy('id', 'desc')
-    .limit(page.limit + 1)
-    .execute();
+  return keysetPage(
+    db.selectFrom('delivery_attempts').selectAll().where('delivery_id', '=', deliveryId),
+    page,
+  ).execute();
 }
 
 /**
@@ -51,8 +47,7 @@ export async function insertDirectDelivery(
   delivery: { id: string; webhookId: string },
 ): Promise<DeliveryRow> {
   const now = event.createdAt.toISOString();
-  await insertEvents(trx, [event]);
-  await trx.updateTable('events').set({ dispatched_at: now }).where('id', '=', event.id).execute();
+  await insertEvents(trx, [event], { dispatchedAt: now });
   const row: DeliveryRow = {
     id: delivery.id,
     tenant_id: event.tenantId,
@@ -79,12 +74,12 @@ export async function insertDirectDelivery(
  * released, so the manual attempt is not overwritten by the outcome of an attempt already in flight (whose
  * write is fenced off by the claim it no longer holds).
  */
-export async function queueManualAttempt(
+export function queueManualAttempt(
   trx: Transaction<Database>,
   id: string,
   now: string,
 ): Promise<DeliveryRow> {
-  await trx
+  return trx
     .updateTable('deliveries')
     .set({
       status: 'pending',
@@ -95,6 +90,6 @@ export async function queueManualAttempt(
       updated_at: now,
     })
     .where('id', '=', id)
-    .execute();
-  return trx.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

@@ -1,10 +1,12 @@
 import { type Kysely, sql } from 'kysely';
 import { newId } from '../ids.js';
+import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
 import type { SentAttempt } from './delivery-sender.js';
 import type { AttemptVerdict } from './retry-schedule.js';
+import { cancelPendingDeliveries } from './webhook-store.js';
 
 /** The claim a write is fenced on: it lands only while the delivery is still leased by this claim. */
 export interface Claim {
@@ -44,8 +46,8 @@ export async function recordDeliveryWrites(
   const nowIso = options.now.toISOString();
   await storage.db.transaction().execute(async (trx) => {
     const attempts = writes.flatMap((write) => (write.kind === 'attempt' ? [write] : []));
-    for (let start = 0; start < attempts.length; start += ROWS_PER_STATEMENT) {
-      const rows = attempts.slice(start, start + ROWS_PER_STATEMENT).map((write) => ({
+    for (const chunk of chunks(attempts, ROWS_PER_STATEMENT)) {
+      const rows = chunk.map((write) => ({
         id: newId('att'),
         delivery_id: write.claim.deliveryId,
         attempted_at: write.attemptedAt.toISOString(),
@@ -57,8 +59,8 @@ export async function recordDeliveryWrites(
       }));
       await trx.insertInto('delivery_attempts').values(rows).execute();
     }
-    for (let start = 0; start < writes.length; start += ROWS_PER_STATEMENT) {
-      await updateDeliveries(trx, writes.slice(start, start + ROWS_PER_STATEMENT), options.workerId, nowIso);
+    for (const chunk of chunks(writes, ROWS_PER_STATEMENT)) {
+      await updateDeliveries(trx, chunk, options.workerId, nowIso);
     }
     await applyWebhookEffects(trx, attempts, nowIso, options);
   });
@@ -143,20 +145,7 @@ async function applyWebhookEffects(
     const cutoff = new Date(options.now.getTime() - options.disableAfterFailingMs).toISOString();
     disabled.push(...(await disable(db, failing, 'failing', nowIso, cutoff)));
   }
-  if (disabled.length > 0) {
-    await db
-      .updateTable('deliveries')
-      .set({
-        status: 'cancelled',
-        next_attempt_at: null,
-        locked_until: null,
-        locked_by: null,
-        updated_at: nowIso,
-      })
-      .where('webhook_id', 'in', disabled)
-      .where('status', '=', 'pending')
-      .execute();
-  }
+  if (disabled.length > 0) await cancelPendingDeliveries(db, disabled, nowIso);
 }
 
 /** Disables the active ones of `webhookIds` (only those failing since `failingBefore`, if given); returns their ids. */

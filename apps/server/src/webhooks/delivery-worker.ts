@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Agent, Dispatcher } from 'undici';
+import type { Agent } from 'undici';
 import type { Clock } from '../clock.js';
 import { describeError, type Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -36,20 +36,10 @@ export interface DeliveryWorkerOptions {
   /** Counts attempts by result and observes the delivery lag. */
   metrics?: Pick<Metrics, 'deliveryAttempts' | 'deliveryLagSeconds'>;
   /**
-   * The connection pool attempts go through: the seam for the connect-time address check (an Agent whose
-   * `connect.lookup` refuses non-public addresses). Default: a plain Agent bounded by the timeout, closed
-   * on stop; a dispatcher passed in is the caller's to close.
-   */
-  dispatcher?: Dispatcher;
-  /**
-   * How the worker's own Agent connects when no dispatcher is given: the checked connector in production
+   * How the worker's Agent (closed on stop) connects: the checked connector in production
    * (`checkedConnector`), so every address is checked at connect time and the socket pinned to it.
    */
   connect?: Agent.Options['connect'];
-  /** Jitter source, [0, 1). */
-  random?: () => number;
-  /** Names this worker's claims (`locked_by`); unique per instance by default. */
-  workerId?: string;
 }
 
 /**
@@ -60,10 +50,11 @@ export interface DeliveryWorkerOptions {
  */
 export class DeliveryWorker implements BackgroundWorker {
   readonly name = 'webhook-delivery';
+  /** Names this worker's claims (`locked_by`): unique per instance. */
   readonly workerId: string;
   readonly #options: DeliveryWorkerOptions;
   readonly #send: DeliverySender;
-  readonly #ownedAgent: Dispatcher | undefined;
+  readonly #agent: Agent;
   readonly #recorder: GroupCommitter<DeliveryWrite>;
   readonly #inFlight = new Set<Promise<void>>();
   #running = false;
@@ -79,12 +70,9 @@ export class DeliveryWorker implements BackgroundWorker {
 
   constructor(options: DeliveryWorkerOptions) {
     this.#options = options;
-    this.workerId = options.workerId ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
-    this.#ownedAgent = options.dispatcher
-      ? undefined
-      : createDeliveryAgent(options.config.timeoutMs, options.connect);
-    const dispatcher = options.dispatcher ?? (this.#ownedAgent as Dispatcher);
-    this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher });
+    this.workerId = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+    this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
+    this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
     this.#recorder = new GroupCommitter((writes) =>
       recordDeliveryWrites(options.storage, writes, {
         workerId: this.workerId,
@@ -124,7 +112,7 @@ export class DeliveryWorker implements BackgroundWorker {
         error: describeError(error),
       });
     }
-    await this.#ownedAgent?.close();
+    await this.#agent.close();
   }
 
   /**
@@ -219,16 +207,12 @@ export class DeliveryWorker implements BackgroundWorker {
             });
       const now = clock.now();
       const verdict = judgeAttempt(sent, now);
-      const succeededBefore =
-        delivery.trigger === 'manual' &&
-        verdict.kind === 'failed' &&
-        (await this.#succeededBefore(delivery.id));
       const position = {
         failedScheduledAttempts: delivery.failedScheduledAttempts,
         trigger: delivery.trigger,
-        succeededBefore,
+        succeededBefore: delivery.succeededBefore,
       };
-      const next = nextDeliveryState(config, position, verdict, now, this.#options.random ?? Math.random);
+      const next = nextDeliveryState(config, position, verdict, now, Math.random);
       this.#options.metrics?.deliveryAttempts.inc({ result: attemptResult(sent) });
       write = { kind: 'attempt', claim, trigger: delivery.trigger, attemptedAt, sent, verdict, next };
     }
@@ -240,20 +224,6 @@ export class DeliveryWorker implements BackgroundWorker {
         error: describeError(error),
       });
     });
-  }
-
-  /** Whether an earlier attempt of the delivery succeeded (it was `succeeded` before a redelivery). */
-  async #succeededBefore(deliveryId: string): Promise<boolean> {
-    const row = await this.#options.storage.db
-      .selectFrom('delivery_attempts')
-      .select('id')
-      .where('delivery_id', '=', deliveryId)
-      .where('status_code', '>=', 200)
-      .where('status_code', '<', 300)
-      .where('error', 'is', null)
-      .limit(1)
-      .executeTakeFirst();
-    return row !== undefined;
   }
 
   /**

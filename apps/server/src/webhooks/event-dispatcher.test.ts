@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { openStorage } from '../storage/storage.js';
 import { forEachDatabase } from '../storage/test-databases.js';
-import { dispatchEvents, webhookWants } from './event-dispatcher.js';
+import { dispatchEvents } from './event-dispatcher.js';
+import { webhookWants } from './event-filter.js';
 import { SecretBox } from './secret-box.js';
 import { commitTestEvents, createTestWebhook } from './test-webhooks.js';
 

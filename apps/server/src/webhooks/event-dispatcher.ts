@@ -1,16 +1,13 @@
 import { newId } from '../ids.js';
+import { chunks } from '../storage/chunks.js';
 import type { Storage } from '../storage/storage.js';
 import type { ClaimedDelivery } from './delivery-claims.js';
+import { webhookWants } from './event-filter.js';
 
 /** Events fanned out per transaction. */
 export const DISPATCH_BATCH = 500;
 /** Delivery rows per INSERT, well below both dialects' bound-parameter limits. */
 const DELIVERIES_PER_STATEMENT = 500;
-
-/** Whether a webhook's `events` filter (a JSON array, `["*"]` for all) takes events of `type`. */
-export function webhookWants(filter: readonly string[], type: string): boolean {
-  return filter.includes('*') || filter.includes(type);
-}
 
 /** A worker taking the first deliveries of a fan-out for itself, as a claim would, saving a round of claims. */
 export interface FanOutClaim {
@@ -60,38 +57,40 @@ export async function dispatchEvents(
       .where('status', '=', 'active')
       .where('deleted_at', 'is', null)
       .execute();
-    const byTenant = new Map<string, (typeof webhooks)[number][]>();
-    for (const webhook of webhooks)
-      byTenant.set(webhook.tenant_id, [...(byTenant.get(webhook.tenant_id) ?? []), webhook]);
+    // Each filter parsed once, not once per event.
+    const byTenant = new Map<string, ((typeof webhooks)[number] & { filter: string[] })[]>();
+    for (const webhook of webhooks) {
+      const tenantWebhooks = byTenant.get(webhook.tenant_id) ?? [];
+      tenantWebhooks.push({ ...webhook, filter: JSON.parse(webhook.events) as string[] });
+      byTenant.set(webhook.tenant_id, tenantWebhooks);
+    }
 
     const fanned = events.flatMap((event) =>
       (byTenant.get(event.tenant_id) ?? [])
         // An event committed before the webhook existed is not the webhook's to receive.
         .filter(
-          (webhook) =>
-            webhook.created_at <= event.created_at && webhookWants(JSON.parse(webhook.events), event.type),
+          (webhook) => webhook.created_at <= event.created_at && webhookWants(webhook.filter, event.type),
         )
         .map((webhook) => ({ event, webhook, id: newId('dlv') })),
     );
     const claimCount = Math.min(claim?.max ?? 0, fanned.length);
     const inserted = new Set<string>();
-    for (let start = 0; start < fanned.length; start += DELIVERIES_PER_STATEMENT) {
-      const rows = fanned.slice(start, start + DELIVERIES_PER_STATEMENT).map(({ event, webhook, id }, n) => ({
-        id,
-        tenant_id: event.tenant_id,
-        webhook_id: webhook.id,
-        event_id: event.id,
-        event_type: event.type,
-        status: 'pending' as const,
-        next_attempt_at: nowIso,
-        created_at: nowIso,
-        updated_at: nowIso,
-        ...(claim &&
-          start + n < claimCount && { locked_until: claim.lockedUntil, locked_by: claim.workerId }),
-      }));
+    const rows = fanned.map(({ event, webhook, id }, n) => ({
+      id,
+      tenant_id: event.tenant_id,
+      webhook_id: webhook.id,
+      event_id: event.id,
+      event_type: event.type,
+      status: 'pending' as const,
+      next_attempt_at: nowIso,
+      created_at: nowIso,
+      updated_at: nowIso,
+      ...(claim && n < claimCount && { locked_until: claim.lockedUntil, locked_by: claim.workerId }),
+    }));
+    for (const chunk of chunks(rows, DELIVERIES_PER_STATEMENT)) {
       const done = await trx
         .insertInto('deliveries')
-        .values(rows)
+        .values(chunk)
         .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
         .returning('id')
         .execute();
@@ -116,6 +115,7 @@ export async function dispatchEvents(
         lockedUntil: claim?.lockedUntil as string,
         failedScheduledAttempts: 0,
         trigger: 'scheduled' as const,
+        succeededBefore: false,
         dueAt: event.created_at,
         url: webhook.url,
         webhookActive: true,

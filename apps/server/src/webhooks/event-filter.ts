@@ -13,6 +13,11 @@ export const EVENT_TYPES: readonly EventType[] = [
 /** Every type, present and future. */
 export const ALL_EVENTS = '*';
 
+/** Whether a webhook's event filter (`["*"]` for all) takes events of `type`. */
+export function webhookWants(filter: readonly string[], type: string): boolean {
+  return filter.includes(ALL_EVENTS) || filter.includes(type);
+}
+
 /**
  * Checks an event filter the contract's schema already shaped (a non-empty list of unique names): every
  * name must be a known type, or the list must be exactly `["*"]`. An unknown type is a 422

@@ -71,16 +71,16 @@ describe('checkAddress', () => {
     '64:ff9b::808:808',
     '2002:808:808::1',
   ])('allows the public address %s', (address) => {
-    expect(checkAddress(address, NO_ALLOWLIST)).toEqual({ allowed: true });
+    expect(checkAddress(address, NO_ALLOWLIST)).toEqual({ allowed: true, allowlisted: false });
   });
 
   it('lets an allowlisted CIDR override the refusal, and only for the addresses it holds', () => {
-    expect(checkAddress('127.0.0.1', ['127.0.0.1/32'])).toEqual({ allowed: true });
-    expect(checkAddress('::ffff:127.0.0.1', ['127.0.0.1/32'])).toEqual({ allowed: true });
+    expect(checkAddress('127.0.0.1', ['127.0.0.1/32'])).toEqual({ allowed: true, allowlisted: true });
+    expect(checkAddress('::ffff:127.0.0.1', ['127.0.0.1/32'])).toEqual({ allowed: true, allowlisted: true });
     expect(checkAddress('127.0.0.2', ['127.0.0.1/32']).allowed).toBe(false);
-    expect(checkAddress('10.9.8.7', ['10.0.0.0/8'])).toEqual({ allowed: true });
+    expect(checkAddress('10.9.8.7', ['10.0.0.0/8'])).toEqual({ allowed: true, allowlisted: true });
     expect(checkAddress('::1', ['127.0.0.1/32']).allowed).toBe(false);
-    expect(checkAddress('::1', ['::1/128'])).toEqual({ allowed: true });
+    expect(checkAddress('::1', ['::1/128'])).toEqual({ allowed: true, allowlisted: true });
   });
 
   it('refuses what is not an IP address at all', () => {
@@ -148,6 +148,14 @@ describe('checkWebhookUrl', () => {
     expect((await checkWebhookUrl('http://93.184.215.14/x', development)).allowed).toBe(true);
     // Development mode allows http, not private addresses.
     expect((await checkWebhookUrl('http://127.0.0.1/x', development)).allowed).toBe(false);
+  });
+
+  it('accepts http only when every address of the name is allowlisted', async () => {
+    const allowlisted = { allowedCidrs: ['127.0.0.1/32'], allowHttp: false };
+    const dns = fakeDns({ 'local.test': ['127.0.0.1'], 'mixed.test': ['127.0.0.1', '93.184.215.14'] });
+    expect((await checkWebhookUrl('http://local.test/x', allowlisted, dns)).allowed).toBe(true);
+    const mixed = await checkWebhookUrl('http://mixed.test/x', allowlisted, dns);
+    expect(mixed.allowed === false && mixed.reason).toContain('must use https');
   });
 
   it('refuses schemes other than http and https', async () => {

@@ -5,15 +5,33 @@ import { buildConnector } from 'undici';
 import { embeddedIpv4, GLOBAL_UNICAST, IPV4_RANGES, IPV6_RANGES } from './refused-address-ranges.js';
 import type { WebhookConfig } from './webhook-config.js';
 
-/** The verdict on one address: allowed, or refused with the reason (which address, which range). */
-export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
+/**
+ * The verdict on one address: allowed (and whether only because an allowlisted CIDR holds it, which also
+ * permits plain http), or refused with the reason (which address, which range).
+ */
+export type AddressVerdict = { allowed: true; allowlisted: boolean } | { allowed: false; reason: string };
+
+/** A CIDR as ipaddr.js parses it: the network and the prefix length. */
+type ParsedCidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+/** Allowlists already parsed, by identity: the configuration's list is parsed once, not per connection. */
+const parsedAllowlists = new WeakMap<readonly string[], ParsedCidr[]>();
+
+/** `allowedCidrs` parsed; readWebhookConfig refuses at start-up any that ipaddr.js cannot parse. */
+function parsedAllowlist(allowedCidrs: readonly string[]): ParsedCidr[] {
+  let parsed = parsedAllowlists.get(allowedCidrs);
+  if (!parsed) {
+    parsed = allowedCidrs.map((cidr) => ipaddr.parseCIDR(cidr));
+    parsedAllowlists.set(allowedCidrs, parsed);
+  }
+  return parsed;
+}
 
 /** Whether `address` lies in one of the allowlisted CIDRs (of its own family). */
-function isAllowlisted(address: ipaddr.IPv4 | ipaddr.IPv6, allowedCidrs: readonly string[]): boolean {
-  return allowedCidrs.some((cidr) => {
-    const [network, bits] = ipaddr.parseCIDR(cidr);
-    return network.kind() === address.kind() && address.match(network, bits);
-  });
+function isAllowlisted(address: ipaddr.IPv4 | ipaddr.IPv6, allowlist: readonly ParsedCidr[]): boolean {
+  return allowlist.some(
+    ([network, bits]) => network.kind() === address.kind() && address.match(network, bits),
+  );
 }
 
 function checkIpv4(address: ipaddr.IPv4): string | undefined {
@@ -37,37 +55,32 @@ function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
  */
 export function checkAddress(address: string, allowedCidrs: readonly string[]): AddressVerdict {
   if (isIP(address) === 0) return { allowed: false, reason: `${address} is not an IP address` };
+  const allowlist = parsedAllowlist(allowedCidrs);
   const parsed = parseAddress(address);
-  if (isAllowlisted(parsed, allowedCidrs)) return { allowed: true };
+  if (isAllowlisted(parsed, allowlist)) return { allowed: true, allowlisted: true };
   if (parsed.kind() === 'ipv4') {
     const label = checkIpv4(parsed as ipaddr.IPv4);
-    return label ? { allowed: false, reason: `${address} is ${label}` } : { allowed: true };
+    return label
+      ? { allowed: false, reason: `${address} is ${label}` }
+      : { allowed: true, allowlisted: false };
   }
   const ipv6 = parsed as ipaddr.IPv6;
   const embedded = embeddedIpv4(ipv6);
   if (embedded) {
+    let allowlisted = true;
     for (const ipv4 of embedded.ipv4) {
-      if (isAllowlisted(ipv4, allowedCidrs)) continue;
+      if (isAllowlisted(ipv4, allowlist)) continue;
+      allowlisted = false;
       const label = checkIpv4(ipv4);
       if (label) return { allowed: false, reason: `${address} is ${embedded.form} of ${ipv4}, ${label}` };
     }
-    return { allowed: true };
+    return { allowed: true, allowlisted };
   }
   const label = IPV6_RANGES.find(({ range }) => ipv6.match(range))?.label;
   if (label) return { allowed: false, reason: `${address} is ${label}` };
   if (!ipv6.match(GLOBAL_UNICAST))
     return { allowed: false, reason: `${address} is outside global unicast (2000::/3)` };
-  return { allowed: true };
-}
-
-/** Whether every one of `addresses` lies in an allowlisted CIDR (which also permits plain http). */
-export function allAllowlisted(addresses: readonly string[], allowedCidrs: readonly string[]): boolean {
-  return addresses.every((address) => {
-    const parsed = parseAddress(address);
-    if (isAllowlisted(parsed, allowedCidrs)) return true;
-    const embedded = parsed.kind() === 'ipv6' ? embeddedIpv4(parsed as ipaddr.IPv6) : undefined;
-    return embedded?.ipv4.every((ipv4) => isAllowlisted(ipv4, allowedCidrs)) ?? false;
-  });
+  return { allowed: true, allowlisted: false };
 }
 
 /** What the outbound policy reads from the configuration. */
@@ -85,9 +98,12 @@ export const systemResolve: ResolveHost = (hostname) =>
 /** The verdict on a webhook URL: allowed with the addresses it resolved to, or refused saying why. */
 export type UrlVerdict = { allowed: true; addresses: string[] } | { allowed: false; reason: string };
 
-/** The URL's host as an address or a name: WHATWG parsing already turned `0x7f.1` into `127.0.0.1`. */
-function hostOf(url: URL): string {
-  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+/**
+ * A URL's host name as an address or a name, without the brackets of an IPv6 literal (`[::1]`): WHATWG
+ * parsing already turned `0x7f.1` into `127.0.0.1`.
+ */
+function unbracketed(hostname: string): string {
+  return hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
 }
 
 /** Every address `host` resolves to (itself when it is an address), or why it has none. */
@@ -121,9 +137,10 @@ export async function checkWebhookUrl(
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     return { allowed: false, reason: `${parsed.protocol} URLs are refused; webhook URLs must use https` };
   }
-  const host = hostOf(parsed);
+  const host = unbracketed(parsed.hostname);
   const addresses = await resolveAll(host, resolve);
   if (typeof addresses === 'string') return { allowed: false, reason: addresses };
+  let allAllowlisted = true;
   for (const address of addresses) {
     const verdict = checkAddress(address, config.allowedCidrs);
     if (!verdict.allowed) {
@@ -133,8 +150,9 @@ export async function checkWebhookUrl(
         reason: `${via}${verdict.reason}; webhook URLs must resolve to public addresses`,
       };
     }
+    allAllowlisted &&= verdict.allowlisted;
   }
-  if (parsed.protocol === 'http:' && !config.allowHttp && !allAllowlisted(addresses, config.allowedCidrs)) {
+  if (parsed.protocol === 'http:' && !config.allowHttp && !allAllowlisted) {
     return {
       allowed: false,
       reason: `${parsed.origin} uses http; webhook URLs must use https (http is accepted only in development mode or for allowlisted addresses)`,
@@ -168,28 +186,43 @@ export function checkedLookup(config: OutboundPolicyConfig, resolve: ResolveHost
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     resolve(hostname).then(
       (entries) => {
-        for (const entry of entries) {
-          const verdict = checkAddress(entry.address, config.allowedCidrs);
-          if (!verdict.allowed) {
-            const refused = new OutboundAddressRefusedError(
-              `refused to connect to ${hostname}: ${verdict.reason}`,
-            );
-            return callback(refused, '');
-          }
+        let chosen: LookupAddress | Error;
+        try {
+          chosen = checkedAddress(hostname, entries, options.family, config);
+        } catch (error) {
+          // Whatever throws fails this connection: escaping `.then`, it would be an unhandled rejection.
+          chosen = error as Error;
         }
-        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
-        const chosen = entries.find((entry) => !family || entry.family === family);
-        if (!chosen) {
-          const error: NodeJS.ErrnoException = new Error(`${hostname} has no address to connect to`);
-          error.code = 'ENOTFOUND';
-          return callback(error, '');
-        }
-        if (options.all) return callback(null, [{ address: chosen.address, family: chosen.family }]);
+        if (chosen instanceof Error) return callback(chosen, '');
+        if (options.all) return callback(null, [chosen]);
         return callback(null, chosen.address, chosen.family);
       },
       (error: NodeJS.ErrnoException) => callback(error, ''),
     );
   };
+}
+
+/** The address to connect to: the first of the requested family, once every address was allowed. */
+function checkedAddress(
+  hostname: string,
+  entries: readonly LookupAddress[],
+  requestedFamily: LookupOptions['family'],
+  config: OutboundPolicyConfig,
+): LookupAddress | Error {
+  for (const entry of entries) {
+    const verdict = checkAddress(entry.address, config.allowedCidrs);
+    if (!verdict.allowed) {
+      return new OutboundAddressRefusedError(`refused to connect to ${hostname}: ${verdict.reason}`);
+    }
+  }
+  const family = requestedFamily === 'IPv4' ? 4 : requestedFamily === 'IPv6' ? 6 : requestedFamily;
+  const chosen = entries.find((entry) => !family || entry.family === family);
+  if (!chosen) {
+    const error: NodeJS.ErrnoException = new Error(`${hostname} has no address to connect to`);
+    error.code = 'ENOTFOUND';
+    return error;
+  }
+  return { address: chosen.address, family: chosen.family };
 }
 
 /**
@@ -204,7 +237,7 @@ export function checkedConnector(
 ): buildConnector.connector {
   const connect = buildConnector({ ...options, lookup: checkedLookup(config, resolve) });
   return (options, callback) => {
-    const host = options.hostname.startsWith('[') ? options.hostname.slice(1, -1) : options.hostname;
+    const host = unbracketed(options.hostname);
     if (isIP(host) !== 0) {
       const verdict = checkAddress(host, config.allowedCidrs);
       if (!verdict.allowed) {

@@ -56,7 +56,7 @@ export class SecretBox {
 
 /**
  * The server key: `SECRETS_KEY` (base64 of 32 bytes) when configured, else `DATA_DIR/secrets.key`,
- * generated on first start with owner-only permissions (0600) and refused if others can read it.
+ * generated on first start with owner-only permissions (0600), and set back to 0600 if others could read it.
  */
 export async function loadSecretsKey(options: {
   secretsKey: string | undefined;

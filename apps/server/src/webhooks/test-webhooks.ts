@@ -8,16 +8,16 @@ import type { AddressInfo } from 'node:net';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterEach } from 'vitest';
 import { type Clock, systemClock } from '../clock.js';
-import { EnvReader } from '../config/env-reader.js';
 import { type EventType, insertEvents, newEvent } from '../events/event-outbox.js';
 import { newId } from '../ids.js';
 import { silentLogger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
+import { testConfig } from '../test-server.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import type { SecretBox } from './secret-box.js';
-import { readWebhookConfig, type WebhookConfig } from './webhook-config.js';
+import type { WebhookConfig } from './webhook-config.js';
 import { generateWebhookSecret } from './webhook-signature.js';
-import { insertNewWebhook } from './webhook-store.js';
+import { insertNewWebhook, rotateSecretRows } from './webhook-store.js';
 
 /** The system clock shifted by an offset tests move by hand: 5 days pass in a line, and time still flows. */
 export class FakeClock implements Clock {
@@ -52,22 +52,12 @@ export async function rotateTestSecret(
   options: { now: Date; graceMs: number },
 ): Promise<string> {
   const secret = generateWebhookSecret();
-  await storage.db
-    .updateTable('webhook_secrets')
-    .set({ expires_at: new Date(options.now.getTime() + options.graceMs).toISOString() })
-    .where('webhook_id', '=', webhookId)
-    .where('expires_at', 'is', null)
-    .execute();
-  await storage.db
-    .insertInto('webhook_secrets')
-    .values({
-      id: newId('whs'),
-      webhook_id: webhookId,
-      ciphertext: secretBox.seal(secret),
-      created_at: options.now.toISOString(),
-      expires_at: null,
-    })
-    .execute();
+  const next = { id: newId('sec'), ciphertext: secretBox.seal(secret) };
+  const times = {
+    now: options.now.toISOString(),
+    oldExpiresAt: new Date(options.now.getTime() + options.graceMs).toISOString(),
+  };
+  await storage.db.transaction().execute((trx) => rotateSecretRows(trx, webhookId, next, times));
   return secret;
 }
 
@@ -139,16 +129,12 @@ export async function startTestReceiver(
   };
 }
 
-/** The delivery settings of tests: a compressed schedule and a short poll; `overrides` on top. */
+/**
+ * The delivery settings of tests: the test server's (a compressed schedule), with a shorter poll and only
+ * 127.0.0.1 allowlisted; `overrides` on top.
+ */
 export function testWebhookConfig(overrides: Partial<WebhookConfig> = {}): WebhookConfig {
-  return {
-    ...readWebhookConfig(new EnvReader({}), { nodeEnv: 'test', databaseUrl: undefined }),
-    allowedCidrs: ['127.0.0.1/32'],
-    retryScheduleMs: [10, 20, 40],
-    throttledMinDelayMs: 10,
-    pollIntervalMs: 20,
-    ...overrides,
-  };
+  return { ...testConfig().webhooks, allowedCidrs: ['127.0.0.1/32'], pollIntervalMs: 20, ...overrides };
 }
 
 /** Starts a delivery worker on `storage` with the test settings. Stop it at the end of the test. */

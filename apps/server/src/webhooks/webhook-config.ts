@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { EnvReader } from '../config/env-reader.js';
 
 /** The Standard Webhooks retry schedule: the delays after the 1st, 2nd, … failed attempt. */
@@ -46,7 +47,7 @@ export function readWebhookConfig(
   const development = context.nodeEnv === 'development';
   const allowedCidrs = reader.list('WEBHOOK_ALLOWED_CIDRS', development ? ['127.0.0.1/32', '::1/128'] : []);
   for (const cidr of allowedCidrs) {
-    if (!/^[0-9a-fA-F:.]+\/[0-9]{1,3}$/.test(cidr)) {
+    if (!/^[0-9a-fA-F:.]+\/[0-9]{1,3}$/.test(cidr) || !isCidr(cidr)) {
       reader.problems.push(
         `WEBHOOK_ALLOWED_CIDRS must be a comma-separated list of CIDRs such as 127.0.0.1/32 (got "${cidr}")`,
       );
@@ -77,4 +78,17 @@ export function readWebhookConfig(
     concurrency: reader.integer('WEBHOOK_CONCURRENCY', 64, 1, 4096),
     secretsKey,
   };
+}
+
+/**
+ * Whether the address checks can parse `cidr` (as ipaddr.js does): `10.0.0.0/33` or `::1/129` pass the
+ * pattern, not this, and would otherwise fail every check at run time.
+ */
+function isCidr(cidr: string): boolean {
+  try {
+    ipaddr.parseCIDR(cidr);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
+import { systemClock } from '../clock.js';
 import { forEachDatabase } from '../storage/test-databases.js';
+import { queueManualAttempt } from './delivery-log-store.js';
 import { dispatchEvents } from './event-dispatcher.js';
 import { SecretBox } from './secret-box.js';
 import {
@@ -11,8 +13,10 @@ import {
   deliveryOf,
   FakeClock,
   settledDelivery,
+  testWebhookConfig,
   useDeliveryFixtures,
 } from './test-webhooks.js';
+import { updateWebhook } from './webhook-service.js';
 
 const secretBox = new SecretBox(randomBytes(32));
 const DAY_MS = 86_400_000;
@@ -145,6 +149,36 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     expect(hook.requests).toHaveLength(0);
   });
 
+  it('keeps a delivery cancelled when its webhook is disabled while an attempt of it is in flight', async () => {
+    const tenant = nextTenant();
+    const answers: (() => void)[] = [];
+    const hook = await startReceiver((_r, _i, res) => {
+      answers.push(() => {
+        res.statusCode = 500;
+        res.end();
+      });
+    });
+    const { id } = await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
+    worker({ config: { retryScheduleMs: [60_000] } });
+    const [eventId] = (await commitTestEvents(storage(), tenant)) as [string];
+    await waitUntil(() => answers.length === 1, 10_000, 'the attempt in flight');
+
+    const deps = { storage: storage(), policy: testWebhookConfig(), secretBox, clock: systemClock };
+    await updateWebhook(deps, tenant, id, { status: 'disabled' });
+    answers[0]?.();
+    const delivery = await settledDelivery(storage(), eventId);
+    await waitUntil(
+      async () => (await attemptsOf(storage(), delivery.id)).length === 1,
+      10_000,
+      'the attempt recorded',
+    );
+    // The 500 would have made it pending for a retry: the attempt's write lost its claim to the cancel.
+    expect(await deliveryOf(storage(), eventId)).toMatchObject({
+      status: 'cancelled',
+      next_attempt_at: null,
+    });
+  });
+
   it('records a redelivery as manual; a failing one returns a succeeded delivery to succeeded, a failed one to failed', async () => {
     const tenant = nextTenant();
     let status = 200;
@@ -158,12 +192,12 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     await settledDelivery(storage(), failedEvent);
 
     // What the redeliver operation writes: a manual attempt, due now.
-    const redeliver = (eventId: string) =>
-      storage()
-        .db.updateTable('deliveries')
-        .set({ status: 'pending', next_trigger: 'manual', next_attempt_at: new Date().toISOString() })
-        .where('event_id', '=', eventId)
-        .execute();
+    const redeliver = async (eventId: string) => {
+      const { id } = (await deliveryOf(storage(), eventId)) as { id: string };
+      await storage()
+        .db.transaction()
+        .execute((trx) => queueManualAttempt(trx, id, new Date().toISOString()));
+    };
     await redeliver(ok);
     await redeliver(failedEvent);
     const okAfter = await settledDelivery(

@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Problem, RegisteredWebhook } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../clock.js';
 import { newId } from '../ids.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import { startTestServer, type TestServer, testConfig } from '../test-server.js';
+import type { ResolveHost } from './outbound-address-policy.js';
+import { SecretBox } from './secret-box.js';
+import { registerWebhook } from './webhook-service.js';
 
 /** A production-like server: no allowlist, no development mode. */
 const STRICT = { webhooks: { ...testConfig().webhooks, allowedCidrs: [], allowHttp: false } };
@@ -105,6 +109,43 @@ forEachDatabase('webhook refusals', ({ storage }) => {
       } finally {
         await allowlisted.close();
       }
+    });
+  });
+
+  describe('registration under an Idempotency-Key', () => {
+    it('replays a retried registration whose host no longer resolves, and refuses a reused key as reused', async () => {
+      let addresses = ['93.184.215.14'];
+      const resolve: ResolveHost = async (hostname) => {
+        if (addresses.length === 0)
+          throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+        return addresses.map((address) => ({ address, family: 4 }));
+      };
+      const deps = {
+        storage: storage(),
+        policy: STRICT.webhooks,
+        secretBox: new SecretBox(randomBytes(32)),
+        clock: systemClock,
+        resolve,
+      };
+      const tenantId = `t-${randomBytes(6).toString('hex')}`;
+      const caller = { tenantId, keyId: (await storage().createApiKey(tenantId)).keyId };
+      const body = { url: 'https://hooks.example.com/x', events: ['*'] };
+      const idempotencyKey = `retry-${randomBytes(4).toString('hex')}`;
+      const first = await registerWebhook(deps, caller, { body, idempotencyKey });
+      expect(first.status).toBe(201);
+
+      addresses = [];
+      expect(await registerWebhook(deps, caller, { body, idempotencyKey })).toEqual({
+        ...first,
+        replayed: true,
+      });
+      const other = { url: 'https://gone.example.com/x', events: ['*'] };
+      await expect(registerWebhook(deps, caller, { body: other, idempotencyKey })).rejects.toMatchObject({
+        code: 'idempotency_key_reused',
+      });
+      await expect(
+        registerWebhook(deps, caller, { body, idempotencyKey: `${idempotencyKey}-new` }),
+      ).rejects.toMatchObject({ code: 'webhook_url_refused' });
     });
   });
 

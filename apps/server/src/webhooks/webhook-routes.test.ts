@@ -218,6 +218,22 @@ forEachDatabase('webhook operations', ({ storage }) => {
     expect(await signingAt(new Date(Date.now() + 1).toISOString())).toHaveLength(1);
   });
 
+  it('leaves one current secret after concurrent rotations of a webhook', async () => {
+    const key = await newTenantKey();
+    const { id } = await register(key);
+    const rotations = Array.from({ length: 4 }, () =>
+      server.request(`/v1/webhooks/${id}/rotate-secret`, { key, body: {} }),
+    );
+    expect((await Promise.all(rotations)).map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    const current = await storage()
+      .db.selectFrom('webhook_secrets')
+      .select('id')
+      .where('webhook_id', '=', id)
+      .where('expires_at', 'is', null)
+      .execute();
+    expect(current).toHaveLength(1);
+  });
+
   it('stores secrets only as ciphertext: no plaintext secret anywhere in the database', async () => {
     const key = await newTenantKey();
     const response = await server.request('/v1/webhooks/register', {

@@ -9,7 +9,7 @@ import type {
 import type { Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
-import { type Page, type PageRequest, toPage } from '../http/list-cursor.js';
+import { idCursor, type Page, type PageRequest, toPage } from '../http/list-cursor.js';
 import { type IdempotentOutcome, idempotentCreate } from '../idempotency/idempotent-create.js';
 import { newId } from '../ids.js';
 import type { Database } from '../storage/database.js';
@@ -61,7 +61,8 @@ export async function requireWebhook(
 
 /**
  * Registers a webhook: checks its events and URL (outbound safety), then stores it with its secret
- * sealed, under the request's Idempotency-Key. The secret is in this response only.
+ * sealed, under the request's Idempotency-Key (a replay is not checked again). The secret is in this
+ * response only.
  */
 export async function registerWebhook(
   deps: WebhookServiceDeps,
@@ -69,9 +70,6 @@ export async function registerWebhook(
   request: { body: RegisterWebhookRequest; idempotencyKey: string | undefined },
 ): Promise<IdempotentOutcome> {
   const { body } = request;
-  checkEventFilter(body.events);
-  const verdict = await checkWebhookUrl(body.url, deps.policy, deps.resolve);
-  if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
   const now = deps.clock.now();
   const scope = {
     apiKeyId: caller.keyId,
@@ -80,6 +78,12 @@ export async function registerWebhook(
     body,
     // The replayable response holds the secret: the idempotency record keeps it sealed too.
     protect: deps.secretBox,
+    // Only a request that is not a replay is checked: a retry gets its replay even if DNS changed since.
+    validate: async () => {
+      checkEventFilter(body.events);
+      const verdict = await checkWebhookUrl(body.url, deps.policy, deps.resolve);
+      if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
+    },
   };
   return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const secret = generateWebhookSecret();
@@ -101,7 +105,7 @@ export async function listWebhooks(
   tenantId: string,
   page: PageRequest,
 ): Promise<Page<Webhook>> {
-  return toPage(await listWebhookRows(deps.storage.db, tenantId, page), page.limit, toWebhook);
+  return toPage(await listWebhookRows(deps.storage.db, tenantId, page), page.limit, toWebhook, idCursor);
 }
 
 /**
@@ -128,7 +132,7 @@ export async function updateWebhook(
       // An already disabled webhook keeps the reason it was disabled for (endpoint_gone says more).
       if (row.status !== 'disabled')
         Object.assign(changes, { status: 'disabled', disabled_reason: 'manual' });
-      await cancelPendingDeliveries(trx, id, at);
+      await cancelPendingDeliveries(trx, [id], at);
     }
     return toWebhook(await updateWebhookRow(trx, id, changes));
   });
@@ -140,7 +144,7 @@ export async function deleteWebhook(deps: WebhookServiceDeps, tenantId: string, 
   await deps.storage.db.transaction().execute(async (trx) => {
     await requireWebhook(trx, tenantId, id);
     await updateWebhookRow(trx, id, { deleted_at: at, updated_at: at });
-    await cancelPendingDeliveries(trx, id, at);
+    await cancelPendingDeliveries(trx, [id], at);
   });
 }
 
@@ -162,7 +166,6 @@ export async function rotateWebhookSecret(
     await requireWebhook(trx, tenantId, id);
     const next = { id: newId('sec'), ciphertext: deps.secretBox.seal(secret) };
     await rotateSecretRows(trx, id, next, { now: now.toISOString(), oldExpiresAt });
-    await updateWebhookRow(trx, id, { updated_at: now.toISOString() });
   });
   return { id, secret, previous_secret_expires_at: oldExpiresAt };
 }

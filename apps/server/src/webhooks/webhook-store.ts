@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { PageRequest } from '../http/list-cursor.js';
+import { keysetPage, type PageRequest } from '../http/list-cursor.js';
 import { newId } from '../ids.js';
 import type { Database, WebhooksTable } from '../storage/database.js';
 
@@ -24,16 +24,12 @@ export function findWebhook(db: Db, tenantId: string, id: string): Promise<Webho
 
 /** One page of the tenant's webhooks, newest first, with one extra row when another page follows. */
 export function listWebhookRows(db: Db, tenantId: string, page: PageRequest): Promise<WebhookRow[]> {
-  let query = db
+  const query = db
     .selectFrom('webhooks')
     .selectAll()
     .where('tenant_id', '=', tenantId)
     .where('deleted_at', 'is', null);
-  if (page.before !== undefined) query = query.where('id', '<', page.before);
-  return query
-    .orderBy('id', 'desc')
-    .limit(page.limit + 1)
-    .execute();
+  return keysetPage(query, page).execute();
 }
 
 /** What a webhook is registered with. */
@@ -78,29 +74,42 @@ export async function insertNewWebhook(
 }
 
 /** Applies `changes` to a webhook and returns it as it now is. */
-export async function updateWebhookRow(
+export function updateWebhookRow(
   trx: Transaction<Database>,
   id: string,
   changes: Partial<Omit<WebhookRow, 'id' | 'tenant_id' | 'created_at'>>,
 ): Promise<WebhookRow> {
-  await trx.updateTable('webhooks').set(changes).where('id', '=', id).execute();
-  return trx.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  return trx
+    .updateTable('webhooks')
+    .set(changes)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
-/** Cancels the deliveries not yet made to a webhook (deleted or paused); returns how many. */
-export async function cancelPendingDeliveries(trx: Db, webhookId: string, now: string): Promise<number> {
-  const result = await trx
+/**
+ * Cancels the deliveries not yet made to webhooks deleted or disabled (by the API or by their failures);
+ * returns how many. Any claim is released too, so the outcome of an attempt in flight, whose write is
+ * fenced on the claim, cannot overwrite the cancellation.
+ */
+export async function cancelPendingDeliveries(
+  db: Db,
+  webhookIds: readonly string[],
+  now: string,
+): Promise<number> {
+  const result = await db
     .updateTable('deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
-    .where('webhook_id', '=', webhookId)
+    .set({ status: 'cancelled', next_attempt_at: null, locked_until: null, locked_by: null, updated_at: now })
+    .where('webhook_id', 'in', webhookIds)
     .where('status', '=', 'pending')
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
 /**
- * Replaces a webhook's current secret by a new one: the old ones keep signing until `oldExpiresAt` at the
- * latest, and of those still signing, only the newest {@link MAX_SIGNING_OLD_SECRETS} keep doing so.
+ * Replaces a webhook's current secret by a new one (and marks the webhook updated): the old ones keep
+ * signing until `oldExpiresAt` at the latest, and of those still signing, only the newest
+ * {@link MAX_SIGNING_OLD_SECRETS} keep doing so.
  */
 export async function rotateSecretRows(
   trx: Transaction<Database>,
@@ -108,6 +117,9 @@ export async function rotateSecretRows(
   next: { id: string; ciphertext: string },
   times: { now: string; oldExpiresAt: string },
 ): Promise<void> {
+  // The webhook's row lock first: concurrent rotations of one webhook then run one after the other, each
+  // seeing the secret the previous one made current (else both would stay current and sign forever).
+  await trx.updateTable('webhooks').set({ updated_at: times.now }).where('id', '=', webhookId).execute();
   // No old secret signs past the new grace period: rotating with 0 after a leak retires every one of them.
   await trx
     .updateTable('webhook_secrets')

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { EnvReader } from '../config/env-reader.js';
+import { readWebhookConfig } from './webhook-config.js';
+
+const read = (env: NodeJS.ProcessEnv) => {
+  const reader = new EnvReader(env);
+  const config = readWebhookConfig(reader, { nodeEnv: 'production', databaseUrl: undefined });
+  return { config, problems: reader.problems };
+};
+
+describe('readWebhookConfig', () => {
+  it('takes the CIDRs of WEBHOOK_ALLOWED_CIDRS, IPv4 and IPv6', () => {
+    const { config, problems } = read({ WEBHOOK_ALLOWED_CIDRS: '10.0.0.0/8,::1/128' });
+    expect(problems).toEqual([]);
+    expect(config.allowedCidrs).toEqual(['10.0.0.0/8', '::1/128']);
+  });
+
+  it('refuses at start-up a CIDR whose prefix is longer than its address, naming it', () => {
+    const { problems } = read({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32,10.0.0.0/33,::1/129' });
+    expect(problems).toEqual([
+      'WEBHOOK_ALLOWED_CIDRS must be a comma-separated list of CIDRs such as 127.0.0.1/32 (got "10.0.0.0/33")',
+      'WEBHOOK_ALLOWED_CIDRS must be a comma-separated list of CIDRs such as 127.0.0.1/32 (got "::1/129")',
+    ]);
+  });
+});
