@@ -6,7 +6,7 @@ import { newId } from '../ids.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
-import { failingCommits, testRunWorker } from './run-test-harness.js';
+import { failingCommits, testRunWorker } from './test-run-worker.js';
 
 const T0 = new Date('2026-11-22T10:00:00.000Z');
 
