@@ -6,8 +6,8 @@ import { forEachDatabase } from '../storage/test-databases.js';
 import { scoreBatch } from './run-batch.js';
 import type { RunOutcome } from './run-processor.js';
 import { insertRun } from './run-store.js';
-import { testRunWorker } from './test-run-worker.js';
 import type { ScoringPool } from './scoring-pool.js';
+import { testRunWorker } from './test-run-worker.js';
 
 /** A pool of `size` pretend threads that finish their batches in a scrambled order. */
 function scramblingPool(size: number): ScoringPool {
