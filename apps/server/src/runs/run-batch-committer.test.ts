@@ -27,7 +27,7 @@ forEachDatabase('the run batch committer', ({ storage }) => {
       .execute((trx) => insertRun(trx, { id, tenantId, items: runItems, now: NOW, deadlineAt: null }));
     await db()
       .updateTable('runs')
-      .set({ status: 'running', locked_by: WORKER, locked_until: '2999-01-01T00:00:00.000Z' })
+      .set({ status: 'running', locked_by: WORKER, locked_until: '2999-01-01T00:00:00.000Z', claims: 1 })
       .where('id', '=', id)
       .execute();
     return { id, tenantId, items: runItems };
@@ -39,6 +39,7 @@ forEachDatabase('the run batch committer', ({ storage }) => {
     return {
       runId: run.id,
       workerId: WORKER,
+      claims: 1,
       fromIndex: from,
       ...scored,
       now: NOW,

@@ -111,7 +111,7 @@ async function writeBatches(trx: Transaction<Database>, entries: readonly Entry[
   );
 }
 
-/** Advances the run past the batch if this worker still holds it at `fromIndex`; false otherwise. */
+/** Advances the run past the batch if the batch's claim still holds it at `fromIndex`; false otherwise. */
 async function fence(trx: Transaction<Database>, batch: BatchCommit): Promise<boolean> {
   const fenced = await trx
     .updateTable('runs')
@@ -129,6 +129,7 @@ async function fence(trx: Transaction<Database>, batch: BatchCommit): Promise<bo
     })
     .where('id', '=', batch.runId)
     .where('locked_by', '=', batch.workerId)
+    .where('claims', '=', batch.claims)
     .where('next_index', '=', batch.fromIndex)
     .where('status', '=', 'running')
     .executeTakeFirst();

@@ -8,6 +8,18 @@ import { RunBatchCommitter } from './run-batch-committer.js';
 /** A run as the API shows it: every column but the submitted items and the worker's claim. */
 export type RunRecord = Omit<Selectable<RunsTable>, 'items' | 'locked_until' | 'locked_by' | 'claims'>;
 
+/**
+ * A worker's claim on a run. Every write of the claim is fenced on both the worker id and `claims`: an
+ * instance's concurrent slots share the worker id, and only the claim count tells a slot whose lease
+ * expired from the slot that claimed the run after it.
+ */
+export interface RunClaim {
+  runId: string;
+  workerId: string;
+  /** The run's `claims` as this claim set it. */
+  claims: number;
+}
+
 /** A run a worker claimed: what it needs to score the rest of it. */
 export interface ClaimedRun {
   id: string;
@@ -18,14 +30,20 @@ export interface ClaimedRun {
   counts: RunCounts;
   createdAt: string;
   deadlineAt: string | null;
-  /** How many times the run was claimed, this claim included (more than 1 after a crash or a restart). */
+  /**
+   * The claims of the run that ended without a release, this one included (more than 1 after a crash or
+   * a lost lease; a graceful stop releases its claim and does not count).
+   */
   claims: number;
 }
 
+/** The claim `workerId` holds on `run`, which fences its writes. */
+export function claimOf(run: ClaimedRun, workerId: string): RunClaim {
+  return { runId: run.id, workerId, claims: run.claims };
+}
+
 /** One batch of a claimed run, written in one transaction, fenced on the claim and on `fromIndex`. */
-export interface BatchCommit {
-  runId: string;
-  workerId: string;
+export interface BatchCommit extends RunClaim {
   /** The run's `next_index` the batch was scored from; the commit fails if it moved. */
   fromIndex: number;
   items: Insertable<RunItemsTable>[];
@@ -41,9 +59,7 @@ export interface BatchCommit {
 }
 
 /** Ending a run `failed`, fenced on the claim. */
-export interface RunFailure {
-  runId: string;
-  workerId: string;
+export interface RunFailure extends RunClaim {
   error: Problem;
   /** The `run.failed` event. */
   event: OutboxEvent;
@@ -61,8 +77,11 @@ export interface RunStore {
   commitBatch(batch: BatchCommit): Promise<boolean>;
   /** Ends a run `failed` with its `run.failed` event; false when the claim was lost. */
   fail(failure: RunFailure): Promise<boolean>;
-  /** Gives a claim up so another worker (or this one, later) resumes the run. */
-  release(runId: string, workerId: string): Promise<void>;
+  /**
+   * Gives a claim up so another worker (or this one, later) resumes the run; a released claim does not
+   * count toward `RUN_MAX_CLAIMS`.
+   */
+  release(claim: RunClaim): Promise<void>;
 }
 
 /** The RunStore over the server's storage. */
@@ -137,6 +156,7 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
           })
           .where('id', '=', failure.runId)
           .where('locked_by', '=', failure.workerId)
+          .where('claims', '=', failure.claims)
           .where('status', '=', 'running')
           .executeTakeFirst();
         if (Number(ended.numUpdatedRows) !== 1) return false;
@@ -145,12 +165,13 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
       });
     },
 
-    async release(runId, workerId) {
+    async release(claim) {
       await db
         .updateTable('runs')
-        .set({ locked_by: null, locked_until: null })
-        .where('id', '=', runId)
-        .where('locked_by', '=', workerId)
+        .set({ locked_by: null, locked_until: null, claims: sql<number>`claims - 1` })
+        .where('id', '=', claim.runId)
+        .where('locked_by', '=', claim.workerId)
+        .where('claims', '=', claim.claims)
         .execute();
     },
   };
