@@ -8,6 +8,23 @@ import { RunBatchCommitter } from './run-batch-committer.js';
 /** A run as the API shows it: every column but the submitted items and the worker's claim. */
 export type RunRecord = Omit<Selectable<RunsTable>, 'items' | 'locked_until' | 'locked_by' | 'claims'>;
 
+/** The columns of a RunRecord. */
+const RUN_COLUMNS = [
+  'id',
+  'tenant_id',
+  'status',
+  'item_count',
+  'next_index',
+  'succeeded',
+  'failed',
+  'escalated',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'deadline_at',
+  'error',
+] as const;
+
 /**
  * A worker's claim on a run. Every write of the claim is fenced on both the worker id and `claims`: an
  * instance's concurrent slots share the worker id, and only the claim count tells a slot whose lease
@@ -91,18 +108,6 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
   return {
     async claim(workerId, now, leaseMs) {
       const nowIso = now.toISOString();
-      const claimable = (trx: Kysely<Database> | Transaction<Database>) => {
-        let query = trx
-          .selectFrom('runs')
-          .select('id')
-          .where('status', 'in', ['queued', 'running'])
-          .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
-          .orderBy('id')
-          .limit(1);
-        // Instances claim different runs instead of queueing behind one another's row locks.
-        if (kind === 'postgres') query = query.forUpdate().skipLocked();
-        return query;
-      };
       const row = await db
         .updateTable('runs')
         .set({
@@ -112,9 +117,17 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
           started_at: sql<string>`coalesce(started_at, ${nowIso})`,
           claims: sql<number>`claims + 1`,
         })
-        .where('id', '=', (eb) => claimable(eb as unknown as Kysely<Database>))
-        .where('status', 'in', ['queued', 'running'])
-        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
+        .where('id', '=', (eb) =>
+          eb
+            .selectFrom('runs')
+            .select('id')
+            .where('status', 'in', ['queued', 'running'])
+            .where((free) => free.or([free('locked_until', 'is', null), free('locked_until', '<', nowIso)]))
+            .orderBy('id')
+            .limit(1)
+            // Instances claim different runs instead of queueing behind one another's row locks.
+            .$if(kind === 'postgres', (query) => query.forUpdate().skipLocked()),
+        )
         .returning([
           'id',
           'tenant_id',
@@ -185,21 +198,7 @@ export async function findRun(
 ): Promise<RunRecord | undefined> {
   return db
     .selectFrom('runs')
-    .select([
-      'id',
-      'tenant_id',
-      'status',
-      'item_count',
-      'next_index',
-      'succeeded',
-      'failed',
-      'escalated',
-      'created_at',
-      'started_at',
-      'completed_at',
-      'deadline_at',
-      'error',
-    ])
+    .select(RUN_COLUMNS)
     .where('id', '=', runId)
     .where('tenant_id', '=', tenantId)
     .executeTakeFirst();
@@ -234,29 +233,17 @@ export async function insertRun(
   trx: Transaction<Database>,
   run: { id: string; tenantId: string; items: readonly ScoreRequest[]; now: Date; deadlineAt: Date | null },
 ): Promise<RunRecord> {
-  const row: Insertable<RunsTable> = {
-    id: run.id,
-    tenant_id: run.tenantId,
-    status: 'queued',
-    item_count: run.items.length,
-    items: JSON.stringify(run.items.map(({ subject, context }) => ({ subject, context }))),
-    created_at: run.now.toISOString(),
-    deadline_at: run.deadlineAt?.toISOString() ?? null,
-  };
-  await trx.insertInto('runs').values(row).execute();
-  return {
-    id: row.id,
-    tenant_id: row.tenant_id,
-    status: 'queued',
-    item_count: row.item_count,
-    next_index: 0,
-    succeeded: 0,
-    failed: 0,
-    escalated: 0,
-    created_at: row.created_at,
-    started_at: null,
-    completed_at: null,
-    deadline_at: row.deadline_at ?? null,
-    error: null,
-  };
+  return trx
+    .insertInto('runs')
+    .values({
+      id: run.id,
+      tenant_id: run.tenantId,
+      status: 'queued',
+      item_count: run.items.length,
+      items: JSON.stringify(run.items),
+      created_at: run.now.toISOString(),
+      deadline_at: run.deadlineAt?.toISOString() ?? null,
+    })
+    .returning(RUN_COLUMNS)
+    .executeTakeFirstOrThrow();
 }
