@@ -35,7 +35,8 @@ forEachDatabase('the run batch committer', ({ storage }) => {
 
   /** The batch that commits items `from`..`to` of a run. */
   function batchOf(run: Awaited<ReturnType<typeof claimedRun>>, from: number, to: number): BatchCommit {
-    const scored = scoreBatch({ runId: run.id, tenantId: run.tenantId, items: run.items }, from, to, NOW);
+    const source = { runId: run.id, tenantId: run.tenantId, items: run.items.slice(from, to) };
+    const scored = scoreBatch(source, from, NOW);
     return {
       runId: run.id,
       workerId: WORKER,

@@ -14,9 +14,9 @@ function scramblingPool(size: number): ScoringPool {
   let turn = 0;
   return {
     size,
-    score(source, from, to, now) {
+    score(source, from, now) {
       const delay = [15, 1, 8][turn++ % 3] as number;
-      const batch = scoreBatch(source, from, to, now);
+      const batch = scoreBatch(source, from, now);
       return new Promise((resolve) => setTimeout(() => resolve(batch), delay));
     },
     close: async () => {},

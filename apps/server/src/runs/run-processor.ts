@@ -41,7 +41,6 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   const { store, config, clock } = context;
   const claim = claimOf(run, context.workerId);
   const itemCount = run.items.length;
-  const source = { runId: run.id, tenantId: run.tenantId, items: run.items };
   // Batches scored ahead of the one committing: enough to keep every scoring thread busy with this run.
   const ahead = Math.max(1, context.pool.size);
   // Batches not committed yet, in item order; the first is the next to commit.
@@ -50,9 +49,9 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   const fill = () => {
     // A run with nothing left to score still commits one (empty) batch, the one that completes it.
     while (window.length === 0 || (window.length <= ahead && scoredTo < itemCount)) {
-      const now = clock.now();
       const to = Math.min(scoredTo + config.batchSize, itemCount);
-      window.push({ to, now, scored: context.pool.score(source, scoredTo, to, now) });
+      const source = { runId: run.id, tenantId: run.tenantId, items: run.items.slice(scoredTo, to) };
+      window.push({ to, scored: context.pool.score(source, scoredTo, clock.now()) });
       scoredTo = to;
     }
   };
@@ -106,10 +105,9 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   }
 }
 
-/** A batch being scored: where it ends, the time it is scored at, and its rows once scored. */
+/** A batch being scored: where it ends, and its rows once scored. */
 interface PendingBatch {
   to: number;
-  now: Date;
   scored: Promise<ScoredBatch>;
 }
 

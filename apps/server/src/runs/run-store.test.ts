@@ -58,7 +58,7 @@ forEachDatabase('the run store', ({ storage }) => {
     };
     const failure = { ...staleClaim, error, event: newEvent(tenant, 'run.failed', data, now), now };
     expect(await store.fail(failure)).toBe(false);
-    const batch = scoreBatch({ runId: id, tenantId: tenant, items }, 0, 1, now);
+    const batch = scoreBatch({ runId: id, tenantId: tenant, items: items.slice(0, 1) }, 0, now);
     const commit = { ...staleClaim, fromIndex: 0, ...batch, now, leaseMs: LEASE_MS, completes: false };
     expect(await store.commitBatch(commit)).toBe(false);
 

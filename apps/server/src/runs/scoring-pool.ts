@@ -8,7 +8,6 @@ export interface ScoringRequest {
   id: number;
   source: BatchSource;
   from: number;
-  to: number;
   /** Epoch milliseconds: the time the batch is scored and logged at. */
   now: number;
 }
@@ -48,25 +47,18 @@ export class ScoringPool {
     return this.#threads.length;
   }
 
-  /** Scores items `from`..`to` of a run (see `scoreBatch`), on the next thread in turn. */
-  score(source: BatchSource, from: number, to: number, now: Date): Promise<ScoredBatch> {
+  /** Scores a batch whose first item is the run's item `from` (see `scoreBatch`), on the next thread in turn. */
+  score(source: BatchSource, from: number, now: Date): Promise<ScoredBatch> {
     if (this.#threads.length === 0) {
       try {
-        return Promise.resolve(scoreBatch(source, from, to, now));
+        return Promise.resolve(scoreBatch(source, from, now));
       } catch (error) {
         return Promise.reject(error);
       }
     }
     const thread = this.#threads[this.#turn++ % this.#threads.length] as Worker;
     const id = this.#nextId++;
-    // Only the batch's items cross the thread boundary, not the whole run.
-    const offset = source.offset ?? 0;
-    const slice: BatchSource = {
-      ...source,
-      items: source.items.slice(from - offset, to - offset),
-      offset: from,
-    };
-    const request: ScoringRequest = { id, source: slice, from, to, now: now.getTime() };
+    const request: ScoringRequest = { id, source, from, now: now.getTime() };
     return new Promise<ScoredBatch>((resolve, reject) => {
       this.#pending.set(id, { thread, resolve, reject });
       thread.postMessage(request);
