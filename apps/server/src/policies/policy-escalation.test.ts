@@ -9,8 +9,8 @@ import type {
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertEvents, newEvent } from '../events/event-outbox.js';
-import { testRunWorker, waitForRunEnd } from '../runs/run-test-harness.js';
 import type { RunWorker } from '../runs/run-worker.js';
+import { testRunWorker, waitForRunEnd } from '../runs/test-run-worker.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import { startTestServer, type TestServer } from '../test-server.js';
 

@@ -27,7 +27,7 @@ forEachDatabase('the run batch committer', ({ storage }) => {
       .execute((trx) => insertRun(trx, { id, tenantId, items: runItems, now: NOW, deadlineAt: null }));
     await db()
       .updateTable('runs')
-      .set({ status: 'running', locked_by: WORKER, locked_until: '2999-01-01T00:00:00.000Z' })
+      .set({ status: 'running', locked_by: WORKER, locked_until: '2999-01-01T00:00:00.000Z', claims: 1 })
       .where('id', '=', id)
       .execute();
     return { id, tenantId, items: runItems };
@@ -35,10 +35,12 @@ forEachDatabase('the run batch committer', ({ storage }) => {
 
   /** The batch that commits items `from`..`to` of a run. */
   function batchOf(run: Awaited<ReturnType<typeof claimedRun>>, from: number, to: number): BatchCommit {
-    const scored = scoreBatch({ runId: run.id, tenantId: run.tenantId, items: run.items }, from, to, NOW);
+    const source = { runId: run.id, tenantId: run.tenantId, items: run.items.slice(from, to) };
+    const scored = scoreBatch(source, from, NOW);
     return {
       runId: run.id,
       workerId: WORKER,
+      claims: 1,
       fromIndex: from,
       ...scored,
       now: NOW,

@@ -1,10 +1,12 @@
 import type { Kysely, Transaction } from 'kysely';
 import { insertEvents } from '../events/event-outbox.js';
+import { insertLogRows } from '../logs/log-store.js';
+import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
 import type { BatchCommit } from './run-store.js';
 
-/** Rows per INSERT: 8 parameters a row stays below both dialects' bound-parameter limits. */
+/** Rows per run_items INSERT: at 7 parameters a row, below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 1000;
 
 /** The most batches (of different runs) one transaction commits. */
@@ -88,30 +90,20 @@ async function writeBatches(trx: Transaction<Database>, entries: readonly Entry[
     if (entry.committed) fenced.push(entry.batch);
   }
   const items = fenced.flatMap((batch) => batch.items);
-  for (let start = 0; start < items.length; start += ROWS_PER_STATEMENT) {
-    await trx
-      .insertInto('run_items')
-      .values(items.slice(start, start + ROWS_PER_STATEMENT))
-      .execute();
+  for (const chunk of chunks(items, ROWS_PER_STATEMENT)) {
+    await trx.insertInto('run_items').values(chunk).execute();
   }
-  // In key order: the (tenant_id, cid) index takes random CIDs, and sorted inserts touch fewer pages.
-  const logRecords = fenced
-    .flatMap((batch) => batch.logRecords)
-    .sort((a, b) => (a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0));
-  for (let start = 0; start < logRecords.length; start += ROWS_PER_STATEMENT) {
-    await trx
-      .insertInto('log_records')
-      .values(logRecords.slice(start, start + ROWS_PER_STATEMENT))
-      .onConflict((conflict) => conflict.columns(['tenant_id', 'cid']).doNothing())
-      .execute();
-  }
+  await insertLogRows(
+    trx,
+    fenced.flatMap((batch) => batch.logRecords),
+  );
   await insertEvents(
     trx,
     fenced.flatMap((batch) => batch.events),
   );
 }
 
-/** Advances the run past the batch if this worker still holds it at `fromIndex`; false otherwise. */
+/** Advances the run past the batch if the batch's claim still holds it at `fromIndex`; false otherwise. */
 async function fence(trx: Transaction<Database>, batch: BatchCommit): Promise<boolean> {
   const fenced = await trx
     .updateTable('runs')
@@ -129,6 +121,7 @@ async function fence(trx: Transaction<Database>, batch: BatchCommit): Promise<bo
     })
     .where('id', '=', batch.runId)
     .where('locked_by', '=', batch.workerId)
+    .where('claims', '=', batch.claims)
     .where('next_index', '=', batch.fromIndex)
     .where('status', '=', 'running')
     .executeTakeFirst();

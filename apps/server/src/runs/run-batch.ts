@@ -15,27 +15,26 @@ export interface ScoredBatch {
   counts: RunCounts;
 }
 
-/** What a batch is scored for: the run, and where its items come from. */
+/** What a batch is scored for: the run, and the batch's items. */
 export interface BatchSource {
   runId: string;
   tenantId: string;
-  /** The run's items, or a slice of them that starts at item `offset`. */
+  /** Only the batch's items (so that only they cross to a scoring thread), the first being item `from`. */
   items: readonly ScoreRequest[];
-  offset?: number;
 }
 
 /**
- * Scores items `from` (inclusive) to `to` (exclusive) of a run exactly like a synchronous scoring: the same
- * engine pipeline, a log record per item under the run's tenant (its `request_id` column holds the run id),
- * and a `policy.escalated` event per escalated item. An item that cannot be scored gets its own
+ * Scores a batch of a run's items, the first being item `from`, exactly like a synchronous scoring: the
+ * same engine pipeline, a log record per item under the run's tenant (its `request_id` column holds the run
+ * id), and a `policy.escalated` event per escalated item. An item that cannot be scored gets its own
  * `internal_error` problem and is counted as failed; it does not stop the run.
  */
-export function scoreBatch(source: BatchSource, from: number, to: number, now: Date): ScoredBatch {
+export function scoreBatch(source: BatchSource, from: number, now: Date): ScoredBatch {
   const createdAt = now.toISOString();
   const counts: RunCounts = { succeeded: 0, failed: 0, escalated: 0 };
   const batch: ScoredBatch = { items: [], logRecords: [], events: [], counts };
-  for (let index = from; index < to; index++) {
-    const { subject, context } = source.items[index - (source.offset ?? 0)] as ScoreRequest;
+  for (const [offset, { subject, context }] of source.items.entries()) {
+    const index = from + offset;
     try {
       const scoring = scoreAndLog(subject, context);
       const event = escalationEvent(source.tenantId, subject, scoring, { runId: source.runId }, now);

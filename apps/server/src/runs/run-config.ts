@@ -18,8 +18,9 @@ export interface RunConfig {
   /** Worker threads that score batches; 0 scores on the event loop. */
   scoringThreads: number;
   /**
-   * Claims after which a run that still has not ended fails with `internal_error`: a run that stops its
-   * instance every time it is processed must not take every instance down, one after the other, forever.
+   * Claims ended without a release (the instance died or lost its lease) after which a run that still has
+   * not ended fails with `internal_error`: a run that crashes its instance every time it is processed must
+   * not take every instance down, one after the other, forever. Graceful stops release and do not count.
    */
   maxClaims: number;
 }

@@ -6,17 +6,17 @@ import { forEachDatabase } from '../storage/test-databases.js';
 import { scoreBatch } from './run-batch.js';
 import type { RunOutcome } from './run-processor.js';
 import { insertRun } from './run-store.js';
-import { testRunWorker } from './run-test-harness.js';
 import type { ScoringPool } from './scoring-pool.js';
+import { testRunWorker } from './test-run-worker.js';
 
 /** A pool of `size` pretend threads that finish their batches in a scrambled order. */
 function scramblingPool(size: number): ScoringPool {
   let turn = 0;
   return {
     size,
-    score(source, from, to, now) {
+    score(source, from, now) {
       const delay = [15, 1, 8][turn++ % 3] as number;
-      const batch = scoreBatch(source, from, to, now);
+      const batch = scoreBatch(source, from, now);
       return new Promise((resolve) => setTimeout(() => resolve(batch), delay));
     },
     close: async () => {},

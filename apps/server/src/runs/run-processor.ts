@@ -5,7 +5,7 @@ import { newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import type { Logger } from '../logger.js';
 import type { ScoredBatch } from './run-batch.js';
 import type { RunConfig } from './run-config.js';
-import type { ClaimedRun, RunStore } from './run-store.js';
+import { type ClaimedRun, claimOf, type RunStore } from './run-store.js';
 import type { ScoringPool } from './scoring-pool.js';
 
 /** What processing a claimed run needs. */
@@ -32,15 +32,15 @@ export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
  * Scores a claimed run from its `next_index` to the end, one transaction per batch, the next batches
  * being scored on the pool (one per scoring thread, in parallel) while the current one commits. Each batch
  * writes its items' results, their log records and `policy.escalated` events, and advances `next_index`
- * and the counts, fenced on this worker's claim and the index it started from, so an item is never
+ * and the counts, fenced on this claim and the index it started from, so an item is never
  * committed twice even when a lease expired and another worker took the run over. The last batch ends the
  * run `completed` and raises `run.completed` in its own transaction. A passed deadline, or a batch whose
  * commit still fails after `storageRetries` retries, ends the run `failed` with `run.failed`.
  */
 export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
-  const { store, config, clock, workerId } = context;
+  const { store, config, clock } = context;
+  const claim = claimOf(run, context.workerId);
   const itemCount = run.items.length;
-  const source = { runId: run.id, tenantId: run.tenantId, items: run.items };
   // Batches scored ahead of the one committing: enough to keep every scoring thread busy with this run.
   const ahead = Math.max(1, context.pool.size);
   // Batches not committed yet, in item order; the first is the next to commit.
@@ -49,9 +49,9 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   const fill = () => {
     // A run with nothing left to score still commits one (empty) batch, the one that completes it.
     while (window.length === 0 || (window.length <= ahead && scoredTo < itemCount)) {
-      const now = clock.now();
       const to = Math.min(scoredTo + config.batchSize, itemCount);
-      window.push({ to, now, scored: context.pool.score(source, scoredTo, to, now) });
+      const source = { runId: run.id, tenantId: run.tenantId, items: run.items.slice(scoredTo, to) };
+      window.push({ to, scored: context.pool.score(source, scoredTo, clock.now()) });
       scoredTo = to;
     }
   };
@@ -61,7 +61,7 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   for (;;) {
     if (context.stopping()) {
       discard(window);
-      await store.release(run.id, workerId);
+      await store.release(claim);
       return 'released';
     }
     if (run.deadlineAt !== null && clock.now().toISOString() >= run.deadlineAt) {
@@ -77,8 +77,7 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
     const commitNow = clock.now();
     if (completes) batch.events.push(completedEvent(run, after, commitNow));
     const commit = {
-      runId: run.id,
-      workerId,
+      ...claim,
       fromIndex: next,
       ...batch,
       counts: after,
@@ -106,10 +105,9 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   }
 }
 
-/** A batch being scored: where it ends, the time it is scored at, and its rows once scored. */
+/** A batch being scored: where it ends, and its rows once scored. */
 interface PendingBatch {
   to: number;
-  now: Date;
   scored: Promise<ScoredBatch>;
 }
 
@@ -179,14 +177,14 @@ async function failRun(
     now,
   );
   try {
-    const ended = await context.store.fail({ runId: run.id, workerId: context.workerId, error, event, now });
+    const ended = await context.store.fail({ ...claimOf(run, context.workerId), error, event, now });
     if (!ended) return 'lost';
     context.outbox.notify();
     return 'failed';
   } catch (cause) {
     // Storage is down: leave the run to its lease; a worker retries it once storage answers again.
     context.logger.error('run could not be marked failed', { runId: run.id, error: String(cause) });
-    await context.store.release(run.id, context.workerId).catch(() => {});
+    await context.store.release(claimOf(run, context.workerId)).catch(() => {});
     return 'released';
   }
 }

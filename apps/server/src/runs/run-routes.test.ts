@@ -3,8 +3,8 @@ import { cidOfBytes, scoreAndLog } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../storage/test-databases.js';
 import { startTestServer, type TestServer } from '../test-server.js';
-import { testRunWorker, waitForRunEnd } from './run-test-harness.js';
 import type { RunWorker } from './run-worker.js';
+import { testRunWorker, waitForRunEnd } from './test-run-worker.js';
 
 const RUN_ID = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
 

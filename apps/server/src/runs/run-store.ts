@@ -8,6 +8,35 @@ import { RunBatchCommitter } from './run-batch-committer.js';
 /** A run as the API shows it: every column but the submitted items and the worker's claim. */
 export type RunRecord = Omit<Selectable<RunsTable>, 'items' | 'locked_until' | 'locked_by' | 'claims'>;
 
+/** The columns of a RunRecord. */
+const RUN_COLUMNS = [
+  'id',
+  'tenant_id',
+  'status',
+  'item_count',
+  'next_index',
+  'succeeded',
+  'failed',
+  'escalated',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'deadline_at',
+  'error',
+] as const;
+
+/**
+ * A worker's claim on a run. Every write of the claim is fenced on both the worker id and `claims`: an
+ * instance's concurrent slots share the worker id, and only the claim count tells a slot whose lease
+ * expired from the slot that claimed the run after it.
+ */
+export interface RunClaim {
+  runId: string;
+  workerId: string;
+  /** The run's `claims` as this claim set it. */
+  claims: number;
+}
+
 /** A run a worker claimed: what it needs to score the rest of it. */
 export interface ClaimedRun {
   id: string;
@@ -18,14 +47,20 @@ export interface ClaimedRun {
   counts: RunCounts;
   createdAt: string;
   deadlineAt: string | null;
-  /** How many times the run was claimed, this claim included (more than 1 after a crash or a restart). */
+  /**
+   * The claims of the run that ended without a release, this one included (more than 1 after a crash or
+   * a lost lease; a graceful stop releases its claim and does not count).
+   */
   claims: number;
 }
 
+/** The claim `workerId` holds on `run`, which fences its writes. */
+export function claimOf(run: ClaimedRun, workerId: string): RunClaim {
+  return { runId: run.id, workerId, claims: run.claims };
+}
+
 /** One batch of a claimed run, written in one transaction, fenced on the claim and on `fromIndex`. */
-export interface BatchCommit {
-  runId: string;
-  workerId: string;
+export interface BatchCommit extends RunClaim {
   /** The run's `next_index` the batch was scored from; the commit fails if it moved. */
   fromIndex: number;
   items: Insertable<RunItemsTable>[];
@@ -41,9 +76,7 @@ export interface BatchCommit {
 }
 
 /** Ending a run `failed`, fenced on the claim. */
-export interface RunFailure {
-  runId: string;
-  workerId: string;
+export interface RunFailure extends RunClaim {
   error: Problem;
   /** The `run.failed` event. */
   event: OutboxEvent;
@@ -61,8 +94,11 @@ export interface RunStore {
   commitBatch(batch: BatchCommit): Promise<boolean>;
   /** Ends a run `failed` with its `run.failed` event; false when the claim was lost. */
   fail(failure: RunFailure): Promise<boolean>;
-  /** Gives a claim up so another worker (or this one, later) resumes the run. */
-  release(runId: string, workerId: string): Promise<void>;
+  /**
+   * Gives a claim up so another worker (or this one, later) resumes the run; a released claim does not
+   * count toward `RUN_MAX_CLAIMS`.
+   */
+  release(claim: RunClaim): Promise<void>;
 }
 
 /** The RunStore over the server's storage. */
@@ -72,18 +108,6 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
   return {
     async claim(workerId, now, leaseMs) {
       const nowIso = now.toISOString();
-      const claimable = (trx: Kysely<Database> | Transaction<Database>) => {
-        let query = trx
-          .selectFrom('runs')
-          .select('id')
-          .where('status', 'in', ['queued', 'running'])
-          .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
-          .orderBy('id')
-          .limit(1);
-        // Instances claim different runs instead of queueing behind one another's row locks.
-        if (kind === 'postgres') query = query.forUpdate().skipLocked();
-        return query;
-      };
       const row = await db
         .updateTable('runs')
         .set({
@@ -93,9 +117,17 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
           started_at: sql<string>`coalesce(started_at, ${nowIso})`,
           claims: sql<number>`claims + 1`,
         })
-        .where('id', '=', (eb) => claimable(eb as unknown as Kysely<Database>))
-        .where('status', 'in', ['queued', 'running'])
-        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
+        .where('id', '=', (eb) =>
+          eb
+            .selectFrom('runs')
+            .select('id')
+            .where('status', 'in', ['queued', 'running'])
+            .where((free) => free.or([free('locked_until', 'is', null), free('locked_until', '<', nowIso)]))
+            .orderBy('id')
+            .limit(1)
+            // Instances claim different runs instead of queueing behind one another's row locks.
+            .$if(kind === 'postgres', (query) => query.forUpdate().skipLocked()),
+        )
         .returning([
           'id',
           'tenant_id',
@@ -137,6 +169,7 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
           })
           .where('id', '=', failure.runId)
           .where('locked_by', '=', failure.workerId)
+          .where('claims', '=', failure.claims)
           .where('status', '=', 'running')
           .executeTakeFirst();
         if (Number(ended.numUpdatedRows) !== 1) return false;
@@ -145,12 +178,13 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
       });
     },
 
-    async release(runId, workerId) {
+    async release(claim) {
       await db
         .updateTable('runs')
-        .set({ locked_by: null, locked_until: null })
-        .where('id', '=', runId)
-        .where('locked_by', '=', workerId)
+        .set({ locked_by: null, locked_until: null, claims: sql<number>`claims - 1` })
+        .where('id', '=', claim.runId)
+        .where('locked_by', '=', claim.workerId)
+        .where('claims', '=', claim.claims)
         .execute();
     },
   };
@@ -164,21 +198,7 @@ export async function findRun(
 ): Promise<RunRecord | undefined> {
   return db
     .selectFrom('runs')
-    .select([
-      'id',
-      'tenant_id',
-      'status',
-      'item_count',
-      'next_index',
-      'succeeded',
-      'failed',
-      'escalated',
-      'created_at',
-      'started_at',
-      'completed_at',
-      'deadline_at',
-      'error',
-    ])
+    .select(RUN_COLUMNS)
     .where('id', '=', runId)
     .where('tenant_id', '=', tenantId)
     .executeTakeFirst();
@@ -213,29 +233,17 @@ export async function insertRun(
   trx: Transaction<Database>,
   run: { id: string; tenantId: string; items: readonly ScoreRequest[]; now: Date; deadlineAt: Date | null },
 ): Promise<RunRecord> {
-  const row: Insertable<RunsTable> = {
-    id: run.id,
-    tenant_id: run.tenantId,
-    status: 'queued',
-    item_count: run.items.length,
-    items: JSON.stringify(run.items.map(({ subject, context }) => ({ subject, context }))),
-    created_at: run.now.toISOString(),
-    deadline_at: run.deadlineAt?.toISOString() ?? null,
-  };
-  await trx.insertInto('runs').values(row).execute();
-  return {
-    id: row.id,
-    tenant_id: row.tenant_id,
-    status: 'queued',
-    item_count: row.item_count,
-    next_index: 0,
-    succeeded: 0,
-    failed: 0,
-    escalated: 0,
-    created_at: row.created_at,
-    started_at: null,
-    completed_at: null,
-    deadline_at: row.deadline_at ?? null,
-    error: null,
-  };
+  return trx
+    .insertInto('runs')
+    .values({
+      id: run.id,
+      tenant_id: run.tenantId,
+      status: 'queued',
+      item_count: run.items.length,
+      items: JSON.stringify(run.items),
+      created_at: run.now.toISOString(),
+      deadline_at: run.deadlineAt?.toISOString() ?? null,
+    })
+    .returning(RUN_COLUMNS)
+    .executeTakeFirstOrThrow();
 }

@@ -6,7 +6,7 @@ import { newId } from '../ids.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
-import { failingCommits, testRunWorker } from './run-test-harness.js';
+import { failingCommits, testRunWorker } from './test-run-worker.js';
 
 const T0 = new Date('2026-11-22T10:00:00.000Z');
 
@@ -224,7 +224,43 @@ forEachDatabase('the run worker', ({ storage }) => {
     b.start();
     await waitUntil(() => ended(id), 15_000);
     await b.stop();
-    expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 30, claims: 2 });
+    // The stop gave its claim back: only b's claim counts.
+    expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 30, claims: 1 });
     expect(await count('run_items', 'run_id', id)).toBe(30);
+  });
+
+  it('when a run’s workers are stopped mid-run more often than RUN_MAX_CLAIMS, then the stops do not count and the run completes', async () => {
+    const tenant = 'restarts';
+    const store = createRunStore(storage());
+    const id = await queueRun(tenant, 50);
+    const config = { batchSize: 10, maxClaims: 1 };
+    // Two instances in turn are stopped while their second batch commits, 20 items each.
+    for (const workerId of ['wrk_first', 'wrk_second']) {
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let commits = 0;
+      const gated: RunStore = {
+        ...store,
+        async commitBatch(batch) {
+          commits += 1;
+          if (commits === 2) await gate;
+          return store.commitBatch(batch);
+        },
+      };
+      const worker = testRunWorker(storage(), { store: gated, workerId, config });
+      worker.start();
+      await waitUntil(async () => commits === 2, 15_000);
+      const stopped = worker.stop();
+      release();
+      await stopped;
+    }
+    expect(await runRow(id)).toMatchObject({ status: 'running', next_index: 40, locked_by: null, claims: 0 });
+
+    const last = testRunWorker(storage(), { config });
+    last.start();
+    await waitUntil(() => ended(id), 15_000);
+    await last.stop();
+    expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 50, succeeded: 50, claims: 1 });
+    expect(await runEvents(tenant, 'run.failed')).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { RunConfig } from './run-config.js';
 import { processRun, type RunOutcome } from './run-processor.js';
-import type { RunStore } from './run-store.js';
+import { claimOf, type RunStore } from './run-store.js';
 import { ScoringPool } from './scoring-pool.js';
 
 /** What a run worker is built from. */
@@ -96,7 +96,7 @@ export class RunWorker implements BackgroundWorker {
             });
             this.#active.add(task);
           } else if (run) {
-            await store.release(run.id, this.#workerId);
+            await store.release(claimOf(run, this.#workerId));
           }
         } catch (error) {
           logger.error('run claim failed', { error: String(error) });
@@ -141,7 +141,7 @@ export class RunWorker implements BackgroundWorker {
       this.#options.onRunEnded?.(run.id, outcome);
     } catch (error) {
       logger.error('run processing failed', { runId: run.id, error: String(error) });
-      await store.release(run.id, this.#workerId).catch(() => {});
+      await store.release(claimOf(run, this.#workerId)).catch(() => {});
     }
   }
 }

@@ -1,4 +1,7 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { ScoreRequest } from '@scenario-scoring/api-types';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scoreBatch } from './run-batch.js';
@@ -11,7 +14,30 @@ const items: ScoreRequest[] = Array.from({ length: 40 }, (_, i) => ({
   subject: `pool-${i}`,
   context: { jurisdiction: i % 2 ? 'DE' : 'US-CA', utilization: (i % 10) / 10, on_time_ratio: 0.95 },
 }));
-const source = { runId: 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0', tenantId: 'pool', items };
+/** What the batch of items `from`..`to` is scored from. */
+const batchSource = (from: number, to: number) => ({
+  runId: 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0',
+  tenantId: 'pool',
+  items: items.slice(from, to),
+});
+
+/**
+ * A thread script that dies on a batch starting at item 0 and answers any other with an empty batch after
+ * 200 ms, so that a batch held by a live thread is still pending when another thread dies.
+ */
+function crashingThread(): URL {
+  const file = join(mkdtempSync(join(tmpdir(), 'scoring-pool-')), 'crashing-thread.js');
+  writeFileSync(
+    file,
+    `const { parentPort } = require('node:worker_threads');
+    parentPort.on('message', ({ id, from }) => {
+      if (from === 0) throw new Error('the scoring thread crashed');
+      const batch = { items: [], logRecords: [], events: [], counts: { succeeded: 0, failed: 0, escalated: 0 } };
+      setTimeout(() => parentPort.postMessage({ id, batch }), 200);
+    });`,
+  );
+  return pathToFileURL(file);
+}
 
 /** A batch without its events' random ids, which differ between two scorings of the same items. */
 const comparable = (batch: ReturnType<typeof scoreBatch>) => ({
@@ -30,17 +56,45 @@ describe('the scoring pool', () => {
   it('when batches are scored on threads, then they equal the in-process scoring, at the run’s item positions', async () => {
     expect(pool.size).toBe(2);
     const [first, second] = await Promise.all([
-      pool.score(source, 0, 15, NOW),
-      pool.score(source, 15, 40, NOW),
+      pool.score(batchSource(0, 15), 0, NOW),
+      pool.score(batchSource(15, 40), 15, NOW),
     ]);
-    expect(comparable(first as never)).toEqual(comparable(scoreBatch(source, 0, 15, NOW)));
-    expect(comparable(second as never)).toEqual(comparable(scoreBatch(source, 15, 40, NOW)));
+    expect(comparable(first as never)).toEqual(comparable(scoreBatch(batchSource(0, 15), 0, NOW)));
+    expect(comparable(second as never)).toEqual(comparable(scoreBatch(batchSource(15, 40), 15, NOW)));
     expect(second?.items.map((item) => item.item_index)).toEqual([...Array(25).keys()].map((i) => i + 15));
   });
 
   it('when it has no threads, then it scores in process', async () => {
     const inProcess = new ScoringPool(0);
-    const batch = await inProcess.score(source, 5, 10, NOW);
+    const batch = await inProcess.score(batchSource(5, 10), 5, NOW);
+    expect(batch.items.map((item) => item.subject)).toEqual(items.slice(5, 10).map((item) => item.subject));
+  });
+
+  it('when a thread dies, then only its batches fail, and the pool scores on without it', async () => {
+    const crashing = new ScoringPool(2, crashingThread());
+    try {
+      const [dying, living] = await Promise.allSettled([
+        crashing.score(batchSource(0, 5), 0, NOW),
+        crashing.score(batchSource(5, 10), 5, NOW),
+      ]);
+      expect(dying).toMatchObject({ status: 'rejected', reason: { message: 'the scoring thread crashed' } });
+      expect(living).toMatchObject({ status: 'fulfilled', value: { items: [] } });
+      expect(crashing.size).toBe(1);
+
+      // The last thread dies too: the next batches are scored in process.
+      await expect(crashing.score(batchSource(0, 5), 0, NOW)).rejects.toThrow('the scoring thread crashed');
+      expect(crashing.size).toBe(0);
+      const batch = await crashing.score(batchSource(0, 5), 0, NOW);
+      expect(batch.items.map((item) => item.subject)).toEqual(items.slice(0, 5).map((item) => item.subject));
+    } finally {
+      await crashing.close();
+    }
+  });
+
+  it('when the thread script does not exist, then it scores in process', async () => {
+    const missing = new ScoringPool(2, new URL('./no-such-scoring-thread.js', import.meta.url));
+    expect(missing.size).toBe(0);
+    const batch = await missing.score(batchSource(5, 10), 5, NOW);
     expect(batch.items.map((item) => item.subject)).toEqual(items.slice(5, 10).map((item) => item.subject));
   });
 });

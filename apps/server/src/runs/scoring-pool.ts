@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { type BatchSource, type ScoredBatch, scoreBatch } from './run-batch.js';
 
@@ -6,7 +8,6 @@ export interface ScoringRequest {
   id: number;
   source: BatchSource;
   from: number;
-  to: number;
   /** Epoch milliseconds: the time the batch is scored and logged at. */
   now: number;
 }
@@ -14,6 +15,8 @@ export interface ScoringRequest {
 type ScoringReply = { id: number; batch: ScoredBatch } | { id: number; error: string };
 
 interface Pending {
+  /** The thread scoring it: when that thread dies, the batch is rejected. */
+  thread: Worker;
   resolve: (batch: ScoredBatch) => void;
   reject: (error: Error) => void;
 }
@@ -25,6 +28,8 @@ const THREAD_SCRIPT = new URL('./scoring-thread.js', import.meta.url);
  * Scores run batches on worker threads, so that the event loop keeps committing batches and answering
  * requests while the next batches are scored: one run pipelines its scoring with its commits, and
  * concurrent runs score in parallel. With 0 threads (or no built thread script) it scores in process.
+ * A thread that dies leaves the rotation, failing only the batches it held; with none left, the pool
+ * scores in process.
  */
 export class ScoringPool {
   readonly #threads: Worker[] = [];
@@ -33,15 +38,8 @@ export class ScoringPool {
   #turn = 0;
 
   constructor(threads: number, script: URL = THREAD_SCRIPT) {
-    if (threads > 0 && !script.pathname.endsWith('.js')) threads = 0;
-    for (let i = 0; i < threads; i++) {
-      const thread = new Worker(script);
-      thread.on('message', (reply: ScoringReply) => this.#settle(reply));
-      thread.on('error', (error) => this.#failAll(error));
-      // Idle threads must not keep the process alive after the server stopped.
-      thread.unref();
-      this.#threads.push(thread);
-    }
+    if (!existsSync(fileURLToPath(script))) threads = 0;
+    for (let i = 0; i < threads; i++) this.#startThread(script);
   }
 
   /** The number of scoring threads (0: in process). */
@@ -49,35 +47,43 @@ export class ScoringPool {
     return this.#threads.length;
   }
 
-  /** Scores items `from`..`to` of a run (see `scoreBatch`), on the next thread in turn. */
-  score(source: BatchSource, from: number, to: number, now: Date): Promise<ScoredBatch> {
+  /** Scores a batch whose first item is the run's item `from` (see `scoreBatch`), on the next thread in turn. */
+  score(source: BatchSource, from: number, now: Date): Promise<ScoredBatch> {
     if (this.#threads.length === 0) {
       try {
-        return Promise.resolve(scoreBatch(source, from, to, now));
+        return Promise.resolve(scoreBatch(source, from, now));
       } catch (error) {
         return Promise.reject(error);
       }
     }
     const thread = this.#threads[this.#turn++ % this.#threads.length] as Worker;
     const id = this.#nextId++;
-    // Only the batch's items cross the thread boundary, not the whole run.
-    const offset = source.offset ?? 0;
-    const slice: BatchSource = {
-      ...source,
-      items: source.items.slice(from - offset, to - offset),
-      offset: from,
-    };
-    const request: ScoringRequest = { id, source: slice, from, to, now: now.getTime() };
+    const request: ScoringRequest = { id, source, from, now: now.getTime() };
     return new Promise<ScoredBatch>((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
+      this.#pending.set(id, { thread, resolve, reject });
       thread.postMessage(request);
     });
   }
 
   /** Ends the threads; batches still being scored are rejected. */
   async close(): Promise<void> {
+    this.#fail(new Error('the scoring pool is closed'));
     await Promise.all(this.#threads.map((thread) => thread.terminate()));
-    this.#failAll(new Error('the scoring pool is closed'));
+  }
+
+  #startThread(script: URL): void {
+    const thread = new Worker(script);
+    let failure: Error | undefined;
+    thread.on('message', (reply: ScoringReply) => this.#settle(reply));
+    thread.on('error', (error) => (failure = error));
+    // An exited thread ignores what it is sent: take it out, or the batches given to it would never settle.
+    thread.on('exit', (code) => {
+      this.#threads.splice(this.#threads.indexOf(thread), 1);
+      this.#fail(failure ?? new Error(`a scoring thread exited with code ${code}`), thread);
+    });
+    // Idle threads must not keep the process alive after the server stopped.
+    thread.unref();
+    this.#threads.push(thread);
   }
 
   #settle(reply: ScoringReply): void {
@@ -88,8 +94,12 @@ export class ScoringPool {
     else pending.resolve(reply.batch);
   }
 
-  #failAll(error: Error): void {
-    for (const pending of this.#pending.values()) pending.reject(error);
-    this.#pending.clear();
+  /** Rejects the batches held by `thread`, or all of them. */
+  #fail(error: Error, thread?: Worker): void {
+    for (const [id, pending] of this.#pending) {
+      if (thread && pending.thread !== thread) continue;
+      this.#pending.delete(id);
+      pending.reject(error);
+    }
   }
 }

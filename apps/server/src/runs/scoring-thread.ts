@@ -8,7 +8,7 @@ import type { ScoringRequest } from './scoring-pool.js';
  */
 parentPort?.on('message', (request: ScoringRequest) => {
   try {
-    const batch = scoreBatch(request.source, request.from, request.to, new Date(request.now));
+    const batch = scoreBatch(request.source, request.from, new Date(request.now));
     const buffers = batch.logRecords.map((row) => (row.bytes as Uint8Array).buffer as ArrayBuffer);
     parentPort?.postMessage({ id: request.id, batch }, [...new Set(buffers)]);
   } catch (error) {

@@ -152,7 +152,10 @@ export interface RunsTable {
   /** A worker's claim: nobody else processes the run before this time. */
   locked_until: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
   locked_by: ColumnType<string | null, string | null | undefined, string | null>;
-  /** How many times a worker claimed it (more than 1 after a crash, a restart or a lost lease). */
+  /**
+   * How many claims of it ended without a release (a crash or a lost lease), the current one included: a
+   * release gives its claim back. With `locked_by` it fences a claim's writes.
+   */
   claims: ColumnType<number, number | undefined, number>;
 }
 

@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SQLITE_FILE_NAME } from './sqlite-database.js';
@@ -36,5 +38,28 @@ describe('the SQLite checkpointer', () => {
     await storage.close();
     storage = undefined;
     expect(existsSync(`${file}-wal`)).toBe(false);
+  });
+
+  it('when the thread fails, then the process carries on and close() still resolves', async () => {
+    // In a child process: an unhandled rejection there ends that process, not the test run.
+    const checkpointerUrl = JSON.stringify(new URL('./sqlite-checkpointer.ts', import.meta.url).href);
+    const script = `
+      const { subscribe } = require('node:diagnostics_channel');
+      const exited = new Promise((resolve) =>
+        subscribe('worker_threads', ({ worker }) => worker.once('exit', resolve)),
+      );
+      const keepAlive = setTimeout(() => {}, 10_000);
+      import(${checkpointerUrl}).then(async ({ SqliteCheckpointer }) => {
+        // No such directory: the thread cannot open the database and dies with an error.
+        const checkpointer = new SqliteCheckpointer('/nonexistent-checkpointer-dir/data.sqlite');
+        await exited;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        clearTimeout(keepAlive);
+        await checkpointer.close();
+        console.log('still running');
+      });
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', script]);
+    expect(stdout.trim()).toBe('still running');
   });
 });

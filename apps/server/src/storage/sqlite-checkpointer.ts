@@ -1,8 +1,7 @@
-import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 
 /** How often the checkpointer copies committed WAL frames into the database file. */
-export const DEFAULT_CHECKPOINT_INTERVAL_MS = 50;
+const CHECKPOINT_INTERVAL_MS = 50;
 
 /**
  * The checkpointer thread, as source evaluated by the Worker: small and dependency-free, so the built
@@ -39,13 +38,17 @@ parentPort.on('message', () => {
  */
 export class SqliteCheckpointer {
   readonly #thread: Worker;
-  readonly #exited: Promise<unknown>;
+  readonly #exited: Promise<void>;
 
-  /** Starts checkpointing `file` every `intervalMs`. */
-  constructor(file: string, intervalMs = DEFAULT_CHECKPOINT_INTERVAL_MS) {
-    this.#thread = new Worker(THREAD_SOURCE, { eval: true, workerData: { file, intervalMs } });
-    this.#exited = once(this.#thread, 'exit');
-    // A failed thread only means the writer's fallback autocheckpoint takes over.
+  /** Starts checkpointing `file` every CHECKPOINT_INTERVAL_MS. */
+  constructor(file: string) {
+    this.#thread = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS },
+    });
+    // Not `events.once`: it rejects on 'error', and a rejection nobody awaits until close() would end the
+    // process. A failed thread only means the writer's fallback autocheckpoint takes over.
+    this.#exited = new Promise((resolve) => this.#thread.once('exit', () => resolve()));
     this.#thread.on('error', () => {});
     // It must not keep the process alive after the server stopped.
     this.#thread.unref();
