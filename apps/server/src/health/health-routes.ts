@@ -3,7 +3,7 @@ import type { RequestHandler } from 'express';
 import { pendingMigrations } from '../storage/migrate.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
-import { InstanceLifecycle } from './instance-lifecycle.js';
+import type { InstanceLifecycle } from './instance-lifecycle.js';
 
 type Health = operations['getHealth']['responses'][200]['content']['application/json'];
 type Readiness = operations['getReadiness']['responses'][200]['content']['application/json'];
@@ -19,8 +19,8 @@ export const healthRoute: RequestHandler<never, Health> = (_req, res) => {
 /** What `/readyz` looks at. */
 export interface ReadinessSources {
   storage: Pick<Storage, 'ping' | 'db'>;
-  workers?: readonly Pick<BackgroundWorker, 'running'>[];
-  lifecycle?: Pick<InstanceLifecycle, 'phase'>;
+  workers: readonly Pick<BackgroundWorker, 'running'>[];
+  lifecycle: Pick<InstanceLifecycle, 'phase'>;
 }
 
 /**
@@ -29,9 +29,9 @@ export interface ReadinessSources {
  * `starting` or `draining` (whatever the checks say) or `unavailable`.
  */
 export function readinessRoute(sources: ReadinessSources): RequestHandler<never, Readiness> {
-  const { storage, workers = [], lifecycle = new InstanceLifecycle('running') } = sources;
+  const { storage, workers, lifecycle } = sources;
   return async (_req, res) => {
-    const database = await storage.ping().catch(() => false);
+    const database = await storage.ping();
     const migrations = database
       ? await pendingMigrations(storage.db).then(
           (pending) => pending.length === 0,

@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Storage } from '../storage/storage.js';
-import { DATABASE_GAUGES, type DatabaseGauge } from './database-gauges.js';
+import { DATABASE_GAUGES } from './database-gauges.js';
 
 /** Every metric name starts with this, so a shared Prometheus tells the service's series apart. */
 export const METRIC_PREFIX = 'scenario_scoring_';
@@ -37,8 +37,6 @@ export interface Metrics {
 export interface MetricsOptions {
   /** Without it, no database gauge is registered (tests of the HTTP metrics alone). */
   storage?: Pick<Storage, 'db'>;
-  /** The scrape-time database gauges; by default DATABASE_GAUGES. */
-  databaseGauges?: readonly DatabaseGauge[];
   /** Whether to collect Node's process metrics (memory, CPU, event-loop lag, GC); default true. */
   processMetrics?: boolean;
 }
@@ -50,7 +48,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
   if (options.storage !== undefined) {
     const { db } = options.storage;
-    for (const gauge of options.databaseGauges ?? DATABASE_GAUGES) {
+    for (const gauge of DATABASE_GAUGES) {
       new Gauge({
         name: gauge.name,
         help: gauge.help,
