@@ -19,7 +19,7 @@ export interface Metrics {
   readonly registry: Registry;
   /** Seconds per HTTP request, by `operation` (the contract's operationId, or `unmatched`) and `status`. */
   readonly httpRequestDuration: Histogram<'operation' | 'status'>;
-  /** Subjects scored (each one logged under its CID). */
+  /** Synchronous scorings (POST /v1/scoring/score), each logged under its CID; batch runs are not counted. */
   readonly scores: Counter;
   /**
    * Webhook delivery attempts by `result`: `succeeded` (a 2xx), `failed` (another status), `network_error`,
@@ -74,7 +74,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     }),
     scores: new Counter({
       name: `${METRIC_PREFIX}scores_total`,
-      help: 'Subjects scored and logged.',
+      help: 'Synchronous scorings (POST /v1/scoring/score).',
       registers,
     }),
     deliveryAttempts: new Counter({
