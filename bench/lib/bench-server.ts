@@ -13,9 +13,9 @@ import { freshPostgres } from './fresh-postgres.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 /** The built server's entry point. */
-export const SERVER_MAIN = join(ROOT, 'apps/server/dist/main.js');
+const SERVER_MAIN = join(ROOT, 'apps/server/dist/main.js');
 /** The built CLI. */
-export const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
+const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
 
 /** Where a benchmark's server keeps its data; `drop()` removes it. */
 export interface BenchDatabase {
@@ -47,12 +47,12 @@ export async function freshBenchDatabase(
 }
 
 /** The server's environment under load: production mode, no rate limit, on `database`. */
-export function loadEnv(database: BenchDatabase): Record<string, string> {
+function loadEnv(database: BenchDatabase): Record<string, string> {
   return { NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '0', ...database.env };
 }
 
 /** Creates an API key for `tenant` with the built CLI (on the database `env` names); returns it. */
-export function createApiKey(env: Record<string, string>, tenant: string): string {
+function createApiKey(env: Record<string, string>, tenant: string): string {
   const printed = execFileSync(process.execPath, [SERVER_CLI, 'create-key', '--tenant', tenant], {
     env: { ...process.env, ...env },
     encoding: 'utf8',
@@ -60,21 +60,28 @@ export function createApiKey(env: Record<string, string>, tenant: string): strin
   return printed.trim().split('\n').at(-1) as string;
 }
 
-/** A benchmark's running server: where it listens, a key and the headers that send it. */
+/** A benchmark's running server: where it listens, the headers that send its key, and its process. */
 export interface BenchServer {
   url: string;
-  apiKey: string;
   headers: Record<string, string>;
+  /** The server's process: its pid and the lines it printed. */
   process: RunningProcess;
-  /** Stops the server and drops its database. */
-  stop(): Promise<void>;
+  /** Stops the server (SIGTERM) and drops its database; resolves with the server's exit code. */
+  stop(): Promise<number | null>;
 }
 
-/** Creates a key for tenant `bench`, starts the built server on a free port and waits for /readyz. */
-export async function startBenchServer(db: string, name: string): Promise<BenchServer> {
+/**
+ * Creates a key for tenant `bench`, starts the built server on a free port, with `extraEnv` on top of
+ * the load environment (e.g. METRICS_PORT), and waits until /readyz answers 200.
+ */
+export async function startBenchServer(
+  db: string,
+  name: string,
+  extraEnv: Record<string, string> = {},
+): Promise<BenchServer> {
   const database = await freshBenchDatabase(db, name);
   try {
-    const env = loadEnv(database);
+    const env = { ...loadEnv(database), ...extraEnv };
     const apiKey = createApiKey(env, 'bench');
     const port = await freePort();
     const server = await startProcess(process.execPath, [SERVER_MAIN], {
@@ -84,12 +91,12 @@ export async function startBenchServer(db: string, name: string): Promise<BenchS
     });
     return {
       url: server.url,
-      apiKey,
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
       process: server,
       async stop() {
-        await server.stop();
+        const code = await server.stop();
         await database.drop();
+        return code;
       },
     };
   } catch (error) {

@@ -45,11 +45,12 @@ export async function measure(
   };
 }
 
-const median = (values: number[]): number => {
+/** The middle value (the mean of the two middle ones for an even count); 0 for none. */
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
+}
 
 /** Prints the median of each target's rounds and its ratio to the baseline's median requests/s. */
 export function printSummary(rounds: Round[], baseline: string): void {

@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startBenchServer } from '../lib/bench-server.ts';
-import { measure } from '../lib/load-report.ts';
+import { measure, median } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -90,12 +90,6 @@ async function timeRuns(url: string, headers: Record<string, string>, count: num
     escalated: ends.reduce((sum, run) => sum + run.counts.escalated, 0) / items,
   };
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
 
 const server = await startBenchServer(args.db, 'bench-runs');
 try {

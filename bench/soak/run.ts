@@ -8,8 +8,8 @@
 import { parseArgs } from 'node:util';
 import { freePort } from '@scenario-scoring/testkit';
 import autocannon from 'autocannon';
-import { freshBenchDatabase, loadEnv } from '../lib/bench-server.ts';
-import { startServerUnderSoak } from './server-under-soak.ts';
+import { startBenchServer } from '../lib/bench-server.ts';
+import { heapUsedBytes, rssBytes } from './server-memory.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -33,7 +33,7 @@ let subjects = 0;
 /** Runs autocannon against POST /v1/scoring/score; `onResponse` sees every answer. */
 function load(
   url: string,
-  apiKey: string,
+  headers: Record<string, string>,
   options: { duration: number; overallRate?: number },
   onResponse: (status: number, latencyMs: number) => void = () => {},
 ): Promise<autocannon.Result> {
@@ -45,7 +45,7 @@ function load(
         connections: CONNECTIONS,
         duration: options.duration,
         ...(options.overallRate !== undefined && { overallRate: options.overallRate }),
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        headers,
         // Every request a new subject, so every one writes a new log record.
         requests: [
           {
@@ -70,19 +70,21 @@ function percentile(sorted: readonly number[], p: number): number {
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 const ms = (value: number) => value.toFixed(1).padStart(7);
 
-const database = await freshBenchDatabase(args.db, 'soak');
-const server = await startServerUnderSoak({
-  port: await freePort(),
-  metricsPort: await freePort(),
-  env: loadEnv(database),
+const metricsPort = await freePort();
+const server = await startBenchServer(args.db, 'soak', {
+  METRICS_PORT: String(metricsPort),
+  METRICS_HOST: '127.0.0.1',
 });
+const pid = server.process.child.pid ?? 0;
+const serverRss = () => rssBytes(pid);
+const serverHeap = () => heapUsedBytes(`http://127.0.0.1:${metricsPort}/metrics`);
 let exitCode: number | null = null;
 try {
   console.log(
     `bench/soak: ${args.db}, ${CONNECTIONS} connections, probe ${PROBE_S} s, hold ${DURATION_S} s at ${LOAD * 100} %, RSS every ${SAMPLE_S} s, Node ${process.version}`,
   );
-  await load(server.url, server.apiKey, { duration: 2 }); // warm-up, not reported
-  const probe = await load(server.url, server.apiKey, { duration: PROBE_S });
+  await load(server.url, server.headers, { duration: 2 }); // warm-up, not reported
+  const probe = await load(server.url, server.headers, { duration: PROBE_S });
   const maxRate = probe.requests.average;
   const target = Math.max(1, Math.round(maxRate * LOAD));
   console.log(
@@ -94,21 +96,21 @@ try {
   let windowErrors = 0;
   let failures = 0;
   const samples: { atS: number; rss: number; heap: number }[] = [
-    { atS: 0, rss: server.rssBytes(), heap: await server.heapUsedBytes() },
+    { atS: 0, rss: serverRss(), heap: await serverHeap() },
   ];
   console.log('    t/s   RSS/MB  heap/MB    req/s   p50/ms   p99/ms  errors');
   console.log(
-    `${'0'.padStart(7)} ${mb(samples[0]?.rss ?? 0).padStart(8)} ${mb(await server.heapUsedBytes()).padStart(8)}`,
+    `${'0'.padStart(7)} ${mb(samples[0]?.rss ?? 0).padStart(8)} ${mb(await serverHeap()).padStart(8)}`,
   );
   const started = performance.now();
   const sampler = setInterval(async () => {
     const atS = Math.round((performance.now() - started) / 1000);
-    const rss = server.rssBytes();
+    const rss = serverRss();
     const sorted = window.sort((a, b) => a - b);
     const [count, errors] = [sorted.length, windowErrors];
     window = [];
     windowErrors = 0;
-    const heap = await server.heapUsedBytes().catch(() => Number.NaN);
+    const heap = await serverHeap().catch(() => Number.NaN);
     samples.push({ atS, rss, heap });
     console.log(
       `${String(atS).padStart(7)} ${mb(rss).padStart(8)} ${mb(heap).padStart(8)} ${String(Math.round(count / SAMPLE_S)).padStart(8)} ${ms(percentile(sorted, 50))}  ${ms(percentile(sorted, 99))} ${String(errors).padStart(7)}`,
@@ -116,7 +118,7 @@ try {
   }, SAMPLE_S * 1000);
   const held = await load(
     server.url,
-    server.apiKey,
+    server.headers,
     { duration: DURATION_S, overallRate: target },
     (status, latency) => {
       all.push(latency);
@@ -142,11 +144,10 @@ try {
 held:      ${held.requests.total} requests in ${DURATION_S} s = ${Math.round(held.requests.total / DURATION_S)} req/s (target ${target})
 errors:    ${failures} non-200, ${held.errors} connection errors, ${held.timeouts} timeouts
 latency:   p50 ${percentile(sorted, 50).toFixed(1)} ms, p90 ${percentile(sorted, 90).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${(sorted.at(-1) ?? Number.NaN).toFixed(1)} ms
-log lines: ${server.lines()} printed by the server
+log lines: ${server.process.lines()} printed by the server
 RSS:       ${mb(first?.rss ?? 0)} MB at ${first?.atS} s, ${mb(last?.rss ?? 0)} MB at the end, peak ${mb(peak)} MB: growth ${growth.toFixed(1)} %
 heap used: ${mb(first?.heap ?? 0)} MB at ${first?.atS} s, ${mb(last?.heap ?? 0)} MB at the end: ${heapGrowth.toFixed(1)} % (sampled, so GC timing makes it noisy)`);
 } finally {
   exitCode = await server.stop();
-  await database.drop();
 }
 console.log(`server exit code on SIGTERM: ${exitCode}`);

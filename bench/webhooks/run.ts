@@ -21,6 +21,7 @@ import { loadConfig } from '@scenario-scoring/server/dist/config.js';
 import { insertEvents, newEvent } from '@scenario-scoring/server/dist/events/event-outbox.js';
 import { newId } from '@scenario-scoring/server/dist/ids.js';
 import { jsonLogger } from '@scenario-scoring/server/dist/logger.js';
+import { createMetrics } from '@scenario-scoring/server/dist/metrics/metrics.js';
 import { openStorage, type Storage } from '@scenario-scoring/server/dist/storage/storage.js';
 import { SecretBox } from '@scenario-scoring/server/dist/webhooks/secret-box.js';
 import {
@@ -148,7 +149,14 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
   });
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   const secretBox = new SecretBox(Buffer.from(secretsKey, 'base64'));
-  const workers = createWorkers({ storage, config, secretBox, logger: jsonLogger, clock: systemClock });
+  const workers = createWorkers({
+    storage,
+    config,
+    secretBox,
+    logger: jsonLogger,
+    clock: systemClock,
+    metrics: createMetrics({ processMetrics: false }),
+  });
   try {
     await createWebhook(storage, secretBox, 'throughput', receiverUrl);
     await createWebhook(storage, secretBox, 'latency', receiverUrl);

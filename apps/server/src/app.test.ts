@@ -1,4 +1,5 @@
 import type { Problem } from '@scenario-scoring/api-types';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadContract } from './contract.js';
 import { contractOperations } from './http/contract-routes.js';
@@ -122,15 +123,22 @@ forEachDatabase('createApp, when something fails unexpectedly', ({ storage }) =>
 
   describe('when a handler drifts from the contract', () => {
     it('is caught by response validation (development and tests) as a 500', async () => {
-      const real = storage();
-      const drifting = Object.create(real) as typeof real;
-      drifting.ping = async () => 'yes' as unknown as boolean;
-      const drifted = await startTestServer({ storage: drifting, logger });
+      // A run whose stored status the contract does not know: the handler answers it as it is.
+      const drifted = await startTestServer({ storage: storage(), logger });
       try {
-        const response = await drifted.request('/readyz');
+        const created = await drifted.request('/v1/scoring/runs', {
+          key,
+          body: { items: [{ subject: 'drift', context: { jurisdiction: 'DE' } }] },
+        });
+        expect(created.status).toBe(202);
+        const { id } = (await created.json()) as { id: string };
+        await sql`update runs set status = 'paused' where id = ${id}`.execute(storage().db);
+        const response = await drifted.request(`/v1/scoring/runs/${id}`, { key });
         expect(response.status).toBe(500);
         const unexpected = logged.findLast((entry) => entry.message === 'unexpected error');
-        expect(unexpected?.fields?.error).toMatchObject({ message: expect.stringContaining('database') });
+        expect(unexpected?.fields?.error).toMatchObject({
+          message: expect.stringContaining('/response/status'),
+        });
       } finally {
         await drifted.close();
       }

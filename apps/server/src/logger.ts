@@ -53,13 +53,16 @@ export const jsonLogger: Logger = createLogger({ level: 'info', format: 'json' }
 /** A logger that drops everything, for tests that provoke errors on purpose. */
 export const silentLogger: Logger = { info() {}, error() {} };
 
-/** An error's name, message, stack and cause, as plain data for a log line (never for a response). */
+/**
+ * An error's name, message, stack and cause, as plain data for a log line (never for a response). Secrets
+ * in them are masked by the logger, which scrubs every string field of a line.
+ */
 export function describeError(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { value: scrubSecrets(String(error)) };
+  if (!(error instanceof Error)) return { value: String(error) };
   const described: Record<string, unknown> = {
     name: error.name,
-    message: scrubSecrets(error.message),
-    stack: error.stack === undefined ? undefined : scrubSecrets(error.stack),
+    message: error.message,
+    stack: error.stack,
   };
   const extra = error as { errors?: unknown; cause?: unknown };
   if (extra.errors !== undefined) described.errors = extra.errors;

@@ -2,14 +2,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
-import { type Clock, systemClock } from './clock.js';
+import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { closeGracefully } from './http/graceful-close.js';
-import { createLogger, type Logger } from './logger.js';
-import { createMetrics, type Metrics } from './metrics/metrics.js';
+import type { Logger } from './logger.js';
+import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
-import { openStorage, type Storage } from './storage/storage.js';
+import { openStorage } from './storage/storage.js';
 import { loadSecretsKey, SecretBox } from './webhooks/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
@@ -17,12 +17,10 @@ import { createWorkers, type WorkerDependencies } from './workers/create-workers
 /** Bounds a request's headers and body, so a client that sends them slowly cannot hold a connection. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
-/** What a runtime is started with; tests replace the clock, the logger or the workers. */
+/** What a runtime is started with; tests replace the workers and the announcements. */
 export interface RuntimeOptions {
   config: Config;
-  /** By default a pino logger as `config.logs` says. */
-  logger?: Logger;
-  clock?: Clock;
+  logger: Logger;
   /** Builds the background workers; by default every worker of the server. */
   workers?: (dependencies: WorkerDependencies) => BackgroundWorker[];
   /** Called with each line meant for the operator's terminal (the first key, where it listens). */
@@ -31,12 +29,8 @@ export interface RuntimeOptions {
 
 /** A running instance: storage, workers, the HTTP server and the metrics listener. */
 export interface Runtime {
-  readonly port: number;
   readonly url: string;
-  readonly storage: Storage;
-  readonly workers: readonly BackgroundWorker[];
   readonly server: Server;
-  readonly metrics: Metrics;
   /** The metrics listener's scrape URL, when `METRICS_PORT` is set. */
   readonly metricsUrl: string | undefined;
   readonly lifecycle: InstanceLifecycle;
@@ -54,9 +48,7 @@ export interface Runtime {
  * reports ready.
  */
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
-  const { config } = options;
-  const logger = options.logger ?? createLogger(config.logs);
-  const clock = options.clock ?? systemClock;
+  const { config, logger } = options;
   const announce = options.announce ?? ((line: string) => console.log(line));
   const lifecycle = new InstanceLifecycle('starting');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
@@ -75,10 +67,19 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       config,
       secretBox,
       logger,
-      clock,
+      clock: systemClock,
       metrics,
     });
-    const app = await createApp({ storage, config, logger, clock, secretBox, workers, metrics, lifecycle });
+    const app = await createApp({
+      storage,
+      config,
+      logger,
+      clock: systemClock,
+      secretBox,
+      workers,
+      metrics,
+      lifecycle,
+    });
     const { port: metricsPort, ...metricsListener } = config.metrics;
     if (metricsPort !== undefined) {
       metricsServer = await startMetricsServer(metrics, { ...metricsListener, port: metricsPort }, logger);
@@ -116,12 +117,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     };
     let stopping: Promise<void> | undefined;
     return {
-      port,
       url: `http://127.0.0.1:${port}`,
-      storage,
-      workers,
       server,
-      metrics,
       metricsUrl: metricsServer?.url,
       lifecycle,
       stop: () => {

@@ -3,47 +3,38 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Clock } from './clock.js';
-import { EnvReader } from './config/env-reader.js';
-import type { Config } from './config.js';
+import { type Config, loadConfig } from './config.js';
 import type { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { type Logger, silentLogger } from './logger.js';
 import type { Metrics } from './metrics/metrics.js';
-import { readRunConfig } from './runs/run-config.js';
 import type { Storage } from './storage/storage.js';
 import { SecretBox } from './webhooks/secret-box.js';
-import { readWebhookConfig } from './webhooks/webhook-config.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
-/** The configuration tests run with: validation of responses on, no rate limit unless asked. */
+/** What testConfig reads: every other variable keeps its default. */
+const TEST_ENV: NodeJS.ProcessEnv = {
+  NODE_ENV: 'test',
+  PORT: '0',
+  HOST: '127.0.0.1',
+  DATA_DIR: '/nonexistent',
+  RATE_LIMIT_PER_SECOND: '0',
+  WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32,::1/128',
+  WEBHOOK_RETRY_SCHEDULE: '10ms,20ms,40ms',
+  WEBHOOK_THROTTLED_MIN_DELAY: '10ms',
+  WEBHOOK_POLL_INTERVAL: '50ms',
+  METRICS_HOST: '127.0.0.1',
+  RUN_POLL_INTERVAL: '50ms',
+  RUN_STORAGE_RETRY_BACKOFF: '1ms',
+  RUN_SCORING_THREADS: '0',
+};
+
+/**
+ * The configuration tests run with: validation of responses on, no rate limit unless asked; webhooks go
+ * to receivers on 127.0.0.1 on a compressed schedule; scoring threads off, because they run the built
+ * thread script and the TypeScript sources score in process.
+ */
 export function testConfig(overrides: Partial<Config> = {}): Config {
-  return {
-    port: 0,
-    host: '127.0.0.1',
-    dataDir: '/nonexistent',
-    databaseUrl: undefined,
-    nodeEnv: 'test',
-    bodyLimitBytes: 1_048_576,
-    rateLimitPerSecond: 0,
-    // Tests deliver to receivers on 127.0.0.1, with the schedule compressed.
-    webhooks: {
-      ...readWebhookConfig(new EnvReader({}), { nodeEnv: 'test', databaseUrl: undefined }),
-      allowedCidrs: ['127.0.0.1/32', '::1/128'],
-      retryScheduleMs: [10, 20, 40],
-      throttledMinDelayMs: 10,
-      pollIntervalMs: 50,
-    },
-    logs: { level: 'info', format: 'json' },
-    metrics: { port: undefined, host: '127.0.0.1', token: undefined },
-    shutdown: { drainDelayMs: 0, graceMs: 10_000 },
-    // Scoring threads run the built thread script; the TypeScript sources score in process.
-    runs: {
-      ...readRunConfig(new EnvReader({})),
-      pollIntervalMs: 50,
-      storageRetryBackoffMs: 1,
-      scoringThreads: 0,
-    },
-    ...overrides,
-  };
+  return { ...loadConfig(TEST_ENV), ...overrides };
 }
 
 /** A request to the test server: JSON bodies are serialised, `key` becomes a bearer token. */

@@ -26,22 +26,23 @@ for (const kind of DATABASE_KINDS) {
 
     it('when SIGKILLed mid-run and restarted, then the run completes with every item scored exactly once and one run.completed', async () => {
       const first = new BuiltServer(env);
-      const [, key] = await first.waitFor(/\(shown once\): (sk_\w+)\n/);
-      const [, port] = await first.waitFor(/listening on http:\/\/localhost:(\d+)/);
+      const firstUrl = await first.baseUrl();
+      const key = first.firstKey();
+      if (key === undefined) throw new Error(`no first key in:\n${first.output}`);
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
       const items = Array.from({ length: ITEMS }, (_, i) => ({
         subject: `crash-${i}`,
         context: { jurisdiction: 'DE', on_time_ratio: (i % 100) / 100, utilization: (i % 9) / 10 },
       }));
-      const created = await fetch(`http://127.0.0.1:${port}/v1/scoring/runs`, {
+      const created = await fetch(`${firstUrl}/v1/scoring/runs`, {
         method: 'POST',
         headers,
         body: JSON.stringify({ items }),
       });
       const { id } = (await created.json()) as Run;
-      const runAt = async (p: string) =>
-        (await (await fetch(`http://127.0.0.1:${p}/v1/scoring/runs/${id}`, { headers })).json()) as Run;
-      while ((await runAt(port as string)).counts.succeeded < 5) await new Promise((r) => setTimeout(r, 5));
+      const runAt = async (baseUrl: string) =>
+        (await (await fetch(`${baseUrl}/v1/scoring/runs/${id}`, { headers })).json()) as Run;
+      while ((await runAt(firstUrl)).counts.succeeded < 5) await new Promise((r) => setTimeout(r, 5));
       await first.stop('SIGKILL');
       const killed = await openStorage(database.options);
       const atKill = await killed.db
@@ -56,12 +57,12 @@ for (const kind of DATABASE_KINDS) {
 
       const second = new BuiltServer(env);
       try {
-        const [, port2] = await second.waitFor(/listening on http:\/\/localhost:(\d+)/);
+        const secondUrl = await second.baseUrl();
         const deadline = Date.now() + 60_000;
-        let run = await runAt(port2 as string);
+        let run = await runAt(secondUrl);
         while (run.status === 'running' && Date.now() < deadline) {
           await new Promise((r) => setTimeout(r, 50));
-          run = await runAt(port2 as string);
+          run = await runAt(secondUrl);
         }
         expect(run.status).toBe('completed');
         expect(run.counts.succeeded).toBe(ITEMS);

@@ -1,19 +1,20 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openStorage } from '../storage/storage.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import { startTestServer, type TestServer } from '../test-server.js';
 import { InstanceLifecycle } from './instance-lifecycle.js';
 
-forEachDatabase('health checks', ({ storage }) => {
+forEachDatabase('health checks', ({ storage, database }) => {
   let server: TestServer;
   let unreachable: TestServer;
   let lifecycle: InstanceLifecycle;
   let cycling: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
-    const real = storage();
-    const down = Object.create(real) as typeof real;
-    down.ping = async () => false;
+    // A closed storage: every query on it fails, as when the database is down.
+    const down = await openStorage(database().options);
+    await down.close();
     unreachable = await startTestServer({ storage: down });
     lifecycle = new InstanceLifecycle('starting');
     cycling = await startTestServer({ storage: storage(), lifecycle });

@@ -3,7 +3,7 @@ import type { RequestHandler } from 'express';
 import { pendingMigrations } from '../storage/migrate.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
-import { InstanceLifecycle } from './instance-lifecycle.js';
+import type { InstanceLifecycle } from './instance-lifecycle.js';
 
 type Health = operations['getHealth']['responses'][200]['content']['application/json'];
 type Readiness = operations['getReadiness']['responses'][200]['content']['application/json'];
@@ -18,27 +18,26 @@ export const healthRoute: RequestHandler<never, Health> = (_req, res) => {
 
 /** What `/readyz` looks at. */
 export interface ReadinessSources {
-  storage: Pick<Storage, 'ping' | 'db'>;
-  workers?: readonly Pick<BackgroundWorker, 'running'>[];
-  lifecycle?: Pick<InstanceLifecycle, 'phase'>;
+  storage: Pick<Storage, 'db'>;
+  workers: readonly Pick<BackgroundWorker, 'running'>[];
+  lifecycle: Pick<InstanceLifecycle, 'phase'>;
 }
 
 /**
  * `GET /readyz`: 200 `ready` when the database answers, every migration of this build is applied (read
  * from the database on each call) and every background worker runs; otherwise 503 with Retry-After and
- * `starting` or `draining` (whatever the checks say) or `unavailable`.
+ * `starting` or `draining` (whatever the checks say) or `unavailable`. One query per probe: reading the
+ * applied migrations also tells whether the database answers.
  */
 export function readinessRoute(sources: ReadinessSources): RequestHandler<never, Readiness> {
-  const { storage, workers = [], lifecycle = new InstanceLifecycle('running') } = sources;
+  const { storage, workers, lifecycle } = sources;
   return async (_req, res) => {
-    const database = await storage.ping().catch(() => false);
-    const migrations = database
-      ? await pendingMigrations(storage.db).then(
-          (pending) => pending.length === 0,
-          () => false,
-        )
-      : false;
-    const checks = { database, migrations, workers: workers.every((worker) => worker.running) };
+    const pending = await pendingMigrations(storage.db).catch(() => undefined);
+    const checks = {
+      database: pending !== undefined,
+      migrations: pending?.length === 0,
+      workers: workers.every((worker) => worker.running),
+    };
     const phase = lifecycle.phase;
     if (phase === 'running' && checks.database && checks.migrations && checks.workers) {
       res.json({ status: 'ready', checks });

@@ -12,6 +12,8 @@ export interface ContractOperation {
   readonly path: string;
   /** The same path in Express syntax, e.g. `/v1/logs/:cid`. */
   readonly expressPath: string;
+  /** Matches the concrete paths of the template (`/v1/logs/bafk…`), a trailing slash allowed. */
+  readonly pattern: RegExp;
   /** The operation object, as the contract has it. */
   readonly definition: Readonly<Record<string, unknown>>;
 }
@@ -20,6 +22,8 @@ export interface ContractOperation {
 export function contractOperations(document: OpenApiDocument): ContractOperation[] {
   const operations: ContractOperation[] = [];
   for (const [path, item] of Object.entries(document.paths)) {
+    const expressPath = path.replace(/\{([^}]+)\}/g, ':$1');
+    const pattern = pathPattern(path);
     for (const method of HTTP_METHODS) {
       const definition = item[method] as Record<string, unknown> | undefined;
       if (definition === undefined) continue;
@@ -27,7 +31,8 @@ export function contractOperations(document: OpenApiDocument): ContractOperation
         operationId: String(definition.operationId),
         method,
         path,
-        expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
+        expressPath,
+        pattern,
         definition,
       });
     }
@@ -42,24 +47,21 @@ export function contractOperations(document: OpenApiDocument): ContractOperation
 export function allowedMethodsLookup(
   operations: readonly ContractOperation[],
 ): (path: string) => readonly string[] | undefined {
-  const byPath = new Map<string, string[]>();
-  for (const { path, method } of operations) {
-    const methods = byPath.get(path) ?? [];
-    methods.push(method.toUpperCase());
-    byPath.set(path, methods);
+  const byPath = new Map<string, { pattern: RegExp; methods: string[] }>();
+  for (const { path, method, pattern } of operations) {
+    const matcher = byPath.get(path) ?? { pattern, methods: [] };
+    matcher.methods.push(method.toUpperCase());
+    byPath.set(path, matcher);
   }
-  const matchers = [...byPath].map(([template, methods]) => ({
-    pattern: new RegExp(
-      `^${template
-        .split(/\{[^}]+\}/)
-        .map(escapeRegExp)
-        .join('[^/]+')}/?$`,
-    ),
-    methods,
-  }));
+  const matchers = [...byPath.values()];
   return (path) => matchers.find((m) => m.pattern.test(path))?.methods;
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `/v1/logs/{cid}` → `^/v1/logs/[^/]+/?$`: a parameter is one non-empty segment. */
+function pathPattern(template: string): RegExp {
+  const source = template
+    .split(/\{[^}]+\}/)
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[^/]+');
+  return new RegExp(`^${source}/?$`);
 }

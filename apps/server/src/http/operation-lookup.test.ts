@@ -15,11 +15,13 @@ describe('operationLookup', () => {
   it('answers HEAD with the GET operation and ignores a trailing slash', () => {
     expect(lookup('HEAD', '/healthz')).toBe('getHealth');
     expect(lookup('GET', '/readyz/')).toBe('getReadiness');
+    expect(lookup('GET', '/v1/logs/bafkreiabc/')).toBe('getLogRecord');
   });
 
   it('finds nothing for another method, a longer path or an unknown one', () => {
     expect(lookup('GET', '/v1/scoring/score')).toBeUndefined();
     expect(lookup('GET', '/v1/logs/a/b')).toBeUndefined();
+    expect(lookup('GET', '/v1/logs/a//')).toBeUndefined();
     expect(lookup('GET', '/docs')).toBeUndefined();
   });
 });

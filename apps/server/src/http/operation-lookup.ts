@@ -12,17 +12,10 @@ export type OperationLookup = (method: string, path: string) => string | undefin
 export function operationLookup(operations: readonly ContractOperation[]): OperationLookup {
   const exact = new Map<string, string>();
   const templated: { method: string; pattern: RegExp; operationId: string }[] = [];
-  for (const { method, path, operationId } of operations) {
+  for (const { method, path, pattern, operationId } of operations) {
     const upper = method.toUpperCase();
-    if (!path.includes('{')) {
-      exact.set(`${upper} ${path}`, operationId);
-      continue;
-    }
-    const source = path
-      .split(/\{[^}]+\}/)
-      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-      .join('[^/]+');
-    templated.push({ method: upper, pattern: new RegExp(`^${source}$`), operationId });
+    if (path.includes('{')) templated.push({ method: upper, pattern, operationId });
+    else exact.set(`${upper} ${path}`, operationId);
   }
   return (method, path) => {
     // HEAD is answered by the GET route.
@@ -30,7 +23,8 @@ export function operationLookup(operations: readonly ContractOperation[]): Opera
     const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
     const found = exact.get(`${upper} ${trimmed}`);
     if (found !== undefined) return found;
-    return templated.find((entry) => entry.method === upper && entry.pattern.test(trimmed))?.operationId;
+    // The pattern allows the one trailing slash itself.
+    return templated.find((entry) => entry.method === upper && entry.pattern.test(path))?.operationId;
   };
 }
 

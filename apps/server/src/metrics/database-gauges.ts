@@ -22,7 +22,7 @@ export interface DatabaseGauge {
  * The outbox's depth: events not yet fanned out to deliveries (`stage="undispatched_events"`) and
  * deliveries still waiting for a successful attempt (`stage="pending_deliveries"`).
  */
-export const outboxDepthGauge: DatabaseGauge = {
+const outboxDepthGauge: DatabaseGauge = {
   name: 'scenario_scoring_outbox_depth',
   help: 'Undispatched events and pending webhook deliveries, database-wide.',
   labelNames: ['stage'],
@@ -51,7 +51,7 @@ export const outboxDepthGauge: DatabaseGauge = {
 const RUN_STATES = ['queued', 'running', 'completed', 'failed'] as const;
 
 /** Runs by state (`state="queued"`, …), database-wide. */
-export const runsByStateGauge: DatabaseGauge = {
+const runsByStateGauge: DatabaseGauge = {
   name: 'scenario_scoring_runs',
   help: 'Batch scoring runs by state, database-wide.',
   labelNames: ['state'],

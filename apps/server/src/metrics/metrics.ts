@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Storage } from '../storage/storage.js';
-import { DATABASE_GAUGES, type DatabaseGauge } from './database-gauges.js';
+import { DATABASE_GAUGES } from './database-gauges.js';
 
 /** Every metric name starts with this, so a shared Prometheus tells the service's series apart. */
 export const METRIC_PREFIX = 'scenario_scoring_';
@@ -19,7 +19,7 @@ export interface Metrics {
   readonly registry: Registry;
   /** Seconds per HTTP request, by `operation` (the contract's operationId, or `unmatched`) and `status`. */
   readonly httpRequestDuration: Histogram<'operation' | 'status'>;
-  /** Subjects scored (each one logged under its CID). */
+  /** Synchronous scorings (POST /v1/scoring/score), each logged under its CID; batch runs are not counted. */
   readonly scores: Counter;
   /**
    * Webhook delivery attempts by `result`: `succeeded` (a 2xx), `failed` (another status), `network_error`,
@@ -37,8 +37,6 @@ export interface Metrics {
 export interface MetricsOptions {
   /** Without it, no database gauge is registered (tests of the HTTP metrics alone). */
   storage?: Pick<Storage, 'db'>;
-  /** The scrape-time database gauges; by default DATABASE_GAUGES. */
-  databaseGauges?: readonly DatabaseGauge[];
   /** Whether to collect Node's process metrics (memory, CPU, event-loop lag, GC); default true. */
   processMetrics?: boolean;
 }
@@ -50,7 +48,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
   if (options.storage !== undefined) {
     const { db } = options.storage;
-    for (const gauge of options.databaseGauges ?? DATABASE_GAUGES) {
+    for (const gauge of DATABASE_GAUGES) {
       new Gauge({
         name: gauge.name,
         help: gauge.help,
@@ -76,7 +74,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     }),
     scores: new Counter({
       name: `${METRIC_PREFIX}scores_total`,
-      help: 'Subjects scored and logged.',
+      help: 'Synchronous scorings (POST /v1/scoring/score).',
       registers,
     }),
     deliveryAttempts: new Counter({
