@@ -191,7 +191,7 @@ async function failRun(
 
 function interruptedProblem(run: ClaimedRun): Problem {
   return problem('internal_error', {
-    detail: `The run was interrupted ${run.claims - 1} times without finishing (its server stopped while processing it); ${run.nextIndex} of ${run.items.length} items were attempted.`,
+    detail: `The run was interrupted ${run.claims - 1} times without finishing (its server died or lost its lease while processing it); ${run.nextIndex} of ${run.items.length} items were attempted.`,
   });
 }
 

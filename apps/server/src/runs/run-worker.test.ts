@@ -68,7 +68,7 @@ forEachDatabase('the run worker', ({ storage }) => {
     expect(JSON.parse(run.error ?? 'null')).toMatchObject({
       code: 'internal_error',
       detail:
-        'The run was interrupted 3 times without finishing (its server stopped while processing it); 0 of 3 items were attempted.',
+        'The run was interrupted 3 times without finishing (its server died or lost its lease while processing it); 0 of 3 items were attempted.',
     });
     expect(await runEvents(tenant, 'run.failed')).toHaveLength(1);
     expect(await count('run_items', 'run_id', id)).toBe(0);

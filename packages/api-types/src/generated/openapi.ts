@@ -113,7 +113,8 @@ export type paths = {
          * @description Returns the results of a run's items in item order, a page at a time: each scored item with its
          *     scenarios, levers and `log_cid`, or its own error. A result is read from the item's log record, so
          *     it is exactly what `GET /v1/logs/{cid}` returns for its `log_cid`. Items not yet attempted are not
-         *     listed; once the run has ended, every item is. Cursors are opaque.
+         *     listed: once a run has completed, every item is; a failed run lists the items attempted before it
+         *     failed. Cursors are opaque.
          */
         get: operations["listRunResults"];
         put?: never;
@@ -233,9 +234,10 @@ export type paths = {
         put?: never;
         /**
          * Rotate a webhook's secret
-         * @description Issues a new signing secret. For `grace_period_seconds` (default 86400) deliveries carry two
-         *     signatures, by the old secret and by the new one, so you can deploy the new secret without missing an
-         *     event; after that only the new one signs.
+         * @description Issues a new signing secret. For `grace_period_seconds` (default 86400) deliveries carry a signature
+         *     by the new secret and one by each old secret still in its grace period (at most five old ones), so you
+         *     can deploy the new secret without missing an event; after that only the new one signs. No old secret
+         *     signs past this rotation's grace period: rotating with `0` after a leak retires every old secret at once.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -862,7 +864,7 @@ export type components = {
         /** @description How long the old secret keeps signing beside the new one. */
         RotateSecretRequest: {
             /**
-             * @description Seconds during which deliveries carry signatures by both secrets; 0 retires the old one now.
+             * @description Seconds during which the old secrets keep signing beside the new one; 0 retires every old secret now.
              * @default 86400
              */
             grace_period_seconds: number;
