@@ -6,7 +6,7 @@ import { newId } from '../ids.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
-import { failingCommits, testRunWorker } from './test-run-worker.js';
+import { failingCommits, heldCommit, testRunWorker } from './test-run-worker.js';
 
 const T0 = new Date('2026-11-22T10:00:00.000Z');
 
@@ -148,19 +148,8 @@ forEachDatabase('the run worker', ({ storage }) => {
 
   it('when a worker dies mid-run, then another resumes after its lease from the last committed batch, and the dead one’s late commit is refused', async () => {
     const tenant = 'crash';
-    const store = createRunStore(storage());
     // Worker A commits two batches, then hangs in its third commit as if its process had frozen.
-    let release: () => void = () => {};
-    const frozen = new Promise<void>((resolve) => (release = resolve));
-    let commits = 0;
-    const freezing: RunStore = {
-      ...store,
-      async commitBatch(batch) {
-        commits += 1;
-        if (commits === 3) await frozen;
-        return store.commitBatch(batch);
-      },
-    };
+    const { store: freezing, state, release } = heldCommit(createRunStore(storage()), 3);
     const outcomes: Record<string, RunOutcome> = {};
     const id = await queueRun(tenant, 50);
     const a = testRunWorker(storage(), {
@@ -170,7 +159,7 @@ forEachDatabase('the run worker', ({ storage }) => {
       onRunEnded: (_run, outcome) => (outcomes.a = outcome),
     });
     a.start();
-    await waitUntil(async () => (await runRow(id)).next_index === 20 && commits === 3, 15_000);
+    await waitUntil(async () => (await runRow(id)).next_index === 20 && state.commits === 3, 15_000);
 
     // Worker B sees A's lease as expired, claims the run and finishes it from item 20.
     const later: Clock = { now: () => new Date(Date.now() + 60_000) };
@@ -199,22 +188,11 @@ forEachDatabase('the run worker', ({ storage }) => {
 
   it('when a worker stops mid-run, then it releases its claim and another worker completes the run', async () => {
     const tenant = 'stopping';
-    const store = createRunStore(storage());
-    let release: () => void = () => {};
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let commits = 0;
-    const gated: RunStore = {
-      ...store,
-      async commitBatch(batch) {
-        commits += 1;
-        if (commits === 2) await gate;
-        return store.commitBatch(batch);
-      },
-    };
+    const { store: gated, state, release } = heldCommit(createRunStore(storage()), 2);
     const id = await queueRun(tenant, 30);
     const a = testRunWorker(storage(), { store: gated, config: { batchSize: 10 } });
     a.start();
-    await waitUntil(async () => commits === 2, 15_000);
+    await waitUntil(async () => state.commits === 2, 15_000);
     const stopped = a.stop();
     release();
     await stopped;
@@ -236,20 +214,10 @@ forEachDatabase('the run worker', ({ storage }) => {
     const config = { batchSize: 10, maxClaims: 1 };
     // Two instances in turn are stopped while their second batch commits, 20 items each.
     for (const workerId of ['wrk_first', 'wrk_second']) {
-      let release: () => void = () => {};
-      const gate = new Promise<void>((resolve) => (release = resolve));
-      let commits = 0;
-      const gated: RunStore = {
-        ...store,
-        async commitBatch(batch) {
-          commits += 1;
-          if (commits === 2) await gate;
-          return store.commitBatch(batch);
-        },
-      };
+      const { store: gated, state, release } = heldCommit(store, 2);
       const worker = testRunWorker(storage(), { store: gated, workerId, config });
       worker.start();
-      await waitUntil(async () => commits === 2, 15_000);
+      await waitUntil(async () => state.commits === 2, 15_000);
       const stopped = worker.stop();
       release();
       await stopped;

@@ -1,4 +1,5 @@
 import type { Run } from '@scenario-scoring/api-types';
+import { waitUntil } from '@scenario-scoring/testkit';
 import { type Clock, systemClock } from '../clock.js';
 import { silentLogger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
@@ -40,18 +41,40 @@ export function failingCommits(store: RunStore, failures = Number.POSITIVE_INFIN
   return { store: wrapped, state };
 }
 
+/**
+ * A RunStore whose `held`-th batch commit waits until `release()` is called, as if its process had frozen
+ * (or were being stopped) in the middle of a run; `state.commits` counts the commits begun.
+ */
+export function heldCommit(store: RunStore, held: number) {
+  const state = { commits: 0 };
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const wrapped: RunStore = {
+    ...store,
+    async commitBatch(batch) {
+      state.commits += 1;
+      if (state.commits === held) await gate;
+      return store.commitBatch(batch);
+    },
+  };
+  return { store: wrapped, state, release: () => release() };
+}
+
 /** Polls `GET /v1/scoring/runs/{id}` until the run has ended, or throws after `timeoutMs`. */
-export async function waitForRunEnd(
+export function waitForRunEnd(
   server: TestServer,
   key: string,
   runId: string,
   timeoutMs = 15_000,
 ): Promise<Run> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = (await (await server.request(`/v1/scoring/runs/${runId}`, { key })).json()) as Run;
-    if (run.status === 'completed' || run.status === 'failed') return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  return waitUntil(
+    async () => {
+      const run = (await (await server.request(`/v1/scoring/runs/${runId}`, { key })).json()) as Run;
+      return (run.status === 'completed' || run.status === 'failed') && run;
+    },
+    timeoutMs,
+    `run ${runId} to end`,
+  );
 }
