@@ -12,6 +12,8 @@ import {
   canonicalBytes,
   cidOfBytes,
   effectivePolicy,
+  type LogRecord,
+  logRecordBytes,
   type ScoreContext,
   scoreAndLog,
   scoreContext,
@@ -75,7 +77,10 @@ bench
     const { context } = inputs[next()] as (typeof inputs)[number];
     sink = scoreContext(context, effectivePolicy(context.jurisdiction));
   })
-  .add('  canonicalBytes', () => {
+  .add('  logRecordBytes (the record shape)', () => {
+    sink = logRecordBytes(records[next()] as LogRecord);
+  })
+  .add('  canonicalBytes (generic)', () => {
     sink = canonicalBytes(records[next()]);
   })
   .add('  cidOfBytes', () => {

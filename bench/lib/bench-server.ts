@@ -88,6 +88,7 @@ export async function startBenchServer(
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
       url: `http://127.0.0.1:${port}`,
       readyPath: '/readyz',
+      pollMs: 5,
     });
     return {
       url: server.url,

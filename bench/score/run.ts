@@ -1,24 +1,27 @@
 /**
- * bench/score: POST /v1/scoring/score on the real server (validated, durably logged) against a bare
- * node:http endpoint returning the same JSON, and against the Prism mock, alternated over several rounds in
- * one run. Prints requests/s, p50/p99 and each target's ratio to bare node:http.
+ * bench/score: POST /v1/scoring/score on the real server (validated, authenticated, durably logged), on
+ * SQLite and on PostgreSQL, against baselines returning the same JSON — bare node:http, bare Express 5 with
+ * `express.json()`, Fastify 5 validating the body against a schema — and the Prism mock, alternated over
+ * several rounds in one run. Prints requests/s, p50/p99, each target's ratio to bare node:http and to bare
+ * Express, and each server's cold start (spawn to its first 200 from /readyz, on a fresh database).
  *
- *   npm run bench:score -- [--rounds 3] [--duration 5] [--connections 50] [--db sqlite|postgres]
+ *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism]
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort } from '@scenario-scoring/testkit';
-import { startBenchServer } from '../lib/bench-server.ts';
+import { type BenchServer, startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '3' },
-    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '2' },
+    duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
-    db: { type: 'string', default: 'sqlite' },
+    db: { type: 'string', default: 'both' },
+    'no-prism': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -46,31 +49,46 @@ const sameJson = JSON.stringify({
   log_cid: sample.logCid,
 });
 
-const server = await startBenchServer(args.db, 'bench');
+const databases = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db];
+const servers: { db: string; server: BenchServer }[] = [];
 const processes: RunningProcess[] = [];
 try {
-  const { headers } = server;
-  const [barePort, prismPort] = [await freePort(), await freePort()];
-  const bare = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
-    env: { PORT: String(barePort), BARE_BODY: sameJson },
-    url: `http://127.0.0.1:${barePort}`,
-  });
-  const prism = await startProcess(
-    PRISM,
-    ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
-    {
-      url: `http://127.0.0.1:${prismPort}`,
-      readyPath: '/healthz',
-      timeoutMs: 60_000,
-    },
-  );
-  processes.push(bare, prism);
-
+  for (const db of databases) servers.push({ db, server: await startBenchServer(db, 'bench') });
+  const { headers } = servers[0]?.server ?? { headers: {} };
+  const baseline = async (file: string) => {
+    const port = await freePort();
+    const started = await startProcess('node', [join(ROOT, 'bench/lib', file)], {
+      env: { PORT: String(port), BARE_BODY: sameJson },
+      url: `http://127.0.0.1:${port}`,
+      readyPath: '/readyz',
+    });
+    processes.push(started);
+    return started;
+  };
+  const bare = await baseline('bare-server.ts');
+  const express = await baseline('bare-express.ts');
+  const fastify = await baseline('bare-fastify.ts');
   const targets: LoadTarget[] = [
     { name: 'bare node:http', url: `${bare.url}/v1/scoring/score`, headers, body: requestBody },
-    { name: `server (${args.db})`, url: `${server.url}/v1/scoring/score`, headers, body: requestBody },
-    { name: 'prism mock', url: `${prism.url}/v1/scoring/score`, headers, body: requestBody },
+    { name: 'bare express+json', url: `${express.url}/v1/scoring/score`, headers, body: requestBody },
+    { name: 'fastify+schema', url: `${fastify.url}/v1/scoring/score`, headers, body: requestBody },
+    ...servers.map(({ db, server }) => ({
+      name: `server (${db})`,
+      url: `${server.url}/v1/scoring/score`,
+      headers: server.headers,
+      body: requestBody,
+    })),
   ];
+  if (!args['no-prism']) {
+    const prismPort = await freePort();
+    const prism = await startProcess(
+      PRISM,
+      ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
+      { url: `http://127.0.0.1:${prismPort}`, readyPath: '/healthz', timeoutMs: 60_000 },
+    );
+    processes.push(prism);
+    targets.push({ name: 'prism mock', url: `${prism.url}/v1/scoring/score`, headers, body: requestBody });
+  }
   console.log(
     `bench/score: ${ROUNDS} rounds × ${targets.length} targets × ${DURATION_S} s, ${CONNECTIONS} connections, Node ${process.version}`,
   );
@@ -85,8 +103,11 @@ try {
       );
     }
   }
-  printSummary(rounds, 'bare node:http');
+  printSummary(rounds, ['bare node:http', 'bare express+json']);
+  for (const { db, server } of servers) {
+    console.log(`server (${db}): cold start to ready ${Math.round(server.process.readyMs)} ms (goal ≤ 1000)`);
+  }
 } finally {
   for (const p of processes) await p.stop();
-  await server.stop();
+  for (const { server } of servers) await server.stop();
 }

@@ -1,4 +1,4 @@
-import { buildLogRecord, canonicalBytes, cidOfBytes } from './log-record.js';
+import { buildLogRecord, cidOfBytes, logRecordBytes } from './log-record.js';
 import { effectivePolicy } from './policy-loader.js';
 import type { Policy, ScoreContext, ScoreResult } from './score-types.js';
 import { scoreContext } from './scorecard-model.js';
@@ -21,6 +21,6 @@ export function scoreAndLog(subject: string, context: ScoreContext): LoggedScori
   const policy = effectivePolicy(context.jurisdiction);
   const result = scoreContext(context, policy);
   const record = buildLogRecord({ policy_version: policy.policy_version, subject, context, result });
-  const logBytes = canonicalBytes(record);
+  const logBytes = logRecordBytes(record);
   return { policy, result, logBytes, logCid: cidOfBytes(logBytes) };
 }
