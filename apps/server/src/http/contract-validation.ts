@@ -4,7 +4,6 @@ import * as OpenApiValidator from 'express-openapi-validator';
 import type { Contract } from '../contract.js';
 import { requestExample } from './contract-examples.js';
 import { type ContractOperation, contractOperations } from './contract-routes.js';
-import { speedUpValidatorHotPath } from './validator-hot-path.js';
 
 /** How strictly the contract is enforced. */
 export interface ContractValidationOptions {
@@ -24,7 +23,6 @@ export async function contractValidation(
   contract: Contract,
   options: ContractValidationOptions,
 ): Promise<RequestHandler[]> {
-  speedUpValidatorHotPath();
   const handlers = OpenApiValidator.middleware({
     // The validator clones the document before it touches it.
     apiSpec: contract.document as unknown as Parameters<typeof OpenApiValidator.middleware>[0]['apiSpec'],
