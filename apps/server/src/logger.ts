@@ -1,12 +1,15 @@
 import { type DestinationStream, pino } from 'pino';
 import pretty from 'pino-pretty';
 import type { LogConfig } from './logging/log-config.js';
+import { type RequestLine, requestLineWriter } from './logging/request-line.js';
 import { redactedPaths, scrubSecrets, scrubSecretsDeep } from './logging/secret-scrubber.js';
 
 /** Where the server writes what operators need to see: one JSON object per line (pino underneath). */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
+  /** The request log's line (see logging/request-line.ts); without it, `info`/`error('request', …)`. */
+  request?(severity: 'info' | 'error', line: RequestLine): void;
 }
 
 /**
@@ -44,6 +47,7 @@ export function createLogger(config: LogConfig, destination?: DestinationStream)
   return {
     info: (message, fields) => log.info(fields ?? {}, scrubSecrets(message)),
     error: (message, fields) => log.error(fields ?? {}, scrubSecrets(message)),
+    request: requestLineWriter(config.level, stream),
   };
 }
 
