@@ -137,6 +137,30 @@ describe('logRecordJson', () => {
     );
   });
 
+  it('when a scoring’s subject has a lone surrogate, then scoreAndLog does what the generic path does', () => {
+    const context = { jurisdiction: 'DE', utilization: 0.3 };
+    const outcome = (fn: () => Uint8Array) => {
+      try {
+        return text(fn());
+      } catch (error) {
+        return `threw ${String(error)}`;
+      }
+    };
+    const policy = scoreAndLog('x', context).policy;
+    const viaEngine = outcome(() => scoreAndLog('lone \ud800', context).logBytes);
+    const generic = outcome(() =>
+      canonicalBytes(
+        buildLogRecord({
+          policy_version: policy.policy_version,
+          subject: 'lone \ud800',
+          context,
+          result: scoreAndLog('x', context).result,
+        }),
+      ),
+    );
+    expect(viaEngine).toBe(generic);
+  });
+
   it('when a context member is undefined, then it is left out as JSON leaves it out', () => {
     const r = buildLogRecord({
       policy_version: 'v',

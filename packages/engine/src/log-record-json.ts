@@ -1,4 +1,6 @@
+import { MODEL_VERSION } from './factor-table.js';
 import type { LogRecord } from './log-record.js';
+import type { ScoreContext, ScoreResult } from './score-types.js';
 
 /** `String.prototype.isWellFormed` (ES2024, Node 20+), which the compiler's ES2022 library does not declare. */
 type WellFormedCheck = string & { isWellFormed(): boolean };
@@ -32,6 +34,47 @@ export function logRecordJson(record: LogRecord): string | undefined {
     if (error === NOT_THE_SHAPE) return undefined;
     throw error;
   }
+}
+
+/**
+ * The same JSON for a scoring the engine just made (`scoreAndLog`): its context passed `assertValidContext`
+ * (known keys, finite numbers, an ASCII jurisdiction) and its result was built by the engine, so the shape
+ * checks of `logRecordJson` are skipped; only the free-text subject and the policy version are checked for
+ * lone surrogates (undefined then, and the caller takes the generic path). `schema` is the record's tag.
+ */
+export function scoringRecordJson(
+  schema: string,
+  policyVersion: string,
+  subject: string,
+  context: ScoreContext,
+  result: ScoreResult,
+): string | undefined {
+  if (!(subject as WellFormedCheck).isWellFormed() || !(policyVersion as WellFormedCheck).isWellFormed())
+    return undefined;
+  const contextCopy: Record<string, unknown> = {};
+  for (const key of CONTEXT_KEYS) {
+    const value = context[key];
+    if (value !== undefined) contextCopy[key] = value;
+  }
+  const { levers, scenarios } = result;
+  const leverCopies = new Array(levers.length);
+  for (let i = 0; i < levers.length; i++) {
+    const lever = levers[i] as ScoreResult['levers'][number];
+    leverCopies[i] = { delta: lever.delta, direction: lever.direction, name: lever.name, step: lever.step };
+  }
+  const scenarioCopies = new Array(scenarios.length);
+  for (let i = 0; i < scenarios.length; i++) {
+    const scenario = scenarios[i] as ScoreResult['scenarios'][number];
+    scenarioCopies[i] = { explain: scenario.explain, name: scenario.name, score: scenario.score };
+  }
+  return JSON.stringify({
+    context: contextCopy,
+    model_version: MODEL_VERSION,
+    policy_version: policyVersion,
+    result: { levers: leverCopies, scenarios: scenarioCopies },
+    schema,
+    subject,
+  });
 }
 
 function canonicalCopy(record: LogRecord) {

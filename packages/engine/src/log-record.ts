@@ -1,6 +1,6 @@
 import canonicalize from 'canonicalize';
 import { MODEL_VERSION } from './factor-table.js';
-import { logRecordJson } from './log-record-json.js';
+import { logRecordJson, scoringRecordJson } from './log-record-json.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
 /** The schema tag of a scoring's log record. */
@@ -102,6 +102,26 @@ export function canonicalBytes(value: unknown): Uint8Array {
 export function logRecordBytes(record: LogRecord): Uint8Array {
   const text = logRecordJson(record);
   return text === undefined ? canonicalBytes(record) : utf8Bytes(text);
+}
+
+/**
+ * `logRecordBytes` of the record of a scoring the engine just made (see `scoringRecordJson`): the same
+ * bytes without re-checking the shape the engine guarantees.
+ */
+export function scoringRecordBytes(input: {
+  policy_version: string;
+  subject: string;
+  context: ScoreContext;
+  result: ScoreResult;
+}): Uint8Array {
+  const text = scoringRecordJson(
+    LOG_SCHEMA,
+    input.policy_version,
+    input.subject,
+    input.context,
+    input.result,
+  );
+  return text === undefined ? canonicalBytes(buildLogRecord(input)) : utf8Bytes(text);
 }
 
 /**
