@@ -3,7 +3,10 @@
  * record, CID), against its floor in the same run: `JSON.stringify` + sha256 of an equal, already built
  * record. Prints µs/op of each (and of the pipeline's parts) and the ratio of `scoreAndLog` to the floor.
  *
- *   npm run bench:engine -- [--time 1000] [--records 1024]
+ * `--compare <other build's packages/engine/dist/index.js>` adds that build's `scoreAndLog` as a task, to
+ * compare two versions of the engine in one run.
+ *
+ *   npm run bench:engine -- [--time 1000] [--records 1024] [--compare <index.js>]
  */
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -24,6 +27,7 @@ const { values: args } = parseArgs({
   options: {
     time: { type: 'string', default: '1000' },
     records: { type: 'string', default: '1024' },
+    compare: { type: 'string' },
   },
 });
 const TIME_MS = Number(args.time);
@@ -86,6 +90,14 @@ bench
   .add('  cidOfBytes', () => {
     sink = cidOfBytes(bytes[next()] as Uint8Array);
   });
+
+if (args.compare !== undefined) {
+  const other = (await import(args.compare)) as { scoreAndLog: typeof scoreAndLog };
+  bench.add('scoreAndLog (before)', () => {
+    const input = inputs[next()] as (typeof inputs)[number];
+    sink = other.scoreAndLog(input.subject, input.context);
+  });
+}
 
 console.log(
   `bench/engine: ${bench.tasks.length} tasks × ${TIME_MS} ms, ${RECORDS} distinct records, Node ${process.version}`,

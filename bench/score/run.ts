@@ -5,7 +5,10 @@
  * several rounds in one run. Prints requests/s, p50/p99, each target's ratio to bare node:http and to bare
  * Express, and each server's cold start (spawn to its first 200 from /readyz, on a fresh database).
  *
- *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism]
+ * `--compare <other build's apps/server/dist/main.js>` adds that build as a target on each database, to
+ * compare two versions of the server in one run (its targets are named `… (before)`).
+ *
+ *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism] [--compare <main.js>]
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,6 +25,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '50' },
     db: { type: 'string', default: 'both' },
     'no-prism': { type: 'boolean', default: false },
+    compare: { type: 'string' },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -50,10 +54,16 @@ const sameJson = JSON.stringify({
 });
 
 const databases = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db];
-const servers: { db: string; server: BenchServer }[] = [];
+const servers: { db: string; server: BenchServer; name: string }[] = [];
 const processes: RunningProcess[] = [];
 try {
-  for (const db of databases) servers.push({ db, server: await startBenchServer(db, 'bench') });
+  for (const db of databases) {
+    servers.push({ db, name: `server (${db})`, server: await startBenchServer(db, 'bench') });
+    if (args.compare !== undefined) {
+      const before = await startBenchServer(db, 'bench-before', {}, args.compare);
+      servers.push({ db, name: `server (${db}, before)`, server: before });
+    }
+  }
   const { headers } = servers[0]?.server ?? { headers: {} };
   const baseline = async (file: string) => {
     const port = await freePort();
@@ -72,8 +82,8 @@ try {
     { name: 'bare node:http', url: `${bare.url}/v1/scoring/score`, headers, body: requestBody },
     { name: 'bare express+json', url: `${express.url}/v1/scoring/score`, headers, body: requestBody },
     { name: 'fastify+schema', url: `${fastify.url}/v1/scoring/score`, headers, body: requestBody },
-    ...servers.map(({ db, server }) => ({
-      name: `server (${db})`,
+    ...servers.map(({ name, server }) => ({
+      name,
       url: `${server.url}/v1/scoring/score`,
       headers: server.headers,
       body: requestBody,
@@ -99,13 +109,13 @@ try {
       const r = await measure(target, CONNECTIONS, DURATION_S);
       rounds.push(r);
       console.log(
-        `round ${round} ${r.target.padEnd(18)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}`,
+        `round ${round} ${r.target.padEnd(26)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}`,
       );
     }
   }
   printSummary(rounds, ['bare node:http', 'bare express+json']);
-  for (const { db, server } of servers) {
-    console.log(`server (${db}): cold start to ready ${Math.round(server.process.readyMs)} ms (goal ≤ 1000)`);
+  for (const { name, server } of servers) {
+    console.log(`${name}: cold start to ready ${Math.round(server.process.readyMs)} ms (goal ≤ 1000)`);
   }
 } finally {
   for (const p of processes) await p.stop();
