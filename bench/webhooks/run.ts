@@ -17,18 +17,18 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { systemClock } from '@scenario-scoring/server/dist/clock.js';
-import { loadConfig } from '@scenario-scoring/server/dist/config.js';
+import { loadConfig } from '@scenario-scoring/server/dist/config/server-config.js';
 import { insertEvents, newEvent } from '@scenario-scoring/server/dist/events/event-outbox.js';
 import { newId } from '@scenario-scoring/server/dist/ids.js';
-import { jsonLogger } from '@scenario-scoring/server/dist/logger.js';
+import { jsonLogger } from '@scenario-scoring/server/dist/logging/logger.js';
 import { createMetrics } from '@scenario-scoring/server/dist/metrics/metrics.js';
 import { openStorage, type Storage } from '@scenario-scoring/server/dist/storage/storage.js';
-import { SecretBox } from '@scenario-scoring/server/dist/webhooks/secret-box.js';
+import { insertNewWebhook } from '@scenario-scoring/server/dist/webhooks/api/webhook-store.js';
+import { SecretBox } from '@scenario-scoring/server/dist/webhooks/outbound/secret-box.js';
 import {
   generateWebhookSecret,
   webhookHeaders,
-} from '@scenario-scoring/server/dist/webhooks/webhook-signature.js';
-import { insertNewWebhook } from '@scenario-scoring/server/dist/webhooks/webhook-store.js';
+} from '@scenario-scoring/server/dist/webhooks/outbound/webhook-signature.js';
 import { createWorkers } from '@scenario-scoring/server/dist/workers/create-workers.js';
 import { freePort } from '@scenario-scoring/testkit';
 import { Agent, request } from 'undici';

@@ -1,12 +1,12 @@
 import type { Problem } from '@scenario-scoring/api-types';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../test/support/test-databases.js';
+import { startTestServer, type TestServer } from '../test/support/test-server.js';
 import { loadContract } from './contract.js';
 import { contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
-import type { Logger } from './logger.js';
-import { forEachDatabase } from './storage/test-databases.js';
-import { startTestServer, type TestServer } from './test-server.js';
+import type { Logger } from './logging/logger.js';
 
 const VALID_SCORE = { subject: 'applicant-8841', context: { jurisdiction: 'DE', utilization: 0.35 } };
 

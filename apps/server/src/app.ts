@@ -1,7 +1,7 @@
 import type { OperationId } from '@scenario-scoring/api-types';
 import express, { type Express, type RequestHandler } from 'express';
 import { type Clock, systemClock } from './clock.js';
-import type { Config } from './config.js';
+import type { Config } from './config/server-config.js';
 import { type Contract, loadContract } from './contract.js';
 import { docsRoutes } from './docs/docs-routes.js';
 import { AppError } from './errors/app-error.js';
@@ -18,15 +18,15 @@ import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
 import './http/locals.js';
-import { jsonLogger, type Logger } from './logger.js';
-import { logRoute } from './logs/log-route.js';
+import { jsonLogger, type Logger } from './logging/logger.js';
+import { logRoute } from './logs/log-routes.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
-import { policyRoute } from './policies/policy-route.js';
+import { policyRoute } from './policies/policy-routes.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
-import { scoreRoute } from './scoring/score-route.js';
+import { scoreRoute } from './scoring/score-routes.js';
 import type { Storage } from './storage/storage.js';
-import type { SecretBox } from './webhooks/secret-box.js';
-import { webhookRoutes } from './webhooks/webhook-routes.js';
+import { webhookRoutes } from './webhooks/api/webhook-routes.js';
+import type { SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** What the app is built from. */

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/server-config.js';
 import { openStorage } from './storage/storage.js';
 
 /** Tenant names: lower case, digits, `_` and `-`, starting with a letter or digit, at most 63 characters. */

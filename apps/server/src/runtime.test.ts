@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { silentLogger } from './logger.js';
+import { testConfig } from '../test/support/test-server.js';
+import { silentLogger } from './logging/logger.js';
 import { startRuntime } from './runtime.js';
 import { openStorage, type Storage } from './storage/storage.js';
-import { testConfig } from './test-server.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** A worker with one job in flight that the test finishes; the job writes to the storage when released. */

@@ -3,14 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
 import { systemClock } from './clock.js';
-import type { Config } from './config.js';
+import type { Config } from './config/server-config.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { closeGracefully } from './http/graceful-close.js';
-import type { Logger } from './logger.js';
+import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import { openStorage } from './storage/storage.js';
-import { loadSecretsKey, SecretBox } from './webhooks/secret-box.js';
+import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
 

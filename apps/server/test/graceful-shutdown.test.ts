@@ -3,8 +3,8 @@ import { connect, type Socket } from 'node:net';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
-import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, requireBuiltServer } from './built-server.js';
+import { BuiltServer, requireBuiltServer } from './support/built-server.js';
+import { createTestDatabase, type TestDatabase } from './support/test-databases.js';
 
 /** Score requests held in flight at the moment of SIGTERM. */
 const IN_FLIGHT = 20;

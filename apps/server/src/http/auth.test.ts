@@ -1,7 +1,7 @@
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 forEachDatabase('API key authentication', ({ storage }) => {
   let server: TestServer;

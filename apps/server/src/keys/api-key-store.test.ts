@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
 import { openStorage } from '../storage/storage.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import { API_KEY_PATTERN } from './api-key.js';
 
 forEachDatabase('API key storage', ({ storage, database }) => {

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
 import { openStorage, type StoredLogRecord } from '../storage/storage.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 
 let sequence = 0;
 function record(tenantId: string, text = `{"n":${sequence}}`): StoredLogRecord {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { insertEvents, newEvent } from '../events/event-outbox.js';
-import { silentLogger } from '../logger.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { silentLogger } from '../logging/logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics-server.js';
 

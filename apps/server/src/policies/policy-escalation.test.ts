@@ -8,11 +8,11 @@ import type {
 } from '@scenario-scoring/api-types';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { insertEvents, newEvent } from '../events/event-outbox.js';
 import type { RunWorker } from '../runs/run-worker.js';
-import { testRunWorker, waitForRunEnd } from '../runs/test-run-worker.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
 
 // Hand-computed under the default policy (review_threshold 550, max_band 250); FR has no entry of its own.
 // All five inputs present: sd = 0.05·√(350² + 300² + 150² + 100² + 100²) = 25.249, so the band is 64.7.

@@ -1,10 +1,10 @@
 import type { Problem, Run, RunItemResult, RunResultList, ScoreRequest } from '@scenario-scoring/api-types';
 import { cidOfBytes, scoreAndLog } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import type { RunWorker } from './run-worker.js';
-import { testRunWorker, waitForRunEnd } from './test-run-worker.js';
 
 const RUN_ID = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
 

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { createTestDatabase, forEachDatabase } from '../../test/support/test-databases.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { openStorage } from './storage.js';
-import { createTestDatabase, forEachDatabase } from './test-databases.js';
 
 const record = (cid: string) => ({
   tenantId: 'tenant_storage',

@@ -1,13 +1,13 @@
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { Config } from '../config/server-config.js';
+import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createRunStore } from '../runs/run-store.js';
 import { RunWorker } from '../runs/run-worker.js';
 import type { Storage } from '../storage/storage.js';
-import { DeliveryWorker } from '../webhooks/delivery-worker.js';
-import { checkedConnector } from '../webhooks/outbound-address-policy.js';
-import type { SecretBox } from '../webhooks/secret-box.js';
+import { DeliveryWorker } from '../webhooks/delivery/delivery-worker.js';
+import { checkedConnector } from '../webhooks/outbound/outbound-address-policy.js';
+import type { SecretBox } from '../webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
 
 /** What background workers are built from. */
