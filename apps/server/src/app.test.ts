@@ -2,6 +2,7 @@ import type { Problem } from '@scenario-scoring/api-types';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../test/support/test-databases.js';
+import { testFeatures } from '../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../test/support/test-server.js';
 import { loadContract } from './contract.js';
 import { contractOperations } from './http/contract-routes.js';
@@ -14,7 +15,7 @@ forEachDatabase('createApp', ({ storage }) => {
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('app'));
+    ({ key } = await testFeatures(storage()).keys.create('app'));
     server = await startTestServer({ storage: storage() });
   });
   afterAll(() => server.close());
@@ -87,13 +88,13 @@ forEachDatabase('createApp, when something fails unexpectedly', ({ storage }) =>
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('failing'));
-    const real = storage();
-    const failing = Object.create(real) as typeof real;
-    failing.appendLogRecord = async () => {
+    ({ key } = await testFeatures(storage()).keys.create('failing'));
+    const real = testFeatures(storage());
+    const logs = Object.create(real.logs) as typeof real.logs;
+    logs.append = async () => {
       throw new Error('disk full at /var/lib/secret-path (password=hunter2)');
     };
-    server = await startTestServer({ storage: failing, logger });
+    server = await startTestServer({ storage: storage(), features: { ...real, logs }, logger });
   });
   afterAll(() => server.close());
 

@@ -6,6 +6,7 @@ import { type Contract, loadContract } from './contract.js';
 import { docsRoutes } from './docs/docs-routes.js';
 import { AppError } from './errors/app-error.js';
 import { createErrorHandler } from './errors/error-handler.js';
+import type { Features } from './features.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { authenticate } from './http/auth.js';
@@ -24,14 +25,14 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-routes.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
-import type { Storage } from './storage/storage.js';
 import { webhookRoutes } from './webhooks/api/webhook-routes.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** What the app is built from. */
 export interface AppOptions {
-  storage: Storage;
+  /** The storage and the features' stores and signals, wired by the runtime (see features.ts). */
+  features: Features;
   config: Config;
   logger?: Logger;
   /** The contract to serve and enforce; by default the bundled one. */
@@ -54,7 +55,8 @@ export interface AppOptions {
  * problem+json from the one error handler.
  */
 export async function createApp(options: AppOptions): Promise<Express> {
-  const { storage, config } = options;
+  const { features, config } = options;
+  const { storage } = features;
   const logger = options.logger ?? jsonLogger;
   const clock = options.clock ?? systemClock;
   const workers = options.workers ?? [];
@@ -68,15 +70,21 @@ export async function createApp(options: AppOptions): Promise<Express> {
 
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: Partial<Record<OperationId, RequestHandler>> = {
-    scoreSubject: scoreRoute(storage, metrics, clock) as RequestHandler,
-    createRun: createRunRoute(storage, clock) as RequestHandler,
+    scoreSubject: scoreRoute(features.logs, metrics, clock) as RequestHandler,
+    createRun: createRunRoute(storage, features.runQueue, clock) as RequestHandler,
     getRun: getRunRoute(storage) as RequestHandler,
     listRunResults: listRunResultsRoute(storage) as RequestHandler,
     getPolicy: policyRoute as RequestHandler,
-    getLogRecord: logRoute(storage) as RequestHandler,
+    getLogRecord: logRoute(features.logs) as RequestHandler,
     getHealth: healthRoute as RequestHandler,
     getReadiness: readinessRoute({ storage, workers, lifecycle }) as RequestHandler,
-    ...webhookRoutes({ storage, policy: config.webhooks, secretBox: options.secretBox, clock }),
+    ...webhookRoutes({
+      storage,
+      outbox: features.outbox,
+      policy: config.webhooks,
+      secretBox: options.secretBox,
+      clock,
+    }),
   };
 
   const app = express();
@@ -87,7 +95,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(observeRequests(logger, metrics));
   app.use(closeConnectionsWhileDraining(lifecycle));
   app.use(docsRoutes(contract));
-  app.use('/v1', authenticate(storage));
+  app.use('/v1', authenticate(features.keys));
   if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
   app.use(jsonBody(config.bodyLimitBytes));
   app.use(validation);

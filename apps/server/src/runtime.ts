@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config/server-config.js';
+import { wireFeatures } from './features.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { closeGracefully } from './http/graceful-close.js';
 import type { Logger } from './logging/logger.js';
@@ -52,10 +53,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const announce = options.announce ?? ((line: string) => console.log(line));
   const lifecycle = new InstanceLifecycle('starting');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  // The signals between features (events committed → delivery workers, run created → run workers) are wired here.
+  const features = wireFeatures(storage);
   let metricsServer: MetricsServer | undefined;
   try {
-    if ((await storage.countApiKeys()) === 0) {
-      const { key } = await storage.createApiKey('default');
+    if ((await features.keys.countActive()) === 0) {
+      const { key } = await features.keys.create('default');
       announce(`Created an API key for tenant "default" (shown once): ${key}`);
     }
     const secretBox = new SecretBox(
@@ -63,7 +66,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     );
     const metrics = createMetrics({ storage });
     const workers = (options.workers ?? createWorkers)({
-      storage,
+      features,
       config,
       secretBox,
       logger,
@@ -71,7 +74,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       metrics,
     });
     const app = await createApp({
-      storage,
+      features,
       config,
       logger,
       clock: systemClock,
@@ -112,6 +115,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       ]);
       if (cut) logger.error('requests still in flight were cut', { graceMs: config.shutdown.graceMs });
       await metricsServer?.close();
+      await features.close();
       await storage.close();
       logger.info('stopped', { durationMs: Math.round(performance.now() - started) });
     };
@@ -128,6 +132,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     };
   } catch (error) {
     await metricsServer?.close();
+    await features.close();
     await storage.close();
     throw error;
   }

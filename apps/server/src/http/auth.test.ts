@@ -1,6 +1,7 @@
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 forEachDatabase('API key authentication', ({ storage }) => {
@@ -8,7 +9,7 @@ forEachDatabase('API key authentication', ({ storage }) => {
   let key: string;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
-    ({ key } = await storage().createApiKey('auth'));
+    ({ key } = await testFeatures(storage()).keys.create('auth'));
   });
   afterAll(() => server.close());
 

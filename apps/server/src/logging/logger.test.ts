@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { openStorage, type Storage } from '../storage/storage.js';
 import { generateWebhookSecret } from '../webhooks/outbound/webhook-signature.js';
@@ -81,7 +82,7 @@ describe('the request log', () => {
   beforeAll(async () => {
     database = await createTestDatabase('sqlite');
     storage = await openStorage(database.options);
-    ({ key } = await storage.createApiKey('acme'));
+    ({ key } = await testFeatures(storage).keys.create('acme'));
     server = await startTestServer({ storage, logger });
   });
   afterAll(async () => {

@@ -2,6 +2,7 @@ import type { Problem, ScoreResponse } from '@scenario-scoring/api-types';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 const UNKNOWN_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
@@ -13,8 +14,8 @@ forEachDatabase('GET /v1/logs/{cid}', ({ storage }) => {
   let cid: string;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
-    ({ key: alice } = await storage().createApiKey('alice'));
-    ({ key: bob } = await storage().createApiKey('bob'));
+    ({ key: alice } = await testFeatures(storage()).keys.create('alice'));
+    ({ key: bob } = await testFeatures(storage()).keys.create('bob'));
     const scored = await server.request('/v1/scoring/score', {
       key: alice,
       body: { subject: 'log-route', context: { jurisdiction: 'GB', on_time_ratio: 0.5 } },

@@ -1,7 +1,7 @@
 import type { operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
-import type { Storage } from '../storage/storage.js';
+import type { LogStore } from './log-store.js';
 
 type Params = operations['getLogRecord']['parameters']['path'];
 
@@ -9,9 +9,9 @@ type Params = operations['getLogRecord']['parameters']['path'];
  * `GET /v1/logs/{cid}`: the record's exact stored bytes, so the client can recompute the CID. Another
  * tenant's record answers 404 like an unknown one, so CIDs reveal nothing.
  */
-export function logRoute(storage: Pick<Storage, 'getLogRecord'>): RequestHandler<Params> {
+export function logRoute(logs: Pick<LogStore, 'get'>): RequestHandler<Params> {
   return async (req, res) => {
-    const bytes = await storage.getLogRecord(res.locals.apiKey.tenantId, req.params.cid);
+    const bytes = await logs.get(res.locals.apiKey.tenantId, req.params.cid);
     if (bytes === undefined) {
       throw new AppError('not_found', {
         detail: `No log record with CID ${req.params.cid} exists for this API key.`,

@@ -2,6 +2,7 @@ import type { Policy, Problem } from '@scenario-scoring/api-types';
 import { effectivePolicy } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 forEachDatabase('GET /v1/scoring/policies/{jurisdiction}', ({ storage }) => {
@@ -9,7 +10,7 @@ forEachDatabase('GET /v1/scoring/policies/{jurisdiction}', ({ storage }) => {
   let key: string;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
-    ({ key } = await storage().createApiKey('policies'));
+    ({ key } = await testFeatures(storage()).keys.create('policies'));
   });
   afterAll(() => server.close());
 

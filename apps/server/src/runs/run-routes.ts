@@ -2,6 +2,7 @@ import type { operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
+import type { OutboxSignal } from '../events/event-outbox.js';
 import { toPage } from '../http/list-cursor.js';
 import { idempotentCreate, sendOutcome } from '../idempotency/idempotent-create.js';
 import { newId } from '../ids.js';
@@ -22,7 +23,8 @@ const DEFAULT_RESULTS_LIMIT = 100;
  * the run is stored `queued` with its Idempotency-Key record, and this instance's run workers are woken.
  */
 export function createRunRoute(
-  storage: Pick<Storage, 'db' | 'runQueue'>,
+  storage: Pick<Storage, 'db'>,
+  runQueue: Pick<OutboxSignal, 'notify'>,
   clock: Clock,
 ): RequestHandler<never, RunReply, CreateBody> {
   return async (req, res) => {
@@ -41,7 +43,7 @@ export function createRunRoute(
       const run = await insertRun(trx, { id: newId('run'), tenantId, items, now, deadlineAt });
       return { status: 202, headers: { Location: `/v1/scoring/runs/${run.id}` }, body: runView(run) };
     });
-    if (!outcome.replayed) storage.runQueue.notify();
+    if (!outcome.replayed) runQueue.notify();
     sendOutcome(res, outcome);
   };
 }

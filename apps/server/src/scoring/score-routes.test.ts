@@ -8,6 +8,7 @@ import {
 } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 const FULL_FILE = {
@@ -28,7 +29,7 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
   let key: string;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
-    ({ key } = await storage().createApiKey('scoring'));
+    ({ key } = await testFeatures(storage()).keys.create('scoring'));
   });
   afterAll(() => server.close());
 

@@ -1,7 +1,7 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
 import { scoreAndLog } from '@scenario-scoring/engine';
+import type { LogStore } from '../logs/log-store.js';
 import { escalationEvent } from '../policies/policy-escalation.js';
-import type { Storage } from '../storage/storage.js';
 
 /** Who asks for a scoring, and the ids and clock it is recorded under. */
 export interface ScoringCaller {
@@ -17,7 +17,7 @@ export interface ScoringCaller {
  * When the policy escalates the result, its `policy.escalated` event commits in the record's transaction.
  */
 export async function scoreSubject(
-  storage: Pick<Storage, 'appendLogRecord'>,
+  logs: Pick<LogStore, 'append'>,
   caller: ScoringCaller,
   request: ScoreRequest,
 ): Promise<ScoreResponse> {
@@ -29,7 +29,7 @@ export async function scoreSubject(
     { requestId: caller.requestId },
     caller.now,
   );
-  await storage.appendLogRecord({
+  await logs.append({
     tenantId: caller.tenantId,
     cid: scoring.logCid,
     bytes: scoring.logBytes,

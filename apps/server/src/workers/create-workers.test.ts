@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { testConfig } from '../../test/support/test-server.js';
 import {
   attemptsOf,
@@ -33,7 +34,7 @@ forEachDatabase('the workers of an instance', ({ storage }) => {
     const config = { ...base, webhooks: { ...base.webhooks, allowedCidrs, retryScheduleMs: [10] } };
     const metrics = createMetrics({ processMetrics: false });
     workers = createWorkers({
-      storage: storage(),
+      features: testFeatures(storage()),
       config,
       secretBox,
       logger: silentLogger,

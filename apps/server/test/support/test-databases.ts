@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { openStorage, type Storage, type StorageOptions } from '../../src/storage/storage.js';
+import { closeTestStorage } from './test-features.js';
 
 /** The two databases every storage-backed suite runs against. */
 export type DatabaseKind = Storage['kind'];
@@ -84,7 +85,7 @@ export function forEachDatabase(
         storage = await openStorage({ ...database.options, ...options });
       });
       afterAll(async () => {
-        await storage?.close();
+        if (storage) await closeTestStorage(storage);
         await database?.dispose();
       });
       suite({
@@ -92,7 +93,7 @@ export function forEachDatabase(
         storage: () => required(storage),
         database: () => required(database),
         async reopen(reopenOptions = {}) {
-          await required(storage).close();
+          await closeTestStorage(required(storage));
           storage = await openStorage({ ...required(database).options, ...options, ...reopenOptions });
           return storage;
         },

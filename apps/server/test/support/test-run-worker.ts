@@ -6,6 +6,7 @@ import type { RunConfig } from '../../src/runs/run-config.js';
 import { createRunStore, type RunStore } from '../../src/runs/run-store.js';
 import { RunWorker, type RunWorkerOptions } from '../../src/runs/run-worker.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { testFeatures } from './test-features.js';
 import type { TestServer } from './test-server.js';
 import { testConfig } from './test-server.js';
 
@@ -19,8 +20,8 @@ export function testRunWorker(
     store: createRunStore(storage),
     clock: systemClock,
     logger: silentLogger,
-    runQueue: storage.runQueue,
-    outbox: storage.outbox,
+    runQueue: testFeatures(storage).runQueue,
+    outbox: testFeatures(storage).outbox,
     sleep: async () => {},
     ...rest,
     config: { ...testConfig().runs, ...config },

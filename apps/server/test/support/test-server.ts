@@ -4,12 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config/server-config.js';
+import type { Features } from '../../src/features.js';
 import type { InstanceLifecycle } from '../../src/health/instance-lifecycle.js';
 import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { SecretBox } from '../../src/webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from '../../src/workers/background-worker.js';
+import { testFeatures } from './test-features.js';
 
 /** What testConfig reads: every other variable keeps its default. */
 const TEST_ENV: NodeJS.ProcessEnv = {
@@ -56,6 +58,8 @@ export interface TestServer {
 /** Starts `createApp` on a free port: real HTTP, real storage. */
 export async function startTestServer(options: {
   storage: Storage;
+  /** The features to serve; by default the ones wired once on `storage` (testFeatures). */
+  features?: Features;
   config?: Partial<Config>;
   logger?: Logger;
   clock?: Clock;
@@ -65,7 +69,7 @@ export async function startTestServer(options: {
   lifecycle?: InstanceLifecycle;
 }): Promise<TestServer> {
   const app = await createApp({
-    storage: options.storage,
+    features: options.features ?? testFeatures(options.storage),
     config: testConfig(options.config),
     logger: options.logger ?? silentLogger,
     secretBox: options.secretBox ?? new SecretBox(randomBytes(32)),

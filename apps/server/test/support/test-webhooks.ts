@@ -1,3 +1,4 @@
+import { testFeatures } from './test-features.js';
 /**
  * Test fixtures for the delivery engine: webhooks, secrets and events written straight into the database
  * (as the API would), a real HTTP receiver on 127.0.0.1, a settable clock, and a deadline-bound wait.
@@ -63,7 +64,7 @@ export async function rotateTestSecret(
 
 /** Commits `count` events for the tenant in one transaction, then wakes the delivery workers; returns their ids. */
 export async function commitTestEvents(
-  storage: Pick<Storage, 'db' | 'outbox'>,
+  storage: Storage,
   tenantId: string,
   options: { count?: number; now?: Date; type?: EventType } = {},
 ): Promise<string[]> {
@@ -79,7 +80,7 @@ export async function commitTestEvents(
       : newEvent(tenantId, options.type, {} as never, now),
   );
   await storage.db.transaction().execute((trx) => insertEvents(trx, events));
-  storage.outbox.notify();
+  testFeatures(storage).outbox.notify();
   return events.map((event) => event.id);
 }
 
@@ -145,6 +146,7 @@ export function startTestWorker(
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
     storage,
+    outbox: testFeatures(storage).outbox,
     secretBox,
     config: testWebhookConfig(options.config),
     logger: silentLogger,

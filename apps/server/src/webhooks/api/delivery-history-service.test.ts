@@ -8,6 +8,7 @@ import type {
 } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
+import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../../test/support/test-server.js';
 import { newId } from '../../ids.js';
 
@@ -16,13 +17,14 @@ forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storag
   let wakeUps = 0;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
-    storage().outbox.subscribe(() => {
+    testFeatures(storage()).outbox.subscribe(() => {
       wakeUps += 1;
     });
   });
   afterAll(() => server.close());
 
-  const newTenantKey = async () => (await storage().createApiKey(`t-${randomBytes(6).toString('hex')}`)).key;
+  const newTenantKey = async () =>
+    (await testFeatures(storage()).keys.create(`t-${randomBytes(6).toString('hex')}`)).key;
   const register = async (key: string) => {
     const response = await server.request('/v1/webhooks/register', {
       key,

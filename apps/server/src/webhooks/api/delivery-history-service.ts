@@ -65,7 +65,7 @@ export async function sendTestEvent(
     );
     return insertDirectDelivery(trx, event, { id: newId('dlv'), webhookId });
   });
-  deps.storage.outbox.notify();
+  deps.outbox.notify();
   return toDelivery(row);
 }
 
@@ -84,7 +84,7 @@ export async function redeliver(
     if (!(await findDelivery(trx, ids.webhookId, ids.deliveryId))) throw deliveryNotFound(ids);
     return queueManualAttempt(trx, ids.deliveryId, at);
   });
-  deps.storage.outbox.notify();
+  deps.outbox.notify();
   return toDelivery(row);
 }
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { RegisteredWebhook, RotatedSecret, Webhook, WebhookList } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
+import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../../test/support/test-server.js';
 import { SecretBox } from '../outbound/secret-box.js';
 
@@ -16,7 +17,8 @@ forEachDatabase('webhook operations', ({ storage }) => {
   afterAll(() => server.close());
 
   /** A key of a new tenant, so tests do not see each other's webhooks. */
-  const newTenantKey = async () => (await storage().createApiKey(`t-${randomBytes(6).toString('hex')}`)).key;
+  const newTenantKey = async () =>
+    (await testFeatures(storage()).keys.create(`t-${randomBytes(6).toString('hex')}`)).key;
   const register = async (key: string, body: object = { url: URL_A, events: ['run.completed'] }) => {
     const response = await server.request('/v1/webhooks/register', { key, body });
     expect(response.status, await response.clone().text()).toBe(201);

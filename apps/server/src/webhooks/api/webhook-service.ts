@@ -9,6 +9,7 @@ import type {
 import type { Transaction } from 'kysely';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors/app-error.js';
+import type { OutboxSignal } from '../../events/event-outbox.js';
 import { idCursor, type Page, type PageRequest, toPage } from '../../http/list-cursor.js';
 import { type IdempotentOutcome, idempotentCreate } from '../../idempotency/idempotent-create.js';
 import { newId } from '../../ids.js';
@@ -35,7 +36,9 @@ import { toWebhook } from './webhook-views.js';
 
 /** What the webhook use cases need. */
 export interface WebhookServiceDeps {
-  storage: Pick<Storage, 'db' | 'outbox'>;
+  storage: Pick<Storage, 'db'>;
+  /** Notified after a manual attempt is queued, so this instance's delivery workers send it at once. */
+  outbox: Pick<OutboxSignal, 'notify'>;
   policy: OutboundPolicyConfig;
   secretBox: SecretBox;
   clock: Clock;

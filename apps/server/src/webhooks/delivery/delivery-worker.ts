@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Agent } from 'undici';
 import type { Clock } from '../../clock.js';
+import type { OutboxSignal } from '../../events/event-outbox.js';
 import { describeError, type Logger } from '../../logging/logger.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import { GroupCommitter } from '../../storage/group-committer.js';
@@ -29,6 +30,8 @@ const NO_SECRET_ERROR = 'no signing secret could be opened (was SECRETS_KEY chan
 /** What a delivery worker is built from. */
 export interface DeliveryWorkerOptions {
   storage: Storage;
+  /** Wakes the worker when this instance commits events (or queues a manual attempt). */
+  outbox: Pick<OutboxSignal, 'subscribe'>;
   config: WebhookConfig;
   secretBox: SecretBox;
   logger: Logger;
@@ -89,7 +92,7 @@ export class DeliveryWorker implements BackgroundWorker {
   start(): void {
     if (this.#loop) return;
     this.#running = true;
-    this.#unsubscribe = this.#options.storage.outbox.subscribe(() => {
+    this.#unsubscribe = this.#options.outbox.subscribe(() => {
       this.#dispatchDue = true;
       this.#signal();
     });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
+import { testFeatures } from '../../../test/support/test-features.js';
 import {
   attemptsOf,
   commitTestEvents,
@@ -163,7 +164,13 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     const [eventId] = (await commitTestEvents(storage(), tenant)) as [string];
     await waitUntil(() => answers.length === 1, 10_000, 'the attempt in flight');
 
-    const deps = { storage: storage(), policy: testWebhookConfig(), secretBox, clock: systemClock };
+    const deps = {
+      storage: storage(),
+      outbox: testFeatures(storage()).outbox,
+      policy: testWebhookConfig(),
+      secretBox,
+      clock: systemClock,
+    };
     await updateWebhook(deps, tenant, id, { status: 'disabled' });
     answers[0]?.();
     const delivery = await settledDelivery(storage(), eventId);

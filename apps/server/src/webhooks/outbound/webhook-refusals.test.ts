@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Problem, RegisteredWebhook } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
+import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer, testConfig } from '../../../test/support/test-server.js';
 import { systemClock } from '../../clock.js';
 import { newId } from '../../ids.js';
@@ -17,7 +18,7 @@ forEachDatabase('webhook refusals', ({ storage }) => {
   let key: string;
   beforeAll(async () => {
     strict = await startTestServer({ storage: storage(), config: STRICT });
-    ({ key } = await storage().createApiKey(`t-${randomBytes(6).toString('hex')}`));
+    ({ key } = await testFeatures(storage()).keys.create(`t-${randomBytes(6).toString('hex')}`));
   });
   afterAll(() => strict.close());
 
@@ -122,13 +123,14 @@ forEachDatabase('webhook refusals', ({ storage }) => {
       };
       const deps = {
         storage: storage(),
+        outbox: testFeatures(storage()).outbox,
         policy: STRICT.webhooks,
         secretBox: new SecretBox(randomBytes(32)),
         clock: systemClock,
         resolve,
       };
       const tenantId = `t-${randomBytes(6).toString('hex')}`;
-      const caller = { tenantId, keyId: (await storage().createApiKey(tenantId)).keyId };
+      const caller = { tenantId, keyId: (await testFeatures(storage()).keys.create(tenantId)).keyId };
       const body = { url: 'https://hooks.example.com/x', events: ['*'] };
       const idempotencyKey = `retry-${randomBytes(4).toString('hex')}`;
       const first = await registerWebhook(deps, caller, { body, idempotencyKey });
@@ -185,7 +187,9 @@ forEachDatabase('webhook refusals', ({ storage }) => {
     });
 
     it("answers another tenant's webhook id, and an unknown one, with 404 on every operation", async () => {
-      const { key: otherKey } = await storage().createApiKey(`t-${randomBytes(6).toString('hex')}`);
+      const { key: otherKey } = await testFeatures(storage()).keys.create(
+        `t-${randomBytes(6).toString('hex')}`,
+      );
       for (const [caller, id] of [
         [otherKey, webhook.id],
         [key, newId('wh')],
