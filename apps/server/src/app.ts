@@ -15,6 +15,7 @@ import { contractValidation } from './http/contract-validation.js';
 import { jsonBody } from './http/json-body.js';
 import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
+import { expressHandler, type OperationRoutes } from './http/operation-route.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
@@ -69,15 +70,15 @@ export async function createApp(options: AppOptions): Promise<Express> {
   });
 
   // Operations not listed here are in the contract for a later version and answer 501.
-  const implemented: Partial<Record<OperationId, RequestHandler>> = {
-    scoreSubject: scoreRoute(features.logs, metrics, clock) as RequestHandler,
-    createRun: createRunRoute(storage, features.runQueue, clock) as RequestHandler,
-    getRun: getRunRoute(storage) as RequestHandler,
-    listRunResults: listRunResultsRoute(storage) as RequestHandler,
-    getPolicy: policyRoute as RequestHandler,
-    getLogRecord: logRoute(features.logs) as RequestHandler,
-    getHealth: healthRoute as RequestHandler,
-    getReadiness: readinessRoute({ storage, workers, lifecycle }) as RequestHandler,
+  const implemented: OperationRoutes = {
+    scoreSubject: scoreRoute(features.logs, metrics, clock),
+    createRun: createRunRoute(storage, features.runQueue, clock),
+    getRun: getRunRoute(storage),
+    listRunResults: listRunResultsRoute(storage),
+    getPolicy: policyRoute,
+    getLogRecord: logRoute(features.logs),
+    getHealth: healthRoute,
+    getReadiness: readinessRoute({ storage, workers, lifecycle }),
     ...webhookRoutes({
       storage,
       outbox: features.outbox,
@@ -100,7 +101,8 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(jsonBody(config.bodyLimitBytes));
   app.use(validation);
   for (const operation of operations) {
-    const handler = implemented[operation.operationId as OperationId] ?? notImplemented(operation);
+    const route = implemented[operation.operationId as OperationId];
+    const handler = route ? expressHandler(route) : notImplemented(operation);
     app.route(operation.expressPath)[operation.method](handler);
   }
   // The validator answers unknown paths first; this catches anything it lets through.

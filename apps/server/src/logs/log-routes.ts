@@ -1,15 +1,12 @@
-import type { operations } from '@scenario-scoring/api-types';
-import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
+import type { OperationHandler } from '../http/operation-route.js';
 import type { LogStore } from './log-store.js';
-
-type Params = operations['getLogRecord']['parameters']['path'];
 
 /**
  * `GET /v1/logs/{cid}`: the record's exact stored bytes, so the client can recompute the CID. Another
  * tenant's record answers 404 like an unknown one, so CIDs reveal nothing.
  */
-export function logRoute(logs: Pick<LogStore, 'get'>): RequestHandler<Params> {
+export function logRoute(logs: Pick<LogStore, 'get'>): OperationHandler<'getLogRecord'> {
   return async (req, res) => {
     const bytes = await logs.get(res.locals.apiKey.tenantId, req.params.cid);
     if (bytes === undefined) {

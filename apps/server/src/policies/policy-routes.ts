@@ -1,12 +1,7 @@
-import type { operations } from '@scenario-scoring/api-types';
 import { effectivePolicy } from '@scenario-scoring/engine';
-import type { RequestHandler } from 'express';
-
-type Operation = operations['getPolicy'];
-type Params = Operation['parameters']['path'];
-type Reply = Operation['responses'][200]['content']['application/json'];
+import type { OperationHandler } from '../http/operation-route.js';
 
 /** `GET /v1/scoring/policies/{jurisdiction}`: the effective policy, its own entry or its country's or `default`. */
-export const policyRoute: RequestHandler<Params, Reply> = (req, res) => {
+export const policyRoute: OperationHandler<'getPolicy'> = (req, res) => {
   res.json(effectivePolicy(req.params.jurisdiction));
 };

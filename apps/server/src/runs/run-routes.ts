@@ -1,20 +1,13 @@
-import type { operations } from '@scenario-scoring/api-types';
-import type { RequestHandler } from 'express';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
 import { toPage } from '../http/list-cursor.js';
+import type { OperationHandler } from '../http/operation-route.js';
 import { idempotentCreate, sendOutcome } from '../idempotency/idempotent-create.js';
 import { newId } from '../ids.js';
 import type { Storage } from '../storage/storage.js';
 import { findRun, insertRun, listRunItems, type RunRecord } from './run-store.js';
 import { decodeResultsCursor, encodeResultsCursor, runItemView, runView } from './run-view.js';
-
-type CreateBody = operations['createRun']['requestBody']['content']['application/json'];
-type RunReply = operations['getRun']['responses'][200]['content']['application/json'];
-type RunParams = operations['getRun']['parameters']['path'];
-type ResultsQuery = NonNullable<operations['listRunResults']['parameters']['query']>;
-type ResultsReply = operations['listRunResults']['responses'][200]['content']['application/json'];
 
 const DEFAULT_RESULTS_LIMIT = 100;
 
@@ -26,7 +19,7 @@ export function createRunRoute(
   storage: Pick<Storage, 'db'>,
   runQueue: Pick<OutboxSignal, 'notify'>,
   clock: Clock,
-): RequestHandler<never, RunReply, CreateBody> {
+): OperationHandler<'createRun'> {
   return async (req, res) => {
     const { tenantId, keyId } = res.locals.apiKey;
     const now = clock.now();
@@ -49,18 +42,18 @@ export function createRunRoute(
 }
 
 /** `GET /v1/scoring/runs/{id}`: another tenant's run answers 404 like an unknown one. */
-export function getRunRoute(storage: Pick<Storage, 'db'>): RequestHandler<RunParams, RunReply> {
+export function getRunRoute(storage: Pick<Storage, 'db'>): OperationHandler<'getRun'> {
   return async (req, res) => {
     res.json(runView(await tenantRun(storage, res.locals.apiKey.tenantId, req.params.id)));
   };
 }
 
 /** `GET /v1/scoring/runs/{id}/results`: attempted items in item order, a page at a time. */
-export function listRunResultsRoute(storage: Pick<Storage, 'db'>): RequestHandler<RunParams, ResultsReply> {
+export function listRunResultsRoute(storage: Pick<Storage, 'db'>): OperationHandler<'listRunResults'> {
   return async (req, res) => {
     const run = await tenantRun(storage, res.locals.apiKey.tenantId, req.params.id);
     // The validator checked (and coerced) the query against the contract.
-    const query = req.query as ResultsQuery;
+    const { query } = req;
     const after = decodeResultsCursor(query.cursor);
     const limit = Number(query.limit ?? DEFAULT_RESULTS_LIMIT);
     // One row more than the page tells whether another page exists, without counting.

@@ -2,6 +2,7 @@ import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import type { LogStore } from '../logs/log-store.js';
 import { escalationEvent } from '../policies/policy-escalation.js';
+import { contractScoreResult } from './score-result.js';
 
 /** Who asks for a scoring, and the ids and clock it is recorded under. */
 export interface ScoringCaller {
@@ -37,11 +38,10 @@ export async function scoreSubject(
     createdAt: caller.now,
     ...(event && { events: [event] }),
   });
-  // The engine types a lever's name as any factor; only actionable ones (the contract's enum) become levers.
   return {
     id: caller.requestId,
     status: 'ok',
-    result: scoring.result as ScoreResponse['result'],
+    result: contractScoreResult(scoring.result),
     log_cid: scoring.logCid,
   };
 }
