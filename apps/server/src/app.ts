@@ -38,6 +38,11 @@ export interface AppOptions {
   logger?: Logger;
   /** The contract to serve and enforce; by default the bundled one. */
   contract?: Contract;
+  /**
+   * The contract validator, warmed up by the runtime before it listens (see warmUpContractValidation);
+   * by default a new one, which compiles each operation's schemas on its first request.
+   */
+  validation?: RequestHandler[];
   /** The clock every handler reads; tests pass a fake one. */
   clock?: Clock;
   /** Encrypts webhook secrets at rest (see webhooks/secret-box.ts). */
@@ -51,8 +56,8 @@ export interface AppOptions {
 }
 
 /**
- * The Express app of the server, without listening. Resolves once the contract validator is compiled, so
- * the first request is as fast as any other. Every response carries `X-Request-Id`; every failure is a
+ * The Express app of the server, without listening and without side effects (the runtime warms the
+ * contract validator up before it listens). Every response carries `X-Request-Id`; every failure is a
  * problem+json from the one error handler.
  */
 export async function createApp(options: AppOptions): Promise<Express> {
@@ -65,16 +70,16 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const lifecycle = options.lifecycle ?? new InstanceLifecycle('running');
   const contract = options.contract ?? loadContract();
   const operations = contractOperations(contract.document);
-  const validation = await contractValidation(contract, {
-    validateResponses: config.nodeEnv !== 'production',
-  });
+  const validation =
+    options.validation ??
+    contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
 
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: OperationRoutes = {
     scoreSubject: scoreRoute(features.logs, metrics, clock),
-    createRun: createRunRoute(storage, features.runQueue, clock),
-    getRun: getRunRoute(storage),
-    listRunResults: listRunResultsRoute(storage),
+    createRun: createRunRoute({ storage, runQueue: features.runQueue }, clock),
+    getRun: getRunRoute({ storage }),
+    listRunResults: listRunResultsRoute({ storage }),
     getPolicy: policyRoute,
     getLogRecord: logRoute(features.logs),
     getHealth: healthRoute,

@@ -4,8 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config/server-config.js';
+import { loadContract } from './contract.js';
 import { wireFeatures } from './features.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
+import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
 import { closeGracefully } from './http/graceful-close.js';
 import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -73,8 +75,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock: systemClock,
       metrics,
     });
+    // A step of start-up: compile the validator of every operation now (a request per operation on a
+    // loopback listener of its own), so no client's first request pays for it.
+    const contract = loadContract();
+    const validation = contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
+    await warmUpContractValidation(validation, contract);
     const app = await createApp({
       features,
+      contract,
+      validation,
       config,
       logger,
       clock: systemClock,

@@ -3,7 +3,7 @@ import type { OperationHandler } from '../http/operation-route.js';
 import { ownRequestId } from '../http/request-id.js';
 import type { LogStore } from '../logs/log-store.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { scoreSubject } from './score-subject.js';
+import { scoreSubject } from './score-service.js';
 
 /** `POST /v1/scoring/score`: the body was validated against the contract before this runs. */
 export function scoreRoute(

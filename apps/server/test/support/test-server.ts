@@ -4,8 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config/server-config.js';
+import { loadContract } from '../../src/contract.js';
 import type { Features } from '../../src/features.js';
 import type { InstanceLifecycle } from '../../src/health/instance-lifecycle.js';
+import { contractValidation, warmUpContractValidation } from '../../src/http/contract-validation.js';
 import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -68,9 +70,16 @@ export async function startTestServer(options: {
   metrics?: Metrics;
   lifecycle?: InstanceLifecycle;
 }): Promise<TestServer> {
+  // Warmed up as the runtime does before it listens, so tests see the same first-request behaviour.
+  const config = testConfig(options.config);
+  const contract = loadContract();
+  const validation = contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
+  await warmUpContractValidation(validation, contract);
   const app = await createApp({
+    contract,
+    validation,
     features: options.features ?? testFeatures(options.storage),
-    config: testConfig(options.config),
+    config,
     logger: options.logger ?? silentLogger,
     secretBox: options.secretBox ?? new SecretBox(randomBytes(32)),
     ...(options.clock && { clock: options.clock }),
