@@ -45,7 +45,7 @@ export interface AppOptions {
   validation?: RequestHandler[];
   /** The clock every handler reads; tests pass a fake one. */
   clock?: Clock;
-  /** Encrypts webhook secrets at rest (see webhooks/secret-box.ts). */
+  /** Encrypts webhook secrets at rest (see webhooks/outbound/secret-box.ts). */
   secretBox: SecretBox;
   /** The instance's background workers, reported by `/readyz`. */
   workers?: readonly BackgroundWorker[];

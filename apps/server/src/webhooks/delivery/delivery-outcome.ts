@@ -21,7 +21,7 @@ export interface DeliveryNextState {
 /**
  * The state of a delivery after an attempt judged `verdict` at `now`.
  *
- * - A success ends it `succeeded`; a 410 ends it `failed` (its webhook is disabled, see the worker).
+ * - A success ends it `succeeded`; a 410 ends it `failed` (its webhook is disabled, see delivery-recorder.ts).
  * - A failed scheduled attempt moves one step along the schedule: pending again after the next delay, or
  *   `failed` for good once the schedule is exhausted (it stays listed for manual redelivery).
  * - A failed manual attempt (a redelivery) does not move the schedule. A delivery that had already ended
