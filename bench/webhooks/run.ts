@@ -205,7 +205,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
 }
 
 const port = await freePort();
-const receiver = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
+const receiver = await startProcess([join(ROOT, 'bench/lib/bare-server.ts')], {
   env: { PORT: String(port), BARE_BODY: 'ok' },
   url: `http://127.0.0.1:${port}`,
 });
