@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { RunCompletedEvent, RunFailedEvent } from './api-types.js';
-import { isRunEndEvent, RunEndWaiter } from './run-end-waiter.js';
+import { isRunEndEvent, RunEndWaiter } from './run-webhook-waiter.js';
 import { verifyWebhook } from './webhook-verifier.js';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;

@@ -9,7 +9,7 @@ import {
 } from '../test/scripted-fetch.js';
 import type { Problem, Run } from './api-types.js';
 import { createClient } from './client-factory.js';
-import { fetchRunResults, submitRun, waitForRun } from './run-waiter.js';
+import { fetchRunResults, submitRun, waitForRun } from './run-polling.js';
 
 const RUN_ID = 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0';
 const run = (status: Run['status'], extra: Partial<Run> = {}): Run => ({
