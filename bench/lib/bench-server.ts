@@ -86,7 +86,7 @@ export async function startBenchServer(
     const env = { ...loadEnv(database), ...extraEnv };
     const apiKey = createApiKey(env, 'bench', join(dirname(main), 'cli.js'));
     const port = await freePort();
-    const server = await startProcess(process.execPath, [main], {
+    const server = await startProcess([main], {
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
       url: `http://127.0.0.1:${port}`,
       readyPath: '/readyz',

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
-import { freePort } from '@scenario-scoring/testkit';
+import { freePort, prismCli } from '@scenario-scoring/testkit';
 import { type BenchServer, startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
@@ -33,7 +33,6 @@ const DURATION_S = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BUNDLE = join(ROOT, 'openapi/dist/openapi.yaml');
-const PRISM = join(ROOT, 'node_modules/.bin/prism');
 
 const context = {
   jurisdiction: 'DE',
@@ -67,7 +66,7 @@ try {
   const { headers } = servers[0]?.server ?? { headers: {} };
   const baseline = async (file: string) => {
     const port = await freePort();
-    const started = await startProcess('node', [join(ROOT, 'bench/lib', file)], {
+    const started = await startProcess([join(ROOT, 'bench/lib', file)], {
       env: { PORT: String(port), BARE_BODY: sameJson },
       url: `http://127.0.0.1:${port}`,
       readyPath: '/readyz',
@@ -92,8 +91,7 @@ try {
   if (!args['no-prism']) {
     const prismPort = await freePort();
     const prism = await startProcess(
-      PRISM,
-      ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
+      [prismCli(), 'mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
       { url: `http://127.0.0.1:${prismPort}`, readyPath: '/healthz', timeoutMs: 60_000 },
     );
     processes.push(prism);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selectLogRecord } from '../src/logs/log-store.js';
 import { openStorage } from '../src/storage/storage.js';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, databaseEnv, requireBuiltServer } from './built-server.js';
+import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const REQUESTS = 200;
 
@@ -42,7 +43,7 @@ for (const kind of DATABASE_KINDS) {
         const storage = await openStorage(database.options);
         try {
           for (const { body } of answers)
-            expect(await storage.getLogRecord('default', body.log_cid)).toBeDefined();
+            expect(await selectLogRecord(storage.db, 'default', body.log_cid)).toBeDefined();
         } finally {
           await storage.close();
         }

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { RequestLine } from '../logging/request-line.js';
 import type { Metrics } from '../metrics/metrics.js';
 
