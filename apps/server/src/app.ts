@@ -17,6 +17,7 @@ import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
+import { integerQueryParameters, textPolicy } from './http/text-policy.js';
 import './http/locals.js';
 import { jsonLogger, type Logger } from './logger.js';
 import { logRoute } from './logs/log-route.js';
@@ -90,6 +91,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use('/v1', authenticate(storage));
   if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
   app.use(jsonBody(config.bodyLimitBytes));
+  app.use(textPolicy(integerQueryParameters(operations, contract.document.components)));
   app.use(validation);
   for (const operation of operations) {
     const handler = implemented[operation.operationId as OperationId] ?? notImplemented(operation);
