@@ -9,6 +9,7 @@ import { createErrorHandler } from './errors/error-handler.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { authenticate } from './http/auth.js';
+import { requireDeclaredContentEncoding } from './http/content-encoding.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
 import { jsonBody } from './http/json-body.js';
@@ -90,6 +91,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(docsRoutes(contract));
   app.use('/v1', authenticate(storage));
   if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
+  app.use(requireDeclaredContentEncoding);
   app.use(jsonBody(config.bodyLimitBytes));
   app.use(textPolicy(integerQueryParameters(operations, contract.document.components)));
   app.use(validation);
