@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { AttemptResult } from './retry-schedule.js';
+import { storableFromBytes, storableString } from './storable-text.js';
 import { webhookHeaders } from './webhook-signature.js';
 
 /** The `user-agent` of every delivery. */
@@ -69,6 +70,15 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
       });
       const responseBody = await readPrefix(response.body);
       const statusCode = response.statusCode;
+      // Defect #6: HTTP has no status above 599; such an answer is no valid response at all.
+      if (statusCode > 599) {
+        return {
+          statusCode: 0,
+          error: `invalid_response: status ${statusCode} is outside 100-599`,
+          durationMs: elapsed(),
+          responseBody,
+        };
+      }
       const retryAfter = response.headers['retry-after'];
       return {
         statusCode,
@@ -95,8 +105,9 @@ async function readPrefix(body: Dispatcher.ResponseData['body']): Promise<string
       break;
     }
   }
-  // A multi-byte character cut at the limit decodes to U+FFFD: still at most 4096 characters.
-  return Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES).toString('utf8');
+  // A multi-byte character cut at the limit decodes to U+FFFD: still at most 4096 characters. NUL becomes
+  // U+FFFD as well (defect #1: PostgreSQL refuses it, which failed every outcome of the batch).
+  return storableFromBytes(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES)).text;
 }
 
 function statusError(statusCode: number): string | null {
@@ -112,6 +123,8 @@ function networkError(error: unknown, signal: AbortSignal): string {
   const failure = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = failure.code ?? failure.cause?.code;
   if (signal.aborted || (code !== undefined && TIMEOUT_CODES.has(code))) return 'timeout';
+  // undici asserts on a 1xx final answer (a 101 it did not ask for, a status below 100): say what it was.
+  if (code === 'ERR_ASSERTION') return 'invalid_response: an informational (1xx) or malformed status line';
   const message = failure.cause?.message ?? failure.message ?? String(error);
-  return (code ? `${code}: ${message}` : message).slice(0, ERROR_TEXT_LIMIT);
+  return storableString((code ? `${code}: ${message}` : message).slice(0, ERROR_TEXT_LIMIT));
 }

@@ -14,9 +14,10 @@ import {
   withSigningSecrets,
 } from './delivery-claims.js';
 import { nextDeliveryState } from './delivery-outcome.js';
-import { type DeliveryWrite, recordDeliveryWrites } from './delivery-recorder.js';
+import type { DeliveryWrite } from './delivery-recorder.js';
 import { createDeliveryAgent, createDeliverySender, type DeliverySender } from './delivery-sender.js';
 import { DISPATCH_BATCH, dispatchEvents } from './event-dispatcher.js';
+import { recordIsolated } from './isolated-recorder.js';
 import { judgeAttempt } from './retry-schedule.js';
 import type { SecretBox } from './secret-box.js';
 import type { WebhookConfig } from './webhook-config.js';
@@ -73,12 +74,18 @@ export class DeliveryWorker implements BackgroundWorker {
     this.workerId = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
     this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
+    // Isolated: one outcome that cannot be stored never fails the others of its batch (defect #1).
     this.#recorder = new GroupCommitter((writes) =>
-      recordDeliveryWrites(options.storage, writes, {
-        workerId: this.workerId,
-        now: options.clock.now(),
-        disableAfterFailingMs: options.config.disableAfterFailingMs,
-      }),
+      recordIsolated(
+        options.storage,
+        writes,
+        {
+          workerId: this.workerId,
+          now: options.clock.now(),
+          disableAfterFailingMs: options.config.disableAfterFailingMs,
+        },
+        options.logger,
+      ),
     );
   }
 
