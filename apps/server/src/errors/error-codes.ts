@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
   unknown_event_type: { status: 422, title: 'Unknown event type' },
   webhook_url_refused: { status: 422, title: 'Webhook URL refused' },
+  webhook_limit_reached: { status: 422, title: 'Webhook limit reached' },
   rate_limited: { status: 429, title: 'Rate limited' },
   internal_error: { status: 500, title: 'Internal error' },
   not_implemented: { status: 501, title: 'Not implemented' },

@@ -144,6 +144,7 @@ export class DeliveryWorker implements BackgroundWorker {
           const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
           const fanOut = await dispatchEvents(storage, now, {
             claim: { workerId: this.workerId, lockedUntil, max: Math.max(0, free) },
+            maxPerEvent: config.maxDeliveriesPerEvent,
           });
           // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
           if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { EnvReader } from '../config/env-reader.js';
+import { DEFAULT_MAX_DELIVERIES_PER_EVENT, DEFAULT_MAX_WEBHOOKS_PER_TENANT } from './webhook-limits.js';
 
 /** The Standard Webhooks retry schedule: the delays after the 1st, 2nd, … failed attempt. */
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
@@ -29,6 +30,10 @@ export interface WebhookConfig {
   pollIntervalMs: number;
   /** Attempts in flight at once per instance. */
   concurrency: number;
+  /** Webhooks (not deleted) one tenant may have: registrations beyond are 422 `webhook_limit_reached`. */
+  maxWebhooksPerTenant: number;
+  /** The most deliveries one event fans out to (the tenant's oldest matching webhooks first). */
+  maxDeliveriesPerEvent: number;
   /**
    * The AES-256-GCM key (base64 of 32 bytes) that encrypts signing secrets at rest; undefined means a key
    * file generated in DATA_DIR (SQLite only).
@@ -76,6 +81,18 @@ export function readWebhookConfig(
     leaseMs,
     pollIntervalMs: reader.durationMs('WEBHOOK_POLL_INTERVAL', 200, 1),
     concurrency: reader.integer('WEBHOOK_CONCURRENCY', 64, 1, 4096),
+    maxWebhooksPerTenant: reader.integer(
+      'WEBHOOK_MAX_PER_TENANT',
+      DEFAULT_MAX_WEBHOOKS_PER_TENANT,
+      1,
+      10_000,
+    ),
+    maxDeliveriesPerEvent: reader.integer(
+      'WEBHOOK_MAX_DELIVERIES_PER_EVENT',
+      DEFAULT_MAX_DELIVERIES_PER_EVENT,
+      1,
+      10_000,
+    ),
     secretsKey,
   };
 }

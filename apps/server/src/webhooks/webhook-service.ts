@@ -17,6 +17,8 @@ import type { Storage } from '../storage/storage.js';
 import { checkEventFilter } from './event-filter.js';
 import { checkWebhookUrl, type OutboundPolicyConfig, type ResolveHost } from './outbound-address-policy.js';
 import type { SecretBox } from './secret-box.js';
+import type { WebhookConfig } from './webhook-config.js';
+import { checkWebhookLimit, DEFAULT_MAX_WEBHOOKS_PER_TENANT } from './webhook-limits.js';
 import { generateWebhookSecret } from './webhook-signature.js';
 import {
   cancelPendingDeliveries,
@@ -32,7 +34,8 @@ import { toWebhook } from './webhook-views.js';
 /** What the webhook use cases need. */
 export interface WebhookServiceDeps {
   storage: Pick<Storage, 'db' | 'outbox'>;
-  policy: OutboundPolicyConfig;
+  /** Outbound safety, and the per-tenant limit (`maxWebhooksPerTenant`, default 50). */
+  policy: OutboundPolicyConfig & Partial<Pick<WebhookConfig, 'maxWebhooksPerTenant'>>;
   secretBox: SecretBox;
   clock: Clock;
   /** How registration resolves host names; the system resolver by default. */
@@ -86,6 +89,8 @@ export async function registerWebhook(
     },
   };
   return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+    const max = deps.policy.maxWebhooksPerTenant ?? DEFAULT_MAX_WEBHOOKS_PER_TENANT;
+    await checkWebhookLimit(trx, caller.tenantId, max);
     const secret = generateWebhookSecret();
     const row = await insertNewWebhook(
       trx,

@@ -165,6 +165,10 @@ export type paths = {
          *     and every address its host resolves to must be public: loopback, private, link-local (the cloud
          *     metadata address included), CGNAT, multicast and reserved addresses are refused with
          *     `webhook_url_refused`. Addresses are checked again at every delivery.
+         *
+         *     A tenant may have at most 50 webhooks (active or disabled; the operator's `WEBHOOK_MAX_PER_TENANT`):
+         *     one more is refused with `webhook_limit_reached`, and one event is delivered to at most 50 of them
+         *     (`WEBHOOK_MAX_DELIVERIES_PER_EVENT`, the oldest first).
          */
         post: operations["registerWebhook"];
         delete?: never;
@@ -582,7 +586,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "unknown_event_type" | "webhook_url_refused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
