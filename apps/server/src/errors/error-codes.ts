@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
+  idempotent_replay_unavailable: { status: 409, title: 'Idempotent replay unavailable' },
   unknown_event_type: { status: 422, title: 'Unknown event type' },
   webhook_url_refused: { status: 422, title: 'Webhook URL refused' },
   webhook_limit_reached: { status: 422, title: 'Webhook limit reached' },

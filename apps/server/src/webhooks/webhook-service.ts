@@ -16,6 +16,7 @@ import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import { checkEventFilter } from './event-filter.js';
 import { checkWebhookUrl, type OutboundPolicyConfig, type ResolveHost } from './outbound-address-policy.js';
+import { checkRegistrationReplay } from './registration-replay.js';
 import type { SecretBox } from './secret-box.js';
 import type { WebhookConfig } from './webhook-config.js';
 import { checkWebhookLimit, DEFAULT_MAX_WEBHOOKS_PER_TENANT } from './webhook-limits.js';
@@ -88,7 +89,7 @@ export async function registerWebhook(
       if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
     },
   };
-  return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+  const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const max = deps.policy.maxWebhooksPerTenant ?? DEFAULT_MAX_WEBHOOKS_PER_TENANT;
     await checkWebhookLimit(trx, caller.tenantId, max);
     const secret = generateWebhookSecret();
@@ -102,6 +103,8 @@ export async function registerWebhook(
     const registered: RegisteredWebhook = { ...shown, status: 'active', secret };
     return { status: 201, headers: { Location: `/v1/webhooks/${row.id}` }, body: registered };
   });
+  await checkRegistrationReplay(deps.storage, deps.secretBox, caller.tenantId, outcome, now);
+  return outcome;
 }
 
 /** A page of the tenant's webhooks, newest first. */
