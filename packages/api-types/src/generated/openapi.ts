@@ -1097,7 +1097,7 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body is not `application/json`. */
+        /** @description The body is not sent as `application/json`, or its `Content-Encoding` is neither `identity` nor `gzip`. */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
