@@ -15,9 +15,9 @@ import { contractValidation } from './http/contract-validation.js';
 import { jsonBody } from './http/json-body.js';
 import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
-import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
+import { createRateLimit } from './http/shared-rate-limit.js';
 import { integerQueryParameters, textPolicy } from './http/text-policy.js';
 import './http/locals.js';
 import { jsonLogger, type Logger } from './logger.js';
@@ -90,7 +90,8 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(closeConnectionsWhileDraining(lifecycle));
   app.use(docsRoutes(contract));
   app.use('/v1', authenticate(storage));
-  if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
+  if (config.rateLimitPerSecond > 0)
+    app.use('/v1', await createRateLimit(storage, config.rateLimitPerSecond));
   app.use(requireDeclaredContentEncoding);
   app.use(jsonBody(config.bodyLimitBytes));
   app.use(textPolicy(integerQueryParameters(operations, contract.document.components)));
