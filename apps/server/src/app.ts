@@ -17,6 +17,7 @@ import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
+import { securityHeaders } from './http/security-headers.js';
 import { createRateLimit } from './http/shared-rate-limit.js';
 import { integerQueryParameters, textPolicy } from './http/text-policy.js';
 import './http/locals.js';
@@ -85,6 +86,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId);
+  app.use(securityHeaders(contract.docsHtml));
   app.use(identifyOperation(operationLookup(operations)));
   app.use(observeRequests(logger, metrics));
   app.use(closeConnectionsWhileDraining(lifecycle));
