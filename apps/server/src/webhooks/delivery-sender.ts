@@ -125,6 +125,9 @@ function networkError(error: unknown, signal: AbortSignal): string {
   if (signal.aborted || (code !== undefined && TIMEOUT_CODES.has(code))) return 'timeout';
   // undici asserts on a 1xx final answer (a 101 it did not ask for, a status below 100): say what it was.
   if (code === 'ERR_ASSERTION') return 'invalid_response: an informational (1xx) or malformed status line';
+  // A 101 that names an upgrade: undici refuses it as a "bad upgrade" (found by the hostile-receiver suite).
+  if (code === 'UND_ERR_SOCKET' && /upgrade/i.test(failure.message ?? failure.cause?.message ?? ''))
+    return 'invalid_response: a protocol switch (101) that was not asked for';
   const message = failure.cause?.message ?? failure.message ?? String(error);
   return storableString((code ? `${code}: ${message}` : message).slice(0, ERROR_TEXT_LIMIT));
 }
