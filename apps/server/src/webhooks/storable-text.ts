@@ -9,6 +9,7 @@ export interface StorableText {
   replaced: boolean;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is exactly what is replaced.
 const NUL = /\u0000/g;
 const LONE_SURROGATE = /[\ud800-\udfff]/gu;
 

@@ -4,7 +4,7 @@ import type { Database } from '../storage/database.js';
 
 /** The default of `WEBHOOK_MAX_PER_TENANT`: webhooks (active or disabled, not deleted) one tenant may have. */
 export const DEFAULT_MAX_WEBHOOKS_PER_TENANT = 50;
-/** The default of `WEBHOOK_MAX_DELIVERIES_PER_EVENT`: the webhooks one event fans out to, oldest first. */
+/** The default of `WEBHOOK_MAX_FANOUT`: the webhooks one event fans out to, oldest first. */
 export const DEFAULT_MAX_DELIVERIES_PER_EVENT = 50;
 
 /**

@@ -168,7 +168,7 @@ export type paths = {
          *
          *     A tenant may have at most 50 webhooks (active or disabled; the operator's `WEBHOOK_MAX_PER_TENANT`):
          *     one more is refused with `webhook_limit_reached`, and one event is delivered to at most 50 of them
-         *     (`WEBHOOK_MAX_DELIVERIES_PER_EVENT`, the oldest first).
+         *     (`WEBHOOK_MAX_FANOUT`, the oldest first).
          */
         post: operations["registerWebhook"];
         delete?: never;
