@@ -87,12 +87,7 @@ export function readWebhookConfig(
       1,
       10_000,
     ),
-    maxDeliveriesPerEvent: reader.integer(
-      'WEBHOOK_MAX_FANOUT',
-      DEFAULT_MAX_DELIVERIES_PER_EVENT,
-      1,
-      10_000,
-    ),
+    maxDeliveriesPerEvent: reader.integer('WEBHOOK_MAX_FANOUT', DEFAULT_MAX_DELIVERIES_PER_EVENT, 1, 10_000),
     secretsKey,
   };
 }
