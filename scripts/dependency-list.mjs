@@ -86,11 +86,15 @@ const raw = [
   '',
 ].join('\n');
 // Formatted as `biome check` wants it, so the lint step and this check agree.
-const text = execFileSync(join(ROOT, 'node_modules', '.bin', 'biome'), ['format', `--stdin-file-path=${OUTPUT}`], {
-  cwd: ROOT,
-  input: raw,
-  encoding: 'utf8',
-});
+const text = execFileSync(
+  join(ROOT, 'node_modules', '.bin', 'biome'),
+  ['format', `--stdin-file-path=${OUTPUT}`],
+  {
+    cwd: ROOT,
+    input: raw,
+    encoding: 'utf8',
+  },
+);
 
 if (!process.argv.includes('--check')) {
   writeFileSync(OUTPUT, text);

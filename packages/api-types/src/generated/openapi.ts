@@ -941,9 +941,12 @@ export type components = {
             /** @description The endpoint's HTTP status; 0 when no response came (network error or timeout). */
             status_code: number;
             duration_ms: number;
-            /** @description Why the attempt failed, if it did (`timeout`, `redirect`, a connection error). */
+            /**
+             * @description Why the attempt failed, if it did (`timeout`, `redirect`, `HTTP 503`, a connection error, or
+             *     `invalid_response: …` for an answer outside HTTP's statuses 100-599).
+             */
             error: string | null;
-            /** @description The first 4 KB of the response body. */
+            /** @description The first 4 KB of the response body, as UTF-8 text: invalid bytes and U+0000 are shown as U+FFFD. */
             response_body: string | null;
             /**
              * @description `scheduled` for the retry schedule, `manual` for a redelivery.
