@@ -84,7 +84,8 @@ for (const kind of DATABASE_KINDS) {
         ...(body !== undefined && { body: JSON.stringify(body) }),
       });
       const text = await response.text();
-      return { response, body: text === '' ? '' : (JSON.parse(text) as Record<string, unknown>) };
+      // Every call here answers JSON (no 204).
+      return { response, body: JSON.parse(text) as Record<string, unknown> };
     };
 
     beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { AttemptResult } from './retry-schedule.js';
-import { storableFromBytes, storableString } from './storable-text.js';
+import { type StorableText, storableFromBytes, storableString } from './storable-text.js';
 import { webhookHeaders } from './webhook-signature.js';
 
 /** The `user-agent` of every delivery. */
@@ -26,6 +26,8 @@ export interface SentAttempt extends AttemptResult {
   durationMs: number;
   /** The first 4 KB of the response body, as text; null when no response came. */
   responseBody: string | null;
+  /** Whether bytes of the body were replaced to store it (invalid UTF-8, NUL). */
+  responseBodyReplaced?: boolean;
 }
 
 /** Sends one attempt; never throws (a network error is an attempt with status 0). */
@@ -68,7 +70,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
         },
         body: delivery.payload,
       });
-      const responseBody = await readPrefix(response.body);
+      const { text: responseBody, replaced: responseBodyReplaced } = await readPrefix(response.body);
       const statusCode = response.statusCode;
       // Defect #6: HTTP has no status above 599; such an answer is no valid response at all.
       if (statusCode > 599) {
@@ -77,6 +79,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
           error: `invalid_response: status ${statusCode} is outside 100-599`,
           durationMs: elapsed(),
           responseBody,
+          responseBodyReplaced,
         };
       }
       const retryAfter = response.headers['retry-after'];
@@ -86,6 +89,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
         retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
         durationMs: elapsed(),
         responseBody,
+        responseBodyReplaced,
       };
     } catch (error) {
       return { statusCode: 0, error: networkError(error, signal), durationMs: elapsed(), responseBody: null };
@@ -94,7 +98,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
 }
 
 /** Reads the first RESPONSE_BODY_LIMIT_BYTES of a body; a longer body is cut (and its connection closed). */
-async function readPrefix(body: Dispatcher.ResponseData['body']): Promise<string> {
+async function readPrefix(body: Dispatcher.ResponseData['body']): Promise<StorableText> {
   const chunks: Buffer[] = [];
   let length = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -107,7 +111,7 @@ async function readPrefix(body: Dispatcher.ResponseData['body']): Promise<string
   }
   // A multi-byte character cut at the limit decodes to U+FFFD: still at most 4096 characters. NUL becomes
   // U+FFFD as well (defect #1: PostgreSQL refuses it, which failed every outcome of the batch).
-  return storableFromBytes(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES)).text;
+  return storableFromBytes(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES));
 }
 
 function statusError(statusCode: number): string | null {

@@ -67,6 +67,7 @@ forEachDatabase('hostile webhook receivers', ({ storage }) => {
     const delivery = await deliveryOf(storage(), badEvents[0] as string);
     const [attempt] = await attemptsOf(storage(), delivery?.id as string);
     expect(attempt?.response_body).toBe('ok\ufffd');
+    expect(attempt?.response_body_replaced).toBe(1);
   });
 
   // Defect #6: a status 600 was listed as status_code 600 (the contract's maximum is 599), a 101 as

@@ -949,6 +949,11 @@ export type components = {
             /** @description The first 4 KB of the response body, as UTF-8 text: invalid bytes and U+0000 are shown as U+FFFD. */
             response_body: string | null;
             /**
+             * @description True when `response_body` differs from the bytes received: invalid UTF-8 or U+0000 was replaced by
+             *     U+FFFD so that the body is stored the same on every database.
+             */
+            response_body_replaced: boolean;
+            /**
              * @description `scheduled` for the retry schedule, `manual` for a redelivery.
              * @enum {string}
              */
