@@ -334,6 +334,10 @@ for (const kind of DATABASE_KINDS) {
           ),
         ) as never,
       );
+      // The probes take no input: a few requests each, with or without a key, must answer 200.
+      for (const path of ['/healthz', '/readyz'] as const) {
+        for (let i = 0; i < 5; i++) await expectStatus(get(op('get', path), path), 200);
+      }
     }, 600_000);
 
     // --- Invalid and hostile requests: a documented 4xx, never a 5xx.
