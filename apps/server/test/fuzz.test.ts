@@ -13,10 +13,10 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContractOperation } from '../../../test/contract/src/harness/contract-validator.js';
-import { DATABASE_KINDS } from '../src/storage/test-databases.js';
-import { type FuzzRequest, FuzzTarget } from './fuzz/fuzz-target.js';
-import { hostileString, wrongTyped } from './fuzz/hostile-values.js';
-import { arbitraryOf, type Bundle, type Schema } from './fuzz/schema-arbitrary.js';
+import { type FuzzRequest, FuzzTarget } from './support/fuzz-target.js';
+import { hostileString, wrongTyped } from './support/hostile-values.js';
+import { arbitraryOf, type Bundle, type Schema } from './support/schema-arbitrary.js';
+import { DATABASE_KINDS } from './support/test-databases.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS || 60);
 const require = createRequire(import.meta.url);

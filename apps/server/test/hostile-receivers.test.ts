@@ -9,8 +9,8 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { type AddressInfo, createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectDocumentedResponse } from '../../../test/contract/src/harness/contract-validator.js';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './built-server.js';
+import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './support/built-server.js';
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const TIMEOUT_MS = 1000;
 const LEASE_MS = 2500;

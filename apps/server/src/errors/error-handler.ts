@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
-import { describeError, type Logger } from '../logger.js';
+import { describeError, type Logger } from '../logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
 import { problem } from './problem.js';

@@ -1,9 +1,10 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Logger } from '../logger.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import type { Logger } from '../logging/logger.js';
 import { createMetrics } from '../metrics/metrics.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
 
 // Defect #5: a client dropping mid-body was logged as a 500 "unexpected error" with a stack.
 forEachDatabase('a client that aborts mid-body', ({ storage }) => {
@@ -17,7 +18,7 @@ forEachDatabase('a client that aborts mid-body', ({ storage }) => {
   } as Logger;
   const metrics = createMetrics({ processMetrics: false });
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('abort'));
+    ({ key } = await testFeatures(storage()).keys.create('abort'));
     server = await startTestServer({ storage: storage(), logger, metrics });
   });
   afterAll(() => server.close());

@@ -1,9 +1,10 @@
 import { gzipSync } from 'node:zlib';
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Logger } from '../logger.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import type { Logger } from '../logging/logger.js';
 
 const BODY = JSON.stringify({ subject: 's-1', context: { jurisdiction: 'DE', utilization: 0.35 } });
 
@@ -14,7 +15,7 @@ forEachDatabase('request Content-Encoding', ({ storage }) => {
   const errors: unknown[] = [];
   const logger: Logger = { info() {}, error: (...args) => errors.push(args) };
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('encoding'));
+    ({ key } = await testFeatures(storage()).keys.create('encoding'));
     server = await startTestServer({ storage: storage(), logger });
   });
   afterAll(() => server.close());

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { inlineScriptHashes } from './security-headers.js';
 
 it('hashes each inline script, and only inline ones', () => {
@@ -14,7 +15,7 @@ forEachDatabase('security headers', ({ storage }) => {
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('headers'));
+    ({ key } = await testFeatures(storage()).keys.create('headers'));
     server = await startTestServer({ storage: storage() });
   });
   afterAll(() => server.close());

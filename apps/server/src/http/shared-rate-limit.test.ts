@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../test/support/test-databases.js';
+import { closeTestStorage, testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { openStorage, type Storage } from '../storage/storage.js';
-import { createTestDatabase, type TestDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
 
 const LIMIT = 4;
 
@@ -19,13 +20,13 @@ describe('the rate limit shared by two instances on one PostgreSQL', () => {
   });
   afterAll(async () => {
     await Promise.all(servers.map((server) => server.close()));
-    await Promise.all(storages.map((storage) => storage.close()));
+    await Promise.all(storages.map((storage) => closeTestStorage(storage)));
     await database.dispose();
   });
 
   it('grants one budget per API key across instances, not one per instance', async () => {
     const [a, b] = servers as [TestServer, TestServer];
-    const { key } = await (storages[0] as Storage).createApiKey('shared-limit');
+    const { key } = await testFeatures(storages[0] as Storage).keys.create('shared-limit');
     const statuses: number[] = [];
     // Alternating between the instances within one window: only LIMIT requests in all are granted.
     for (let i = 0; i < LIMIT * 2; i++) {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { collectTextViolations, textPolicyViolation } from './text-policy.js';
 
 const CONTEXT = { jurisdiction: 'DE', utilization: 0.35 };
@@ -22,7 +23,7 @@ forEachDatabase('the text policy at the edge', ({ storage }) => {
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('text-policy'));
+    ({ key } = await testFeatures(storage()).keys.create('text-policy'));
     server = await startTestServer({ storage: storage() });
   });
   afterAll(() => server.close());

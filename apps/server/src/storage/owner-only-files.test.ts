@@ -2,7 +2,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { loadSecretsKey } from '../webhooks/secret-box.js';
+import { closeTestStorage, testFeatures } from '../../test/support/test-features.js';
+import { loadSecretsKey } from '../webhooks/outbound/secret-box.js';
 import { openStorage } from './storage.js';
 
 const roots: string[] = [];
@@ -28,12 +29,12 @@ it('creates DATA_DIR 0700 and every SQLite file in it 0600, whatever the umask',
   const previous = process.umask(0o022);
   try {
     const storage = await openStorage({ dataDir });
-    await storage.createApiKey('modes');
+    await testFeatures(storage).keys.create('modes');
     expect(modeOf(dataDir)).toBe(0o700);
     const files = readdirSync(dataDir);
     expect(files).toEqual(expect.arrayContaining(['scenario-scoring.sqlite', 'scenario-scoring.sqlite-wal']));
     for (const file of files) expect([file, modeOf(join(dataDir, file))]).toEqual([file, 0o600]);
-    await storage.close();
+    await closeTestStorage(storage);
   } finally {
     process.umask(previous);
   }

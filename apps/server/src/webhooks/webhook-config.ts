@@ -1,12 +1,15 @@
 import ipaddr from 'ipaddr.js';
 import type { EnvReader } from '../config/env-reader.js';
-import { DEFAULT_MAX_DELIVERIES_PER_EVENT, DEFAULT_MAX_WEBHOOKS_PER_TENANT } from './webhook-limits.js';
 
 /** The Standard Webhooks retry schedule: the delays after the 1st, 2nd, … failed attempt. */
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
   5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
 ];
 const DAY_MS = 86_400_000;
+/** The default of `WEBHOOK_MAX_PER_TENANT`: webhooks (active or disabled, not deleted) one tenant may have. */
+export const DEFAULT_MAX_WEBHOOKS_PER_TENANT = 50;
+/** The default of `WEBHOOK_MAX_FANOUT`: the webhooks one event fans out to, oldest first. */
+export const DEFAULT_MAX_DELIVERIES_PER_EVENT = 50;
 
 /** How webhooks are delivered, and what they may be delivered to. */
 export interface WebhookConfig {
