@@ -10,15 +10,18 @@ import type { Features } from './features.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { authenticate } from './http/auth.js';
+import { requireDeclaredContentEncoding } from './http/content-encoding.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
 import { jsonBody } from './http/json-body.js';
 import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { expressHandler, type OperationRoutes } from './http/operation-route.js';
-import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
+import { securityHeaders } from './http/security-headers.js';
+import { createRateLimit } from './http/shared-rate-limit.js';
+import { integerQueryParameters, textPolicy } from './http/text-policy.js';
 import './http/locals.js';
 import { jsonLogger, type Logger } from './logging/logger.js';
 import { logRoute } from './logs/log-routes.js';
@@ -97,13 +100,17 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId);
+  app.use(securityHeaders(contract.docsHtml));
   app.use(identifyOperation(operationLookup(operations)));
   app.use(observeRequests(logger, metrics));
   app.use(closeConnectionsWhileDraining(lifecycle));
   app.use(docsRoutes(contract));
   app.use('/v1', authenticate(features.keys));
-  if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
+  if (config.rateLimitPerSecond > 0)
+    app.use('/v1', await createRateLimit(storage, config.rateLimitPerSecond));
+  app.use(requireDeclaredContentEncoding);
   app.use(jsonBody(config.bodyLimitBytes));
+  app.use(textPolicy(integerQueryParameters(operations, contract.document.components)));
   app.use(validation);
   for (const operation of operations) {
     const route = implemented[operation.operationId as OperationId];

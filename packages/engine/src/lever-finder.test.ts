@@ -19,6 +19,12 @@ describe('levers', () => {
     ]);
   });
 
+  it('when a value is within 5e-7 of its bound, then it offers no lever of step 0 (found by contract fuzzing)', () => {
+    const context = { jurisdiction: 'FR', on_time_ratio: 0.9999995, history_months: 3 };
+    for (const lever of scoreContext(context, DEFAULT).levers) expect(lever.step).toBeGreaterThan(0);
+    expect(scoreContext(context, DEFAULT).levers.map((l) => l.name)).not.toContain('payment_history');
+  });
+
   it('when an input already has x = 1, then it offers no lever', () => {
     const context = {
       jurisdiction: 'FR',

@@ -31,6 +31,8 @@ export function findLevers(context: ScoreContext, before: ScoreBreakdown): Lever
     if (delta <= 0) continue;
     // Six decimals remove binary noise such as 0.010000000000000009 from the assumed step.
     const step = Math.round(Math.abs(moved - value) * 1e6) / 1e6;
+    // A value within 5e-7 of its bound moves by a step that rounds to 0: no lever (the contract says step > 0).
+    if (step <= 0) continue;
     levers.push({ name: f.name, direction: spec.direction, delta, step });
   }
   if (levers.length > 1) levers.sort(byDeltaThenName);

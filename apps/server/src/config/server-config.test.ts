@@ -25,6 +25,8 @@ describe('loadConfig', () => {
         leaseMs: 60_000,
         pollIntervalMs: 200,
         concurrency: 64,
+        maxWebhooksPerTenant: 50,
+        maxDeliveriesPerEvent: 50,
         secretsKey: undefined,
       },
       logs: { level: 'info', format: 'json' },

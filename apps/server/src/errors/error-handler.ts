@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
+import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
 import { describeError, type Logger } from '../logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
@@ -24,6 +25,13 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
       // Too late for a problem: let Express end the connection.
       options.logger.error('error after the response started', { requestId, error: describeError(error) });
       next(error);
+      return;
+    }
+    if (isClientAbort(error, req)) {
+      // Nobody is left to answer: no problem, no stack, no 5xx (defect #5).
+      options.logger.info('client aborted the request', { requestId, method: req.method, path: req.path });
+      res.statusCode = CLIENT_CLOSED_REQUEST;
+      res.destroy();
       return;
     }
     let appError = translateError(error, {

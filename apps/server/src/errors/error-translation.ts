@@ -1,5 +1,6 @@
 import type { ValidationError } from '@scenario-scoring/api-types';
 import { error as validatorErrors } from 'express-openapi-validator';
+import { fromDecompression } from '../http/content-encoding.js';
 import { AppError } from './app-error.js';
 
 /** What translating a foreign error needs to know about the request and the server. */
@@ -18,7 +19,7 @@ export interface TranslationContext {
 export function translateError(error: unknown, context: TranslationContext): AppError | undefined {
   if (error instanceof AppError) return error;
   if (typeof error !== 'object' || error === null) return undefined;
-  return fromBodyParser(error, context) ?? fromValidator(error, context);
+  return fromBodyParser(error, context) ?? fromDecompression(error) ?? fromValidator(error, context);
 }
 
 // body-parser tags its errors with a `type`; see its README's "Errors" section.

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
 
@@ -54,13 +55,25 @@ const normalizeContentType: RequestHandler = (req, _res, next) => {
 };
 
 /**
+ * Refuses a body that is not valid UTF-8 (defect #9): decoding would silently replace the bad bytes with
+ * U+FFFD, so what is logged would not be what was sent.
+ */
+function requireUtf8(_req: unknown, _res: unknown, body: Buffer): void {
+  if (!isUtf8(body)) {
+    throw new AppError('malformed_json', {
+      detail: 'The body is not valid UTF-8; send JSON encoded as UTF-8.',
+    });
+  }
+}
+
+/**
  * Parses JSON bodies up to `limitBytes`. Not strict, so a scalar body parses and is then refused by the
  * contract ("must be object") rather than reported as malformed JSON.
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   return [
     requireJsonMediaType,
-    express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE }),
+    express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE, verify: requireUtf8 }),
     normalizeContentType,
   ];
 }

@@ -110,10 +110,15 @@ export interface LogStoreOptions {
 
 /** A LogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
 export function createLogStore(db: Kysely<Database>, options: LogStoreOptions = {}): LogStore {
-  const committer = new GroupCommitter<StoredLogRecord>(async (batch) => {
-    const events = await insertLogRecords(db, batch);
-    if (events > 0) options.outbox?.notify();
-  }, options.maxBatch);
+  // Isolated: a record that cannot be stored fails its own request only, never the others of its batch.
+  const committer = new GroupCommitter<StoredLogRecord>(
+    async (batch) => {
+      const events = await insertLogRecords(db, batch);
+      if (events > 0) options.outbox?.notify();
+    },
+    options.maxBatch,
+    { isolate: true },
+  );
   return {
     append: (record) => committer.add(record),
     get: (tenantId, cid) => selectLogRecord(db, tenantId, cid),

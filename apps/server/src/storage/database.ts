@@ -111,6 +111,8 @@ export interface DeliveryAttemptsTable {
   error: string | null;
   /** The first 4 KB of the response body. */
   response_body: string | null;
+  /** 1 when the stored body differs from the bytes received (invalid UTF-8 or NUL became U+FFFD). */
+  response_body_replaced: ColumnType<number, number | undefined, number>;
   trigger: 'scheduled' | 'manual';
 }
 

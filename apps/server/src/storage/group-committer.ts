@@ -1,3 +1,5 @@
+import { commitIsolated } from './isolated-commit.js';
+
 /** The default cap on the number of items one flush commits. */
 export const DEFAULT_GROUP_COMMIT_MAX_BATCH = 512;
 
@@ -5,7 +7,7 @@ export const DEFAULT_GROUP_COMMIT_MAX_BATCH = 512;
 export interface GroupCommitStats {
   /** Flushes attempted: one transaction (and one disk flush) each. */
   flushes: number;
-  /** Flushes whose transaction failed; every item of those was rejected. */
+  /** Flushes whose transaction failed; every item of those was rejected (with `isolate`, only the failing ones). */
   failedFlushes: number;
   /** Items acknowledged as committed. */
   committedItems: number;
@@ -39,6 +41,7 @@ interface Pending<T> {
 export class GroupCommitter<T> {
   readonly #commit: (batch: readonly T[]) => Promise<void>;
   readonly #maxBatch: number;
+  readonly #isolate: boolean;
   #queue: Pending<T>[] = [];
   #scheduled = false;
   #flushing = false;
@@ -46,12 +49,21 @@ export class GroupCommitter<T> {
   #idleWaiters: (() => void)[] = [];
   readonly #stats: GroupCommitStats = { flushes: 0, failedFlushes: 0, committedItems: 0, largestBatch: 0 };
 
-  /** `commit` must write the whole batch in one transaction, or fail as a whole. */
-  constructor(commit: (batch: readonly T[]) => Promise<void>, maxBatch = DEFAULT_GROUP_COMMIT_MAX_BATCH) {
+  /**
+   * `commit` must write the whole batch in one transaction, or fail as a whole. With `isolate`, a failed
+   * batch is split until the failing items are alone (see commitIsolated): only they are rejected, the
+   * others commit, so one item never fails another's request.
+   */
+  constructor(
+    commit: (batch: readonly T[]) => Promise<void>,
+    maxBatch = DEFAULT_GROUP_COMMIT_MAX_BATCH,
+    options: { isolate?: boolean } = {},
+  ) {
     if (!Number.isInteger(maxBatch) || maxBatch < 1)
       throw new RangeError(`maxBatch must be >= 1, got ${maxBatch}`);
     this.#commit = commit;
     this.#maxBatch = maxBatch;
+    this.#isolate = options.isolate ?? false;
   }
 
   /** Queues an item; resolves once it is committed, rejects if its batch's commit fails. */
@@ -110,7 +122,8 @@ export class GroupCommitter<T> {
       for (const pending of batch) pending.resolve();
     } catch (error) {
       this.#stats.failedFlushes += 1;
-      for (const pending of batch) pending.reject(error);
+      if (this.#isolate && batch.length > 1) await this.#settleIsolated(batch);
+      else for (const pending of batch) pending.reject(error);
     } finally {
       this.#flushing = false;
     }
@@ -118,6 +131,19 @@ export class GroupCommitter<T> {
     // polled meanwhile can join it.
     if (this.#queue.length > 0) this.#schedule();
     else this.#settleIdle();
+  }
+
+  async #settleIsolated(batch: Pending<T>[]): Promise<void> {
+    const errors = await commitIsolated(
+      this.#commit,
+      batch.map((pending) => pending.item),
+    );
+    batch.forEach((pending, n) => {
+      if (errors[n] === undefined) {
+        this.#stats.committedItems += 1;
+        pending.resolve();
+      } else pending.reject(errors[n]);
+    });
   }
 
   #settleIdle(): void {

@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { SqliteAdapter, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
+import { createOwnerOnlyFile, secureDataDir } from './owner-only-files.js';
 
 /** The SQLite file inside DATA_DIR. */
 export const SQLITE_FILE_NAME = 'scenario-scoring.sqlite';
@@ -78,7 +78,9 @@ class NodeSqliteDialect extends SqliteDialect {
  * (see FALLBACK_AUTOCHECKPOINT_PAGES).
  */
 export function openSqliteDialect(dataDir: string): SqliteDialect {
-  mkdirSync(dataDir, { recursive: true });
+  // Owner-only: the directory 0700, every file in it 0600 (defect #10).
+  secureDataDir(dataDir);
+  createOwnerOnlyFile(join(dataDir, SQLITE_FILE_NAME));
   const database = new DatabaseSync(join(dataDir, SQLITE_FILE_NAME));
   try {
     database.exec('PRAGMA journal_mode = WAL');
@@ -86,6 +88,8 @@ export function openSqliteDialect(dataDir: string): SqliteDialect {
     database.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     database.exec('PRAGMA foreign_keys = ON');
     database.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+    // The -wal and -shm files exist now; any left looser by an older version are tightened.
+    secureDataDir(dataDir);
   } catch (error) {
     database.close();
     throw error;

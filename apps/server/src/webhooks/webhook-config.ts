@@ -6,6 +6,10 @@ export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
   5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
 ];
 const DAY_MS = 86_400_000;
+/** The default of `WEBHOOK_MAX_PER_TENANT`: webhooks (active or disabled, not deleted) one tenant may have. */
+export const DEFAULT_MAX_WEBHOOKS_PER_TENANT = 50;
+/** The default of `WEBHOOK_MAX_FANOUT`: the webhooks one event fans out to, oldest first. */
+export const DEFAULT_MAX_DELIVERIES_PER_EVENT = 50;
 
 /** How webhooks are delivered, and what they may be delivered to. */
 export interface WebhookConfig {
@@ -29,6 +33,10 @@ export interface WebhookConfig {
   pollIntervalMs: number;
   /** Attempts in flight at once per instance. */
   concurrency: number;
+  /** Webhooks (not deleted) one tenant may have: registrations beyond are 422 `webhook_limit_reached`. */
+  maxWebhooksPerTenant: number;
+  /** The most deliveries one event fans out to (the tenant's oldest matching webhooks first). */
+  maxDeliveriesPerEvent: number;
   /**
    * The AES-256-GCM key (base64 of 32 bytes) that encrypts signing secrets at rest; undefined means a key
    * file generated in DATA_DIR (SQLite only).
@@ -76,6 +84,13 @@ export function readWebhookConfig(
     leaseMs,
     pollIntervalMs: reader.durationMs('WEBHOOK_POLL_INTERVAL', 200, 1),
     concurrency: reader.integer('WEBHOOK_CONCURRENCY', 64, 1, 4096),
+    maxWebhooksPerTenant: reader.integer(
+      'WEBHOOK_MAX_PER_TENANT',
+      DEFAULT_MAX_WEBHOOKS_PER_TENANT,
+      1,
+      10_000,
+    ),
+    maxDeliveriesPerEvent: reader.integer('WEBHOOK_MAX_FANOUT', DEFAULT_MAX_DELIVERIES_PER_EVENT, 1, 10_000),
     secretsKey,
   };
 }

@@ -165,6 +165,10 @@ export type paths = {
          *     and every address its host resolves to must be public: loopback, private, link-local (the cloud
          *     metadata address included), CGNAT, multicast and reserved addresses are refused with
          *     `webhook_url_refused`. Addresses are checked again at every delivery.
+         *
+         *     A tenant may have at most 50 webhooks (active or disabled; the operator's `WEBHOOK_MAX_PER_TENANT`):
+         *     one more is refused with `webhook_limit_reached`, and one event is delivered to at most 50 of them
+         *     (`WEBHOOK_MAX_FANOUT`, the oldest first).
          */
         post: operations["registerWebhook"];
         delete?: never;
@@ -582,7 +586,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "unknown_event_type" | "webhook_url_refused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
@@ -937,10 +941,18 @@ export type components = {
             /** @description The endpoint's HTTP status; 0 when no response came (network error or timeout). */
             status_code: number;
             duration_ms: number;
-            /** @description Why the attempt failed, if it did (`timeout`, `redirect`, a connection error). */
+            /**
+             * @description Why the attempt failed, if it did (`timeout`, `redirect`, `HTTP 503`, a connection error, or
+             *     `invalid_response: …` for an answer outside HTTP's statuses 100-599).
+             */
             error: string | null;
-            /** @description The first 4 KB of the response body. */
+            /** @description The first 4 KB of the response body, as UTF-8 text: invalid bytes and U+0000 are shown as U+FFFD. */
             response_body: string | null;
+            /**
+             * @description True when `response_body` differs from the bytes received: invalid UTF-8 or U+0000 was replaced by
+             *     U+FFFD so that the body is stored the same on every database.
+             */
+            response_body_replaced: boolean;
             /**
              * @description `scheduled` for the retry schedule, `manual` for a redelivery.
              * @enum {string}
@@ -1093,7 +1105,7 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body is not `application/json`. */
+        /** @description The body is not sent as `application/json`, or its `Content-Encoding` is neither `identity` nor `gzip`. */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1560,6 +1572,35 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description A replay (same `Idempotency-Key` and body) of a registration whose webhook has been deleted since:
+             *     the first response, with its secret, is not replayed.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description A replay of a registration whose secret has been rotated since and no longer signs
+             *     (`idempotent_replay_unavailable`): the webhook exists (its `Location` is given), but a secret
+             *     that no longer verifies is never handed out.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The webhook the first request registered. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The request is well-formed but cannot be accepted; `code` says why. */

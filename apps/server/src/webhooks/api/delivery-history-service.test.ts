@@ -137,15 +137,33 @@ forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storag
     const path = `/v1/webhooks/${webhook.id}/deliveries/${delivery.id}/attempts`;
     const page = (await (await server.request(`${path}?limit=2`, { key })).json()) as AttemptList;
     expect(page.data).toEqual([
-      { id: ids[2], delivery_id: delivery.id, attempted_at: '2026-11-22T10:00:02.000Z', ...attempts[2] },
-      { id: ids[1], delivery_id: delivery.id, attempted_at: '2026-11-22T10:00:01.000Z', ...attempts[1] },
+      {
+        id: ids[2],
+        delivery_id: delivery.id,
+        attempted_at: '2026-11-22T10:00:02.000Z',
+        ...attempts[2],
+        response_body_replaced: false,
+      },
+      {
+        id: ids[1],
+        delivery_id: delivery.id,
+        attempted_at: '2026-11-22T10:00:01.000Z',
+        ...attempts[1],
+        response_body_replaced: false,
+      },
     ]);
     const rest = (await (
       await server.request(`${path}?cursor=${page.next_cursor}`, { key })
     ).json()) as AttemptList;
     expect(rest).toEqual({
       data: [
-        { id: ids[0], delivery_id: delivery.id, attempted_at: '2026-11-22T10:00:00.000Z', ...attempts[0] },
+        {
+          id: ids[0],
+          delivery_id: delivery.id,
+          attempted_at: '2026-11-22T10:00:00.000Z',
+          ...attempts[0],
+          response_body_replaced: false,
+        },
       ],
       next_cursor: null,
     });

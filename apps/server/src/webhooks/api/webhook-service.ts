@@ -22,9 +22,12 @@ import {
 } from '../outbound/outbound-address-policy.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 import { generateWebhookSecret } from '../outbound/webhook-signature.js';
+import { DEFAULT_MAX_WEBHOOKS_PER_TENANT, type WebhookConfig } from '../webhook-config.js';
 import { checkEventFilter } from './event-filter.js';
+import { checkRegistrationReplay } from './registration-replay.js';
 import {
   cancelPendingDeliveries,
+  countWebhooks,
   findWebhook,
   insertNewWebhook,
   listWebhookRows,
@@ -39,7 +42,8 @@ export interface WebhookServiceDeps {
   storage: Pick<Storage, 'db'>;
   /** Notified after a manual attempt is queued, so this instance's delivery workers send it at once. */
   outbox: Pick<OutboxSignal, 'notify'>;
-  policy: OutboundPolicyConfig;
+  /** Outbound safety, and the per-tenant limit (`maxWebhooksPerTenant`, default 50). */
+  policy: OutboundPolicyConfig & Partial<Pick<WebhookConfig, 'maxWebhooksPerTenant'>>;
   secretBox: SecretBox;
   clock: Clock;
   /** How registration resolves host names; the system resolver by default. */
@@ -64,6 +68,20 @@ export async function requireWebhook(
   const row = await findWebhook(db, tenantId, id);
   if (!row) throw new AppError('not_found', { detail: `No webhook ${id} exists for this API key.` });
   return row;
+}
+
+/**
+ * Refuses a registration beyond the tenant's limit with 422 `webhook_limit_reached` (defect #7: 300
+ * registrations of one URL turned one event into 300 signed POSTs against a third party). Disabled
+ * webhooks count too, so re-enabling one with PATCH can never exceed the limit.
+ */
+async function checkWebhookLimit(trx: Transaction<Database>, tenantId: string, max: number): Promise<void> {
+  const count = await countWebhooks(trx, tenantId);
+  if (count >= max) {
+    throw new AppError('webhook_limit_reached', {
+      detail: `This tenant already has ${count} webhooks, the most it may have (${max}); delete one first.`,
+    });
+  }
 }
 
 /**
@@ -92,7 +110,9 @@ export async function registerWebhook(
       if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
     },
   };
-  return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+  const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+    const max = deps.policy.maxWebhooksPerTenant ?? DEFAULT_MAX_WEBHOOKS_PER_TENANT;
+    await checkWebhookLimit(trx, caller.tenantId, max);
     const secret = generateWebhookSecret();
     const row = await insertNewWebhook(
       trx,
@@ -104,6 +124,8 @@ export async function registerWebhook(
     const registered: RegisteredWebhook = { ...shown, status: 'active', secret };
     return { status: 201, headers: { Location: `/v1/webhooks/${row.id}` }, body: registered };
   });
+  await checkRegistrationReplay(deps.storage, deps.secretBox, caller.tenantId, outcome, now);
+  return outcome;
 }
 
 /** A page of the tenant's webhooks, newest first. */

@@ -22,6 +22,17 @@ export function findWebhook(db: Db, tenantId: string, id: string): Promise<Webho
     .executeTakeFirst();
 }
 
+/** How many webhooks the tenant has (active or disabled, not deleted). */
+export async function countWebhooks(db: Db, tenantId: string): Promise<number> {
+  const { count } = await db
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll<string | number>().as('count'))
+    .where('tenant_id', '=', tenantId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(count);
+}
+
 /** One page of the tenant's webhooks, newest first, with one extra row when another page follows. */
 export function listWebhookRows(db: Db, tenantId: string, page: PageRequest): Promise<WebhookRow[]> {
   const query = db

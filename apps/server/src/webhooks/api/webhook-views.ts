@@ -42,6 +42,7 @@ export function toAttempt(row: Selectable<DeliveryAttemptsTable>): Attempt {
     duration_ms: row.duration_ms,
     error: row.error,
     response_body: row.response_body,
+    response_body_replaced: Number(row.response_body_replaced) === 1,
     trigger: row.trigger,
   };
 }

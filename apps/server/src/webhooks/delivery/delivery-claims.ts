@@ -132,7 +132,7 @@ export async function withSigningSecrets(
  * rotated ones still in their grace period, newest first (rotation retires all but the newest
  * MAX_SIGNING_OLD_SECRETS of those).
  */
-async function loadSigningSecrets(
+export async function loadSigningSecrets(
   storage: Pick<Storage, 'db'>,
   secretBox: SecretBox,
   webhookIds: string[],

@@ -55,6 +55,7 @@ export async function recordDeliveryWrites(
         duration_ms: write.sent.durationMs,
         error: write.sent.error,
         response_body: write.sent.responseBody,
+        response_body_replaced: write.sent.responseBodyReplaced ? 1 : 0,
         trigger: write.trigger,
       }));
       await trx.insertInto('delivery_attempts').values(rows).execute();

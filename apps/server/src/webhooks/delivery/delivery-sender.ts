@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher, request } from 'undici';
 import { webhookHeaders } from '../outbound/webhook-signature.js';
 import type { AttemptResult } from './retry-schedule.js';
+import { type StorableText, storableFromBytes, storableString } from './storable-text.js';
 
 /** The `user-agent` of every delivery. */
 export const WEBHOOK_USER_AGENT = 'scenario-scoring-webhooks/0.1.0';
@@ -25,6 +26,8 @@ export interface SentAttempt extends AttemptResult {
   durationMs: number;
   /** The first 4 KB of the response body, as text; null when no response came. */
   responseBody: string | null;
+  /** Whether bytes of the body were replaced to store it (invalid UTF-8, NUL). */
+  responseBodyReplaced?: boolean;
 }
 
 /** Sends one attempt; never throws (a network error is an attempt with status 0). */
@@ -67,8 +70,18 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
         },
         body: delivery.payload,
       });
-      const responseBody = await readPrefix(response.body);
+      const { text: responseBody, replaced: responseBodyReplaced } = await readPrefix(response.body);
       const statusCode = response.statusCode;
+      // Defect #6: HTTP has no status above 599; such an answer is no valid response at all.
+      if (statusCode > 599) {
+        return {
+          statusCode: 0,
+          error: `invalid_response: status ${statusCode} is outside 100-599`,
+          durationMs: elapsed(),
+          responseBody,
+          responseBodyReplaced,
+        };
+      }
       const retryAfter = response.headers['retry-after'];
       return {
         statusCode,
@@ -76,6 +89,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
         retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
         durationMs: elapsed(),
         responseBody,
+        responseBodyReplaced,
       };
     } catch (error) {
       return { statusCode: 0, error: networkError(error, signal), durationMs: elapsed(), responseBody: null };
@@ -84,7 +98,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
 }
 
 /** Reads the first RESPONSE_BODY_LIMIT_BYTES of a body; a longer body is cut (and its connection closed). */
-async function readPrefix(body: Dispatcher.ResponseData['body']): Promise<string> {
+async function readPrefix(body: Dispatcher.ResponseData['body']): Promise<StorableText> {
   const chunks: Buffer[] = [];
   let length = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -95,8 +109,9 @@ async function readPrefix(body: Dispatcher.ResponseData['body']): Promise<string
       break;
     }
   }
-  // A multi-byte character cut at the limit decodes to U+FFFD: still at most 4096 characters.
-  return Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES).toString('utf8');
+  // A multi-byte character cut at the limit decodes to U+FFFD: still at most 4096 characters. NUL becomes
+  // U+FFFD as well (defect #1: PostgreSQL refuses it, which failed every outcome of the batch).
+  return storableFromBytes(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES));
 }
 
 function statusError(statusCode: number): string | null {
@@ -112,6 +127,11 @@ function networkError(error: unknown, signal: AbortSignal): string {
   const failure = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = failure.code ?? failure.cause?.code;
   if (signal.aborted || (code !== undefined && TIMEOUT_CODES.has(code))) return 'timeout';
+  // undici asserts on a 1xx final answer (a 101 it did not ask for, a status below 100): say what it was.
+  if (code === 'ERR_ASSERTION') return 'invalid_response: an informational (1xx) or malformed status line';
+  // A 101 that names an upgrade: undici refuses it as a "bad upgrade" (found by the hostile-receiver suite).
+  if (code === 'UND_ERR_SOCKET' && /upgrade/i.test(failure.message ?? failure.cause?.message ?? ''))
+    return 'invalid_response: a protocol switch (101) that was not asked for';
   const message = failure.cause?.message ?? failure.message ?? String(error);
-  return (code ? `${code}: ${message}` : message).slice(0, ERROR_TEXT_LIMIT);
+  return storableString((code ? `${code}: ${message}` : message).slice(0, ERROR_TEXT_LIMIT));
 }

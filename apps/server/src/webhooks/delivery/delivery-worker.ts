@@ -17,9 +17,10 @@ import {
   withSigningSecrets,
 } from './delivery-claims.js';
 import { nextDeliveryState } from './delivery-outcome.js';
-import { type DeliveryWrite, recordDeliveryWrites } from './delivery-recorder.js';
+import type { DeliveryWrite } from './delivery-recorder.js';
 import { createDeliveryAgent, createDeliverySender, type DeliverySender } from './delivery-sender.js';
 import { DISPATCH_BATCH, dispatchEvents } from './event-dispatcher.js';
+import { recordIsolated } from './isolated-recorder.js';
 import { judgeAttempt } from './retry-schedule.js';
 
 /** Outcomes per slot that may wait for their write before the worker stops claiming. */
@@ -76,12 +77,18 @@ export class DeliveryWorker implements BackgroundWorker {
     this.workerId = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
     this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
+    // Isolated: one outcome that cannot be stored never fails the others of its batch (defect #1).
     this.#recorder = new GroupCommitter((writes) =>
-      recordDeliveryWrites(options.storage, writes, {
-        workerId: this.workerId,
-        now: options.clock.now(),
-        disableAfterFailingMs: options.config.disableAfterFailingMs,
-      }),
+      recordIsolated(
+        options.storage,
+        writes,
+        {
+          workerId: this.workerId,
+          now: options.clock.now(),
+          disableAfterFailingMs: options.config.disableAfterFailingMs,
+        },
+        options.logger,
+      ),
     );
   }
 
@@ -140,6 +147,7 @@ export class DeliveryWorker implements BackgroundWorker {
           const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
           const fanOut = await dispatchEvents(storage, now, {
             claim: { workerId: this.workerId, lockedUntil, max: Math.max(0, free) },
+            maxPerEvent: config.maxDeliveriesPerEvent,
           });
           // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
           if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;

@@ -2,6 +2,7 @@ import { newId } from '../../ids.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Storage } from '../../storage/storage.js';
 import { webhookWants } from '../api/event-filter.js';
+import { DEFAULT_MAX_DELIVERIES_PER_EVENT } from '../webhook-config.js';
 import type { ClaimedDelivery } from './delivery-claims.js';
 
 /** Events fanned out per transaction. */
@@ -34,8 +35,9 @@ export interface FanOut {
 export async function dispatchEvents(
   storage: Pick<Storage, 'db' | 'kind'>,
   now: Date,
-  options: { limit?: number; claim?: FanOutClaim } = {},
+  options: { limit?: number; claim?: FanOutClaim; maxPerEvent?: number } = {},
 ): Promise<FanOut> {
+  const maxPerEvent = options.maxPerEvent ?? DEFAULT_MAX_DELIVERIES_PER_EVENT;
   const nowIso = now.toISOString();
   const { claim } = options;
   return storage.db.transaction().execute(async (trx) => {
@@ -56,6 +58,7 @@ export async function dispatchEvents(
       .where('tenant_id', 'in', tenants)
       .where('status', '=', 'active')
       .where('deleted_at', 'is', null)
+      .orderBy('id')
       .execute();
     // Each filter parsed once, not once per event.
     const byTenant = new Map<string, ((typeof webhooks)[number] & { filter: string[] })[]>();
@@ -71,6 +74,8 @@ export async function dispatchEvents(
         .filter(
           (webhook) => webhook.created_at <= event.created_at && webhookWants(webhook.filter, event.type),
         )
+        // A cap on what one event may cause: the oldest webhooks first (ids sort by creation).
+        .slice(0, maxPerEvent)
         .map((webhook) => ({ event, webhook, id: newId('dlv') })),
     );
     const claimCount = Math.min(claim?.max ?? 0, fanned.length);

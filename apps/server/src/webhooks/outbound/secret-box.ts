@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { secureDataDir } from '../../storage/owner-only-files.js';
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
@@ -63,7 +64,7 @@ export async function loadSecretsKey(options: {
   dataDir: string;
 }): Promise<Buffer> {
   if (options.secretsKey !== undefined) return Buffer.from(options.secretsKey, 'base64');
-  await mkdir(options.dataDir, { recursive: true });
+  secureDataDir(options.dataDir);
   const file = join(options.dataDir, SECRETS_KEY_FILE_NAME);
   try {
     // `wx` fails if the file exists, so two processes starting together never overwrite each other's key.

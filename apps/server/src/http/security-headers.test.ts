@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { inlineScriptHashes } from './security-headers.js';
+
+it('hashes each inline script, and only inline ones', () => {
+  const html = '<script>a()</script><script type="module">b()</script><script src="/x.js"></script>';
+  const hash = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+  expect(inlineScriptHashes(html)).toEqual([hash('a()'), hash('b()')]);
+});
+
+forEachDatabase('security headers', ({ storage }) => {
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    ({ key } = await testFeatures(storage()).keys.create('headers'));
+    server = await startTestServer({ storage: storage() });
+  });
+  afterAll(() => server.close());
+
+  it('sends nosniff, no X-Powered-By and a CSP fit for the docs on /docs, the API and its errors', async () => {
+    const docs = await server.request('/docs');
+    const html = await docs.text();
+    for (const response of [
+      docs,
+      await server.request('/v1/scoring/policies/DE', { key }),
+      await server.request('/v1/scoring/policies/DE'),
+    ]) {
+      expect(response.headers.get('x-powered-by')).toBeNull();
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+      const csp = response.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("default-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("object-src 'none'");
+      expect(csp).not.toContain('unsafe-eval');
+      for (const hash of inlineScriptHashes(html)) expect(csp).toContain(hash);
+    }
+  });
+});
