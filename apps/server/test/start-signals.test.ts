@@ -24,8 +24,8 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dataDir, { recursive: true, force: true }));
 
-function start(command: string, args: string[]) {
-  const child = spawn(command, args, {
+function start(command: string, args: readonly string[]) {
+  const child = spawn(command, [...args], {
     cwd: ROOT,
     env: { ...cleanEnv, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'pipe'],

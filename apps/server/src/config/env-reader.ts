@@ -47,7 +47,9 @@ export class EnvReader {
     const value = parseDurationMs(raw);
     if (value === undefined && /^[0-9]+(?:\.[0-9]+)?$/.test(raw)) {
       // A bare number was once read as milliseconds, so `WEBHOOK_TIMEOUT=15` meant 15 ms: ask for the unit.
-      this.problems.push(`${name} needs a unit: "${raw}" could mean ${raw}ms or ${raw}s (write e.g. ${raw}s)`);
+      this.problems.push(
+        `${name} needs a unit: "${raw}" could mean ${raw}ms or ${raw}s (write e.g. ${raw}s)`,
+      );
       return fallbackMs;
     }
     if (value === undefined || value < minMs) {
