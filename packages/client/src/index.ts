@@ -29,6 +29,14 @@ export {
   waitForRun,
 } from './run-waiter.js';
 export {
+  type CallOptions,
+  getPolicy,
+  type RegisterWebhookBody,
+  registerWebhook,
+  scoreSubject,
+  type WebhookEventFilter,
+} from './typed-calls.js';
+export {
   fetchVerifiedLogRecord,
   type LogRecordMismatch,
   type VerifiedLogRecordResult,
