@@ -106,8 +106,8 @@ prism.once('exit', (code) => {
 });
 await waitForPort(prismPort, prism);
 
-/** The fixed-up answer for Prism's `status`, `headers` and `body` to `method path`. */
-function answer(method, path, status, headers, body) {
+/** The fixed-up answer for Prism's `status`, `headers` and `body` to a request for `path`. */
+function answer(path, status, headers, body) {
   const violations = requestViolations(headers['sl-violations']);
   // Prism answers an invalid request with a 422 or 400 example; other statuses (401 for a missing key, a
   // `Prefer`d 413 or 415) stay as they are.
@@ -144,14 +144,21 @@ function answer(method, path, status, headers, body) {
 /** Sends the request to Prism; resolves with its status, headers and body. */
 function forward(method, url, headers, body) {
   return new Promise((resolve, reject) => {
-    const proxied = request({ host: '127.0.0.1', port: prismPort, method, path: url, headers }, (response) => {
-      const parts = [];
-      response.on('data', (chunk) => parts.push(chunk));
-      response.on('end', () =>
-        resolve({ status: response.statusCode, headers: { ...response.headers }, body: Buffer.concat(parts) }),
-      );
-      response.on('error', reject);
-    });
+    const proxied = request(
+      { host: '127.0.0.1', port: prismPort, method, path: url, headers },
+      (response) => {
+        const parts = [];
+        response.on('data', (chunk) => parts.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode,
+            headers: { ...response.headers },
+            body: Buffer.concat(parts),
+          }),
+        );
+        response.on('error', reject);
+      },
+    );
     proxied.on('error', reject);
     proxied.end(body);
   });
@@ -175,7 +182,7 @@ const server = createServer((incoming, outgoing) => {
         if (requestViolations(retried.headers['sl-violations']).length > 0) answered = retried;
       }
       delete answered.headers['sl-violations-truncated'];
-      const fixed = answer(incoming.method, incoming.url, answered.status, answered.headers, answered.body);
+      const fixed = answer(incoming.url, answered.status, answered.headers, answered.body);
       delete fixed.headers['transfer-encoding'];
       if (fixed.body.length > 0 || fixed.headers['content-length'] !== undefined) {
         fixed.headers['content-length'] = String(fixed.body.length);
