@@ -11,6 +11,7 @@ import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { authenticate } from './http/auth.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
+import { deprecationHeaders } from './http/deprecation-headers.js';
 import { jsonBody } from './http/json-body.js';
 import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
@@ -84,6 +85,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.set('etag', false);
   app.use(requestId);
   app.use(identifyOperation(operationLookup(operations)));
+  app.use(deprecationHeaders(operations));
   app.use(observeRequests(logger, metrics));
   app.use(closeConnectionsWhileDraining(lifecycle));
   app.use(docsRoutes(contract));

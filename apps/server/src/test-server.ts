@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Clock } from './clock.js';
 import { type Config, loadConfig } from './config.js';
+import type { Contract } from './contract.js';
 import type { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { type Logger, silentLogger } from './logger.js';
 import type { Metrics } from './metrics/metrics.js';
@@ -63,6 +64,7 @@ export async function startTestServer(options: {
   workers?: readonly BackgroundWorker[];
   metrics?: Metrics;
   lifecycle?: InstanceLifecycle;
+  contract?: Contract;
 }): Promise<TestServer> {
   const app = await createApp({
     storage: options.storage,
@@ -73,6 +75,7 @@ export async function startTestServer(options: {
     ...(options.workers && { workers: options.workers }),
     ...(options.metrics && { metrics: options.metrics }),
     ...(options.lifecycle && { lifecycle: options.lifecycle }),
+    ...(options.contract && { contract: options.contract }),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
