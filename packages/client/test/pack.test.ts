@@ -10,13 +10,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 /**
  * The published shape: `npm pack` the built package (with Node 22's npm run, as a consumer's older Node
  * would), install the tarball in a clean project outside the workspace (only the registry's packages
- * around it), and check that it type-checks there and runs on Node 22 and Node 24. Also that it
+ * around it), and check that it type-checks there and runs on Node 22 and Node 24, Bun and Deno. Also that it
  * builds on Node 22 (its build scripts are plain JavaScript and tsc) and that `npm publish --dry-run` is
  * clean.
  */
 const run = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
 const NODE22_SCRIPT = fileURLToPath(new URL('../../../scripts/node22.sh', import.meta.url));
+const RUNTIME_SCRIPT = fileURLToPath(new URL('../../../scripts/js-runtime.sh', import.meta.url));
 const HELLO_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
 
 /** The environment without the npm_* settings of an enclosing `npm run`, which would steer the inner npm. */
@@ -106,13 +107,19 @@ async function declarationFiles(dir: string): Promise<string[]> {
 
 describe('the packed package', () => {
   it('installs, type-checks and imports in a clean project outside the workspace', {
-    timeout: 120_000,
+    // Generous: on a fresh clone it also fetches Node 22, Bun and Deno from the registry (once).
+    timeout: 300_000,
   }, async () => {
     if (!existsSync(join(PACKAGE_DIR, 'dist/index.js'))) {
       throw new Error('dist/ is missing: run `npm run build -w @scenario-scoring/client` first');
     }
     workDir = await mkdtemp(join(tmpdir(), 'ss-client-pack-'));
-    const node22 = (await run('bash', [NODE22_SCRIPT], { env: cleanEnv, timeout: 100_000 })).stdout.trim();
+    // The other runtimes come from the registry once (then from .tools/): fetched while the rest runs.
+    const tool = (script: string, ...args: string[]) =>
+      run('bash', [script, ...args], { env: cleanEnv, timeout: 200_000 }).then((done) => done.stdout.trim());
+    const runtimes = Promise.all([tool(RUNTIME_SCRIPT, 'bun'), tool(RUNTIME_SCRIPT, 'deno')]);
+    runtimes.catch(() => {});
+    const node22 = await tool(NODE22_SCRIPT);
     const env22 = { ...cleanEnv, PATH: `${dirname(node22)}:${cleanEnv.PATH ?? ''}` };
     expect((await run('node', ['--version'], { env: env22 })).stdout).toMatch(/^v22\./);
     // It builds on Node 22: the pre-build script is plain JavaScript, and tsc writes into a scratch folder
@@ -196,6 +203,16 @@ describe('the packed package', () => {
     ] as const) {
       const imported = await run('node', ['--input-type=module', '-e', RUN_ON_NODE], { cwd: project, env });
       expect(imported.stdout.trim(), name).toBe(`function ${HELLO_CID} 655.5`);
+    }
+    // Bun and Deno (from their npm packages), on the same installed project: Deno uses its node_modules.
+    await writeFile(join(project, 'run.mjs'), RUN_ON_NODE);
+    const [bun, deno] = await runtimes;
+    for (const [runtime, bin, args] of [
+      ['bun', bun, ['run.mjs']],
+      ['deno', deno, ['run', '--node-modules-dir=manual', '--allow-read', '--allow-env', 'run.mjs']],
+    ] as const) {
+      const ran = await run(bin, [...args], { cwd: project, env: { ...cleanEnv, NO_COLOR: '1' } });
+      expect(ran.stdout.trim(), runtime).toBe(`function ${HELLO_CID} 655.5`);
     }
 
     // Ready to publish: npm finds nothing to correct or warn about (only that no one is logged in).

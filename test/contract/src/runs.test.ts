@@ -152,6 +152,12 @@ describe('a run request is refused', () => {
     expectProblem(target, error, { code: 'validation_failed', paths: ['/body/items/0/context/utilization'] });
   });
 
+  it('with 400 validation_failed naming the header when the Idempotency-Key is empty', async () => {
+    // What `-H "Idempotency-Key: $(uuidgen)"` sends where uuidgen is missing (from a client that keeps it).
+    const { error } = await createRun(TWO_ITEMS, INVALID, { 'Idempotency-Key': '' });
+    expectProblem(target, error, { code: 'validation_failed', paths: ['/headers/idempotency-key'] });
+  });
+
   it('with 404 not_found for an unknown run, and for its results', async () => {
     const { error } = await getRun(UNKNOWN_RUN, { status: 404, example: 'NotFound' });
     expectProblem(target, error, { code: 'not_found', instance: `/v1/scoring/runs/${UNKNOWN_RUN}` });
