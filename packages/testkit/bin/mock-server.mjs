@@ -181,6 +181,19 @@ const server = createServer((incoming, outgoing) => {
         const retried = await forward(incoming.method, incoming.url, withoutPrefer, body);
         if (requestViolations(retried.headers['sl-violations']).length > 0) answered = retried;
       }
+      // Prism takes an empty header for a missing one; the contract says an Idempotency-Key has at least
+      // one character, and the server refuses an empty one (curl sends it when `$(uuidgen)` fails).
+      if (incoming.headers['idempotency-key'] === '') {
+        const violation = {
+          location: ['request', 'header', 'idempotency-key'],
+          severity: 'Error',
+          code: 'minLength',
+          message: 'must NOT have fewer than 1 characters',
+        };
+        const previous = requestViolations(answered.headers['sl-violations']);
+        answered.headers['sl-violations'] = JSON.stringify([...previous, violation]);
+        answered.status = 400;
+      }
       delete answered.headers['sl-violations-truncated'];
       const fixed = answer(incoming.url, answered.status, answered.headers, answered.body);
       delete fixed.headers['transfer-encoding'];
