@@ -67,7 +67,10 @@ describe('the built CLI', () => {
   it('prints its usage on --help', async () => {
     const help = await runBuiltCli(['--help'], {});
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/Usage: node dist\/cli\.js create-key --tenant NAME/);
+    expect(help.stdout).toMatch(/Usage: node dist\/cli\.js COMMAND/);
+    for (const command of ['create-key --tenant NAME', 'list-keys', 'revoke-key KEY']) {
+      expect(help.stdout).toContain(command);
+    }
   });
 
   it('refuses bad arguments with a clear error and exit code 2', async () => {

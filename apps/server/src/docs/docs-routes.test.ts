@@ -35,14 +35,6 @@ forEachDatabase('the published contract', ({ storage }) => {
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe('GET, HEAD');
   });
-});
-
-forEachDatabase('the served docs', ({ storage }) => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer({ storage: storage() });
-  });
-  afterAll(() => server.close());
 
   it('show the address of the server that serves them, never {base_url}', async () => {
     const response = await server.request('/docs');
