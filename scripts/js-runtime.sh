@@ -15,6 +15,7 @@ bin="$dir/node_modules/.bin/$name"
 if [ ! -x "$bin" ]; then
   echo "scenario-scoring: installing $name $version into .tools/$name-$version" >&2
   # Into a folder of its own, then renamed into place, so two tests asking at once cannot collide.
+  mkdir -p "$root/.tools"
   staging="$dir.$$"
   npm install --silent --no-save --no-package-lock --no-audit --no-fund --prefix "$staging" "$name@$version" >&2
   mv -T "$staging" "$dir" 2>/dev/null || rm -rf "$staging"

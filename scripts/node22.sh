@@ -6,15 +6,17 @@ set -euo pipefail
 NODE22_VERSION="22.23.3"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$root/.tools/node22/node_modules/node/bin/node"
-if [ ! -x "$bin" ] || [ "$("$bin" --version)" != "v$NODE22_VERSION" ]; then
+if [ -x "$bin" ] && [ "$("$bin" --version)" != "v$NODE22_VERSION" ]; then
+  rm -rf "$root/.tools/node22" # another version: replaced below
+fi
+if [ ! -x "$bin" ]; then
   echo "scenario-scoring: installing Node $NODE22_VERSION into .tools/node22" >&2
-  # Into a folder of its own, then renamed into place: tests in two packages may ask at the same time.
+  # Into a folder of its own, then renamed into place: tests in two packages may ask at the same time, and
+  # the one that finishes second keeps the first one's copy (mv -T refuses to replace a folder).
+  mkdir -p "$root/.tools"
   staging="$root/.tools/node22.$$"
   npm install --silent --no-save --no-package-lock --no-audit --no-fund \
     --prefix "$staging" "node@$NODE22_VERSION" >&2
-  rm -rf "$root/.tools/node22.old"
-  [ -d "$root/.tools/node22" ] && mv "$root/.tools/node22" "$root/.tools/node22.old.$$"
-  mv "$staging" "$root/.tools/node22" 2>/dev/null || rm -rf "$staging"
-  rm -rf "$root/.tools/node22.old.$$"
+  mv -T "$staging" "$root/.tools/node22" 2>/dev/null || rm -rf "$staging"
 fi
 echo "$bin"
