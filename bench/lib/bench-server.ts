@@ -84,7 +84,7 @@ export async function startBenchServer(
     const env = { ...loadEnv(database), ...extraEnv };
     const apiKey = createApiKey(env, 'bench');
     const port = await freePort();
-    const server = await startProcess(process.execPath, [SERVER_MAIN], {
+    const server = await startProcess([SERVER_MAIN], {
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
       url: `http://127.0.0.1:${port}`,
       readyPath: '/readyz',

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
-import { freePort } from '@scenario-scoring/testkit';
+import { freePort, prismCli } from '@scenario-scoring/testkit';
 import { startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
@@ -26,7 +26,6 @@ const DURATION_S = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BUNDLE = join(ROOT, 'openapi/dist/openapi.yaml');
-const PRISM = join(ROOT, 'node_modules/.bin/prism');
 
 const context = {
   jurisdiction: 'DE',
@@ -51,13 +50,12 @@ const processes: RunningProcess[] = [];
 try {
   const { headers } = server;
   const [barePort, prismPort] = [await freePort(), await freePort()];
-  const bare = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
+  const bare = await startProcess([join(ROOT, 'bench/lib/bare-server.ts')], {
     env: { PORT: String(barePort), BARE_BODY: sameJson },
     url: `http://127.0.0.1:${barePort}`,
   });
   const prism = await startProcess(
-    PRISM,
-    ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
+    [prismCli(), 'mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
     {
       url: `http://127.0.0.1:${prismPort}`,
       readyPath: '/healthz',

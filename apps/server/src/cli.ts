@@ -1,9 +1,8 @@
 import { parseArgs } from 'node:util';
 import { exitUnlessNodeIsSupported } from './config/node-version.js';
-import { ConfigError, loadConfig } from './config.js';
-import { API_KEY_CACHE_TTL_MS } from './keys/api-key-store.js';
-import { formatKeyTable, KeyReferenceError, listKeys, resolveKeyId } from './keys/key-admin.js';
-import type { Storage } from './storage/storage.js';
+import { ConfigError, loadConfig } from './config/server-config.js';
+import { API_KEY_CACHE_TTL_MS, type ApiKeyStore } from './keys/api-key-store.js';
+import { formatKeyTable, KeyReferenceError, resolveKeyId } from './keys/key-admin.js';
 
 /** Tenant names: lower case, digits, `_` and `-`, starting with a letter or digit, at most 63 characters. */
 export const TENANT_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -100,38 +99,44 @@ async function run(argv: string[]): Promise<number> {
   const config = loadConfig();
   // Imported only now: storage loads node:sqlite, which an older Node cannot even link.
   const { openStorage } = await import('./storage/storage.js');
+  const { wireFeatures } = await import('./features.js');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  // The key store as the server wires it (features.ts), not queries of the CLI's own.
+  const features = wireFeatures(storage);
   try {
-    return await runKeyCommand(storage, request);
+    return await runKeyCommand(features.keys, request);
   } finally {
+    await features.close();
     await storage.close();
   }
 }
 
 async function runKeyCommand(
-  storage: Storage,
+  keys: ApiKeyStore,
   request: Exclude<Command, { command: 'help' }>,
 ): Promise<number> {
   switch (request.command) {
     case 'create-key': {
-      const { key } = await storage.createApiKey(request.tenant);
+      const { key } = await keys.create(request.tenant);
       console.log(key);
       return 0;
     }
     case 'list-keys': {
-      console.log(formatKeyTable(await listKeys(storage.db, request)));
+      console.log(
+        formatKeyTable(await keys.list({ tenant: request.tenant, activeOnly: request.activeOnly })),
+      );
       return 0;
     }
     case 'revoke-key': {
       let keyId: string;
       try {
-        keyId = await resolveKeyId(storage.db, request.reference);
+        keyId = await resolveKeyId(keys, request.reference);
       } catch (error) {
         if (!(error instanceof KeyReferenceError)) throw error;
         console.error(`error: ${error.message}`);
         return 1;
       }
-      const revoked = await storage.revokeApiKey(keyId);
+      const revoked = await keys.revoke(keyId);
       console.log(revoked ? `revoked ${keyId}` : `${keyId} was already revoked`);
       return 0;
     }

@@ -1,6 +1,6 @@
 import { exitUnlessNodeIsSupported } from './config/node-version.js';
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger, describeError, jsonLogger, type Logger } from './logger.js';
+import { ConfigError, loadConfig } from './config/server-config.js';
+import { createLogger, describeError, jsonLogger, type Logger } from './logging/logger.js';
 
 /**
  * Starts the server from the environment. On SIGTERM or SIGINT it drains (see Runtime.stop) and exits 0;

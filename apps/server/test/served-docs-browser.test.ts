@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, databaseEnv, requireBuiltServer } from './built-server.js';
+import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
+import { createTestDatabase, type TestDatabase } from './support/test-databases.js';
 
 /**
  * The docs as a browser shows them when the built server serves them: the server address in the

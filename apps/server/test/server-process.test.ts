@@ -1,8 +1,14 @@
 import { join } from 'node:path';
 import type { ScoreResponse } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli, SERVER_DIR } from './built-server.js';
+import {
+  BuiltServer,
+  databaseEnv,
+  requireBuiltServer,
+  runBuiltCli,
+  SERVER_DIR,
+} from './support/built-server.js';
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const SCORE = { subject: 'process-test', context: { jurisdiction: 'DE', utilization: 0.4 } };
 

@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireBuiltServer, SERVER_DIR } from './built-server.js';
+import { requireBuiltServer, SERVER_DIR } from './support/built-server.js';
 
 /**
  * `scripts/start.sh` and `npm start`, the two ways the README starts the server: a SIGTERM or a Ctrl-C

@@ -7,7 +7,7 @@ import type {
   ScoreRequest,
   ScoreResponse,
 } from './api-types.js';
-import type { RunCallResult } from './run-waiter.js';
+import type { RunCallResult } from './run-polling.js';
 import type { WebhookEventType } from './webhook-event-handler.js';
 
 /**

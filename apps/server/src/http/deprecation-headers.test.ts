@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { type Contract, loadContract } from '../contract.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
 import { contractOperations } from './contract-routes.js';
 import { DeprecationContractError, deprecatedOperations } from './deprecation-headers.js';
 
@@ -51,7 +52,7 @@ forEachDatabase('a deprecated operation served', ({ storage }) => {
       'x-sunset': '2027-06-01',
     });
     server = await startTestServer({ storage: storage(), contract });
-    ({ key } = await storage().createApiKey('deprecation'));
+    ({ key } = await testFeatures(storage()).keys.create('deprecation'));
   });
   afterAll(() => server.close());
 

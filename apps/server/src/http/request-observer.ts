@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 /** Probes that succeed are not logged: a load balancer asks every few seconds, and the lines say nothing. */
