@@ -2,15 +2,28 @@
 # scenario-scoring server: build everything in one stage, ship only the server's production output.
 #   docker build -t scenario-scoring .
 #   docker run -p 3000:3000 -v scoring-data:/data scenario-scoring
-# See "Deploying" in README.md; compose.yaml runs it on PostgreSQL.
+# See docs/operating.md; compose.yaml runs it on PostgreSQL.
 
 FROM node:24-slim AS build
 WORKDIR /src
-COPY . .
+# The manifests first, then the install: this layer is rebuilt only when a package.json or the lockfile
+# changes, not on every source change. Every workspace is listed (scripts/lint-dockerfile.sh checks it).
+COPY package.json package-lock.json .npmrc ./
+COPY openapi/package.json openapi/
+COPY packages/api-types/package.json packages/api-types/
+COPY packages/client/package.json packages/client/
+COPY packages/engine/package.json packages/engine/
+COPY packages/testkit/package.json packages/testkit/
+COPY apps/server/package.json apps/server/
+COPY test/contract/package.json test/contract/
+COPY bench/package.json bench/
+# The install's postinstall applies the reviewed dependency patches (patch-package).
+COPY patches/ patches/
 # npm install, not npm ci: the registry has no macOS/Windows builds of turbo and biome, which npm ci
 # insists on (see scripts/setup.sh). The lockfile still pins every version.
-RUN npm install --no-audit --no-fund --loglevel=error \
- && npx turbo run build --filter=@scenario-scoring/server --output-logs=errors-only \
+RUN npm install --no-audit --no-fund --loglevel=error
+COPY . .
+RUN npx turbo run build --filter=@scenario-scoring/server --output-logs=errors-only \
  && bash scripts/assemble-production.sh /app
 
 FROM node:24-slim

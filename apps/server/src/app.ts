@@ -13,6 +13,7 @@ import { authenticate } from './http/auth.js';
 import { requireDeclaredContentEncoding } from './http/content-encoding.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
+import { deprecationHeaders } from './http/deprecation-headers.js';
 import { jsonBody } from './http/json-body.js';
 import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
@@ -102,6 +103,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(requestId);
   app.use(securityHeaders(contract.docsHtml));
   app.use(identifyOperation(operationLookup(operations)));
+  app.use(deprecationHeaders(operations));
   app.use(observeRequests(logger, metrics));
   app.use(closeConnectionsWhileDraining(lifecycle));
   app.use(docsRoutes(contract));

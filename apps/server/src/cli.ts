@@ -1,19 +1,26 @@
 import { parseArgs } from 'node:util';
+import { exitUnlessNodeIsSupported } from './config/node-version.js';
 import { ConfigError, loadConfig } from './config/server-config.js';
-import { createApiKeyStore } from './keys/api-key-store.js';
-import { openStorage } from './storage/storage.js';
+import { API_KEY_CACHE_TTL_MS, type ApiKeyStore } from './keys/api-key-store.js';
+import { formatKeyTable, KeyReferenceError, resolveKeyId } from './keys/key-admin.js';
 
 /** Tenant names: lower case, digits, `_` and `-`, starting with a letter or digit, at most 63 characters. */
 export const TENANT_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
-const USAGE = `Usage: node dist/cli.js create-key --tenant NAME
+const USAGE = `Usage: node dist/cli.js COMMAND [options]
 
 Commands:
-  create-key --tenant NAME   Create an API key for tenant NAME (created if new) and print it once.
-                             NAME matches ${TENANT_NAME_PATTERN.source}.
+  create-key --tenant NAME      Create an API key for tenant NAME (created if new) and print it once.
+                                NAME matches ${TENANT_NAME_PATTERN.source}.
+  list-keys [--tenant NAME] [--active]
+                                List keys: id, tenant, creation time, status. Never the keys themselves
+                                (only their SHA-256 hashes are stored).
+  revoke-key KEY                Revoke a key, named by its id (key_…), a unique prefix of its id, or the
+                                key itself (sk_…). A server that used the key in the last
+                                ${API_KEY_CACHE_TTL_MS / 1000} s may accept it until its cache entry expires (at most ${API_KEY_CACHE_TTL_MS / 1000} s).
 
 Options:
-  -h, --help                 Show this help.
+  -h, --help                    Show this help.
 
 The database is the server's: DATA_DIR (default ./data) for SQLite, or DATABASE_URL for PostgreSQL.`;
 
@@ -22,11 +29,21 @@ const EXIT_USAGE = 2;
 
 class UsageError extends Error {}
 
+type Command =
+  | { command: 'help' }
+  | { command: 'create-key'; tenant: string }
+  | { command: 'list-keys'; tenant: string | undefined; activeOnly: boolean }
+  | { command: 'revoke-key'; reference: string };
+
 function parseCommandLine(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
-      options: { tenant: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        tenant: { type: 'string' },
+        active: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: true,
     });
   } catch (error) {
@@ -34,24 +51,39 @@ function parseCommandLine(argv: string[]) {
   }
 }
 
-function parse(argv: string[]): { command: 'help' } | { command: 'create-key'; tenant: string } {
-  const parsed = parseCommandLine(argv);
-  const { values, positionals } = parsed;
+function checkTenant(tenant: string): string {
+  if (!TENANT_NAME_PATTERN.test(tenant)) {
+    throw new UsageError(`invalid tenant name "${tenant}" (expected ${TENANT_NAME_PATTERN.source})`);
+  }
+  return tenant;
+}
+
+function parse(argv: string[]): Command {
+  const { values, positionals } = parseCommandLine(argv);
   if (values.help) return { command: 'help' };
   const [command, ...rest] = positionals;
   if (command === undefined) throw new UsageError('no command given');
-  if (command !== 'create-key') throw new UsageError(`unknown command "${command}"`);
-  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
-  if (values.tenant === undefined) throw new UsageError('create-key needs --tenant NAME');
-  if (!TENANT_NAME_PATTERN.test(values.tenant)) {
-    throw new UsageError(`invalid tenant name "${values.tenant}" (expected ${TENANT_NAME_PATTERN.source})`);
+  if (command === 'revoke-key') {
+    if (rest.length !== 1)
+      throw new UsageError('revoke-key needs exactly one KEY (an id, an id prefix or sk_…)');
+    return { command, reference: rest[0] as string };
   }
-  return { command: 'create-key', tenant: values.tenant };
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  if (command === 'list-keys') {
+    const tenant = values.tenant === undefined ? undefined : checkTenant(values.tenant);
+    return { command, tenant, activeOnly: values.active === true };
+  }
+  if (command !== 'create-key') throw new UsageError(`unknown command "${command}"`);
+  if (values.tenant === undefined) throw new UsageError('create-key needs --tenant NAME');
+  return { command: 'create-key', tenant: checkTenant(values.tenant) };
 }
 
-/** Runs the CLI: `create-key --tenant NAME` prints only the new key on stdout, for scripts to capture. */
+/**
+ * Runs the CLI: `create-key` prints only the new key on stdout, for scripts to capture; `list-keys` a
+ * table; `revoke-key` one line naming the revoked key.
+ */
 async function run(argv: string[]): Promise<number> {
-  let request: ReturnType<typeof parse>;
+  let request: Command;
   try {
     request = parse(argv);
   } catch (error) {
@@ -63,15 +95,52 @@ async function run(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  exitUnlessNodeIsSupported();
   const config = loadConfig();
+  // Imported only now: storage loads node:sqlite, which an older Node cannot even link.
+  const { openStorage } = await import('./storage/storage.js');
+  const { wireFeatures } = await import('./features.js');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  // The key store as the server wires it (features.ts), not queries of the CLI's own.
+  const features = wireFeatures(storage);
   try {
-    const { key } = await createApiKeyStore(storage.db).create(request.tenant);
-    console.log(key);
+    return await runKeyCommand(features.keys, request);
   } finally {
+    await features.close();
     await storage.close();
   }
-  return 0;
+}
+
+async function runKeyCommand(
+  keys: ApiKeyStore,
+  request: Exclude<Command, { command: 'help' }>,
+): Promise<number> {
+  switch (request.command) {
+    case 'create-key': {
+      const { key } = await keys.create(request.tenant);
+      console.log(key);
+      return 0;
+    }
+    case 'list-keys': {
+      console.log(
+        formatKeyTable(await keys.list({ tenant: request.tenant, activeOnly: request.activeOnly })),
+      );
+      return 0;
+    }
+    case 'revoke-key': {
+      let keyId: string;
+      try {
+        keyId = await resolveKeyId(keys, request.reference);
+      } catch (error) {
+        if (!(error instanceof KeyReferenceError)) throw error;
+        console.error(`error: ${error.message}`);
+        return 1;
+      }
+      const revoked = await keys.revoke(keyId);
+      console.log(revoked ? `revoked ${keyId}` : `${keyId} was already revoked`);
+      return 0;
+    }
+  }
 }
 
 run(process.argv.slice(2)).then(

@@ -1,12 +1,15 @@
+import { exitUnlessNodeIsSupported } from './config/node-version.js';
 import { ConfigError, loadConfig } from './config/server-config.js';
 import { createLogger, describeError, jsonLogger, type Logger } from './logging/logger.js';
-import { startRuntime } from './runtime.js';
 
 /**
  * Starts the server from the environment. On SIGTERM or SIGINT it drains (see Runtime.stop) and exits 0;
  * a second signal during the drain exits 1 at once.
  */
 async function main(): Promise<void> {
+  exitUnlessNodeIsSupported();
+  // Imported only now: the runtime loads node:sqlite, which an older Node cannot even link.
+  const { startRuntime } = await import('./runtime.js');
   let logger: Logger = jsonLogger;
   try {
     const config = loadConfig();

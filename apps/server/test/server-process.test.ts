@@ -1,6 +1,13 @@
+import { join } from 'node:path';
 import type { ScoreResponse } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './support/built-server.js';
+import {
+  BuiltServer,
+  databaseEnv,
+  requireBuiltServer,
+  runBuiltCli,
+  SERVER_DIR,
+} from './support/built-server.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const SCORE = { subject: 'process-test', context: { jurisdiction: 'DE', utilization: 0.4 } };
@@ -66,7 +73,10 @@ describe('the built CLI', () => {
   it('prints its usage on --help', async () => {
     const help = await runBuiltCli(['--help'], {});
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/Usage: node dist\/cli\.js create-key --tenant NAME/);
+    expect(help.stdout).toMatch(/Usage: node dist\/cli\.js COMMAND/);
+    for (const command of ['create-key --tenant NAME', 'list-keys', 'revoke-key KEY']) {
+      expect(help.stdout).toContain(command);
+    }
   });
 
   it('refuses bad arguments with a clear error and exit code 2', async () => {
@@ -114,4 +124,23 @@ describe('the built server with a bad environment', () => {
     // Told before anything starts: no database was touched, nothing listened.
     expect(server.output).not.toMatch(/listening|"message":"started"/);
   });
+});
+
+describe('the built server on an older Node', () => {
+  it('says it needs Node 24 and how to get it, instead of dying on node:sqlite', async () => {
+    const { execFileSync, spawnSync } = await import('node:child_process');
+    const node22 = execFileSync('bash', [join(SERVER_DIR, '..', '..', 'scripts', 'node22.sh')], {
+      encoding: 'utf8',
+    }).trim();
+    for (const entry of ['main.js', 'cli.js']) {
+      const args = entry === 'cli.js' ? ['list-keys'] : [];
+      const ran = spawnSync(node22, [join(SERVER_DIR, 'dist', entry), ...args], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', DATA_DIR: '/nonexistent' },
+      });
+      expect(ran.status, entry).toBe(1);
+      expect(ran.stderr, entry).toContain('scenario-scoring needs Node 24 or newer; this is Node v22.');
+      expect(ran.stderr, entry).not.toContain('ERR_UNKNOWN_BUILTIN_MODULE');
+    }
+  }, 120_000);
 });

@@ -29,6 +29,14 @@ export {
 } from './run-polling.js';
 export { isRunEndEvent, type RunEndEvent, RunEndWaiter } from './run-webhook-waiter.js';
 export {
+  type CallOptions,
+  getPolicy,
+  type RegisterWebhookBody,
+  registerWebhook,
+  scoreSubject,
+  type WebhookEventFilter,
+} from './typed-calls.js';
+export {
   fetchVerifiedLogRecord,
   type LogRecordMismatch,
   type VerifiedLogRecordResult,

@@ -2,17 +2,22 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 
 /**
- * The published shape: `npm pack` the built package, install the tarball in a clean project outside the
- * workspace (only the registry's packages around it), and check that it type-checks and imports there.
+ * The published shape: `npm pack` the built package (with Node 22's npm run, as a consumer's older Node
+ * would), install the tarball in a clean project outside the workspace (only the registry's packages
+ * around it), and check that it type-checks there and runs on Node 22 and Node 24, Bun and Deno. Also that it
+ * builds on Node 22 (its build scripts are plain JavaScript and tsc) and that `npm publish --dry-run` is
+ * clean.
  */
 const run = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
+const NODE22_SCRIPT = fileURLToPath(new URL('../../../scripts/node22.sh', import.meta.url));
+const RUNTIME_SCRIPT = fileURLToPath(new URL('../../../scripts/js-runtime.sh', import.meta.url));
 const HELLO_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
 
 /** The environment without the npm_* settings of an enclosing `npm run`, which would steer the inner npm. */
@@ -22,6 +27,8 @@ const CONSUMER = `import {
   createClient,
   handleWebhookEvent,
   isProblem,
+  registerWebhook,
+  scoreSubject,
   verifyLogRecord,
   verifyWebhook,
   WebhookVerificationError,
@@ -48,6 +55,13 @@ export async function firstScore(): Promise<number | undefined> {
   return data.result.scenarios[0].score;
 }
 
+export async function typedCalls(): Promise<void> {
+  // @ts-expect-error a typo inside the nested context is caught by the typed helper
+  await scoreSubject(client, { subject: 'x', context: { jurisdiction: 'DE', utilisation: 0.3 } });
+  // @ts-expect-error event types are typed by name
+  await registerWebhook(client, { url: 'https://receiver.test/', events: ['run.complete'] });
+}
+
 export function receive(body: string, headers: Headers): string | undefined {
   try {
     return handleWebhookEvent(verifyWebhook(body, headers, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw6VGNO8XrBJI='), {
@@ -61,6 +75,20 @@ export function receive(body: string, headers: Headers): string | undefined {
   }
 }
 `;
+
+/** Runs the packed client against a scripted fetch: the import, the CID and a typed call work. */
+const RUN_ON_NODE = `
+const m = await import('@scenario-scoring/client');
+const scenario = (name, score) => ({ name, score, explain: [] });
+const body = { id: 'req_1', status: 'ok', log_cid: '${HELLO_CID}',
+  result: { scenarios: [scenario('p10', 655.5), scenario('p50', 690.7), scenario('p90', 726)], levers: [] } };
+const client = m.createClient({ baseUrl: 'https://api.test', apiKey: 'sk_${'a'.repeat(40)}', retries: false,
+  fetch: async () => Response.json(body) });
+const scored = await m.scoreSubject(client, { subject: 'x', context: { jurisdiction: 'DE' } });
+console.log(typeof m.createClient, await m.computeLogCid('hello world'), scored.data.result.scenarios[0].score);
+`;
+
+const TSC = fileURLToPath(new URL('../../../node_modules/typescript/bin/tsc', import.meta.url));
 
 const TSCONFIGS = {
   'tsconfig.nodenext.json': { module: 'NodeNext', moduleResolution: 'NodeNext' },
@@ -79,16 +107,33 @@ async function declarationFiles(dir: string): Promise<string[]> {
 
 describe('the packed package', () => {
   it('installs, type-checks and imports in a clean project outside the workspace', {
-    timeout: 120_000,
+    // Generous: on a fresh clone it also fetches Node 22, Bun and Deno from the registry (once).
+    timeout: 300_000,
   }, async () => {
     if (!existsSync(join(PACKAGE_DIR, 'dist/index.js'))) {
       throw new Error('dist/ is missing: run `npm run build -w @scenario-scoring/client` first');
     }
     workDir = await mkdtemp(join(tmpdir(), 'ss-client-pack-'));
+    // The other runtimes come from the registry once (then from .tools/): fetched while the rest runs.
+    const tool = (script: string, ...args: string[]) =>
+      run('bash', [script, ...args], { env: cleanEnv, timeout: 200_000 }).then((done) => done.stdout.trim());
+    const runtimes = Promise.all([tool(RUNTIME_SCRIPT, 'bun'), tool(RUNTIME_SCRIPT, 'deno')]);
+    runtimes.catch(() => {});
+    const node22 = await tool(NODE22_SCRIPT);
+    const env22 = { ...cleanEnv, PATH: `${dirname(node22)}:${cleanEnv.PATH ?? ''}` };
+    expect((await run('node', ['--version'], { env: env22 })).stdout).toMatch(/^v22\./);
+    // It builds on Node 22: the pre-build script is plain JavaScript, and tsc writes into a scratch folder
+    // (not dist/, which other suites may be reading).
+    await run('node', ['scripts/copy-api-types.mjs'], { cwd: PACKAGE_DIR, env: env22 });
+    await run('node', [TSC, '-p', 'tsconfig.build.json', '--outDir', join(workDir, 'dist-node22')], {
+      cwd: PACKAGE_DIR,
+      env: env22,
+    });
+    expect(existsSync(join(workDir, 'dist-node22/index.js'))).toBe(true);
     // --ignore-scripts: the test packs the dist/ that turbo built, instead of rebuilding it under other tests.
     const packed = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', workDir], {
       cwd: PACKAGE_DIR,
-      env: cleanEnv,
+      env: env22,
     });
     const [{ filename, files }] = JSON.parse(packed.stdout) as [
       { filename: string; files: { path: string }[] },
@@ -97,6 +142,7 @@ describe('the packed package', () => {
     expect(paths).toContain('dist/index.js');
     expect(paths).toContain('dist/index.d.ts');
     expect(paths).toContain('README.md');
+    expect(paths).toContain('LICENSE');
     expect(
       paths.filter((p) => p.startsWith('src/') || p.startsWith('test/') || p.endsWith('.test.js')),
     ).toEqual([]);
@@ -151,15 +197,32 @@ describe('the packed package', () => {
       expect(tsc, `tsc -p ${name}`).toEqual({ exitCode: 0, output: '' });
     }
 
-    const imported = await run(
-      'node',
-      [
-        '--input-type=module',
-        '-e',
-        "const m = await import('@scenario-scoring/client'); console.log(typeof m.createClient, await m.computeLogCid('hello world'));",
-      ],
-      { cwd: project },
-    );
-    expect(imported.stdout.trim()).toBe(`function ${HELLO_CID}`);
+    for (const [name, env] of [
+      ['Node 24', cleanEnv],
+      ['Node 22', env22],
+    ] as const) {
+      const imported = await run('node', ['--input-type=module', '-e', RUN_ON_NODE], { cwd: project, env });
+      expect(imported.stdout.trim(), name).toBe(`function ${HELLO_CID} 655.5`);
+    }
+    // Bun and Deno (from their npm packages), on the same installed project: Deno uses its node_modules.
+    await writeFile(join(project, 'run.mjs'), RUN_ON_NODE);
+    const [bun, deno] = await runtimes;
+    for (const [runtime, bin, args] of [
+      ['bun', bun, ['run.mjs']],
+      ['deno', deno, ['run', '--node-modules-dir=manual', '--allow-read', '--allow-env', 'run.mjs']],
+    ] as const) {
+      const ran = await run(bin, [...args], { cwd: project, env: { ...cleanEnv, NO_COLOR: '1' } });
+      expect(ran.stdout.trim(), runtime).toBe(`function ${HELLO_CID} 655.5`);
+    }
+
+    // Ready to publish: npm finds nothing to correct or warn about (only that no one is logged in).
+    const published = await run('npm', ['publish', '--dry-run', '--ignore-scripts', '--json'], {
+      cwd: PACKAGE_DIR,
+      env: cleanEnv,
+    });
+    const warnings = published.stderr
+      .split('\n')
+      .filter((line) => /\bwarn\b/i.test(line) && !/logged in|Unknown user config/.test(line));
+    expect(warnings).toEqual([]);
   });
 });

@@ -44,23 +44,18 @@ export interface PrismServer {
   stop(): Promise<void>;
 }
 
-/** Starts `prism mock` for `document` on a free port of 127.0.0.1, and waits until it listens. */
+/** The mock's entry script: Prism behind the front that answers invalid requests like the server. */
+export const MOCK_SERVER = fileURLToPath(new URL('../bin/mock-server.mjs', import.meta.url));
+
+/**
+ * Starts the mock (`bin/mock-server.mjs`: `prism mock` for `document` behind its front) on a free port of
+ * 127.0.0.1, and waits until it listens.
+ */
 export async function startPrism(document: string, options: { cwd?: string } = {}): Promise<PrismServer> {
   const port = await freePort();
   const prism = startNodeProcess(
     // One process (no multiprocess), so that stopping the child stops Prism.
-    [
-      '--require',
-      WATCHDOG,
-      prismCli(),
-      'mock',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--no-multiprocess',
-      document,
-    ],
+    ['--require', WATCHDOG, MOCK_SERVER, '--host', '127.0.0.1', '--port', String(port), document],
     {
       cwd: options.cwd ?? process.cwd(),
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
@@ -70,7 +65,7 @@ export async function startPrism(document: string, options: { cwd?: string } = {
     await prism.stop('SIGTERM', STOP_TIMEOUT_MS);
   };
   try {
-    await prism.waitForOutput(/Prism is listening on http:\/\/127\.0\.0\.1:\d+/, STARTUP_TIMEOUT_MS);
+    await prism.waitForOutput(/Mock listening on http:\/\/127\.0\.0\.1:\d+/, STARTUP_TIMEOUT_MS);
   } catch (error) {
     await stop();
     throw error;

@@ -7,7 +7,7 @@ import { expectAnswer, expectProblem } from './harness/contract-calls.js';
 import { clientOf, rawBody } from './harness/contract-client.js';
 import type { ContractOperation } from './harness/contract-validator.js';
 import { type DocumentedAnswer, preferHeader } from './harness/documented-answer.js';
-import { startTarget, type Target, targetKind } from './harness/targets.js';
+import { startTarget, type Target } from './harness/targets.js';
 
 const OPERATIONS = {
   register: { path: '/v1/webhooks/register', method: 'post' },
@@ -56,9 +56,11 @@ describe('a webhook', () => {
     const { data, response } = await register({ description: 'contract suite' });
     expect(data?.secret).toMatch(/^whsec_/);
     const id = data?.id ?? '';
+    // The mock too: its Location names the webhook, and a first call is no replay.
+    expect(response.headers.get('Location')).toBe(`/v1/webhooks/${id}`);
+    expect(response.headers.get('Idempotent-Replayed')).toBeNull();
     if (target.kind === 'server') {
       expect(data).toMatchObject({ url: receiverUrl, description: 'contract suite' });
-      expect(response.headers.get('Location')).toBe(`/v1/webhooks/${id}`);
     }
 
     const read = await client.GET('/v1/webhooks/{id}', {
@@ -231,15 +233,22 @@ describe('refusals', () => {
     });
   });
 
-  // Prism answers an invalid request with the operation's 422 when it has one (registration does), so
-  // only the server can show this 400; the mock test covers the documented 400 by asking for it.
-  if (targetKind() === 'server')
-    it('refuses a registration without a URL with 400 validation_failed naming /body/url', async () => {
-      const result = await client.POST('/v1/webhooks/register', {
-        ...rawBody(JSON.stringify({ events: ['*'] })),
-        ...withAnswer({ status: 400, example: 'ValidationFailed' }),
-      });
-      expectAnswer(OPERATIONS.register, result, { status: 400 });
-      expectProblem(target, result.error, { code: 'validation_failed', paths: ['/body/url'] });
+  // The mock answers an invalid request like the server (Prism alone would answer the 422 example).
+  it('refuses an ftp:// URL with 400 validation_failed naming /body/url, not a 422', async () => {
+    const result = await client.POST('/v1/webhooks/register', {
+      body: { url: 'ftp://receiver.test/hooks', events: ['*'] },
+      headers: { 'Idempotency-Key': randomUUID() },
     });
+    expectAnswer(OPERATIONS.register, result, { status: 400 });
+    expectProblem(target, result.error, { code: 'validation_failed', paths: ['/body/url'] });
+  });
+
+  it('refuses a registration without a URL with 400 validation_failed naming /body/url', async () => {
+    const result = await client.POST('/v1/webhooks/register', {
+      ...rawBody(JSON.stringify({ events: ['*'] })),
+      ...withAnswer({ status: 400, example: 'ValidationFailed' }),
+    });
+    expectAnswer(OPERATIONS.register, result, { status: 400 });
+    expectProblem(target, result.error, { code: 'validation_failed', paths: ['/body/url'] });
+  });
 });

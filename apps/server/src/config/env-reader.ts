@@ -45,6 +45,13 @@ export class EnvReader {
     const raw = this.raw(name);
     if (raw === undefined) return fallbackMs;
     const value = parseDurationMs(raw);
+    if (value === undefined && /^[0-9]+(?:\.[0-9]+)?$/.test(raw)) {
+      // A bare number was once read as milliseconds, so `WEBHOOK_TIMEOUT=15` meant 15 ms: ask for the unit.
+      this.problems.push(
+        `${name} needs a unit: "${raw}" could mean ${raw}ms or ${raw}s (write e.g. ${raw}s)`,
+      );
+      return fallbackMs;
+    }
     if (value === undefined || value < minMs) {
       this.problems.push(
         `${name} must be a duration such as 500ms, 5s, 5m, 2h or 1d, at least ${minMs} ms (got "${raw}")`,
@@ -87,9 +94,9 @@ const DURATION_UNITS_MS: Readonly<Record<string, number>> = {
   d: 86_400_000,
 };
 
-/** `500ms`, `5s`, `5m`, `2h`, `1d` (or a bare number of milliseconds) in milliseconds; undefined if malformed. */
+/** `500ms`, `5s`, `5m`, `2h`, `1d` in milliseconds; undefined if malformed or without a unit. */
 export function parseDurationMs(text: string): number | undefined {
-  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)?$/.exec(text);
+  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$/.exec(text);
   if (!match) return undefined;
-  return Math.round(Number(match[1]) * (DURATION_UNITS_MS[match[2] ?? 'ms'] as number));
+  return Math.round(Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number));
 }

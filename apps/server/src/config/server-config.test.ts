@@ -136,6 +136,14 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WEBHOOK_TIMEOUT: '2m' })).toThrow(/WEBHOOK_LEASE must be longer/);
   });
 
+  it('refuses a duration without a unit, naming the variable, instead of reading it as milliseconds', () => {
+    expect(() => loadConfig({ WEBHOOK_TIMEOUT: '15' })).toThrow(
+      'WEBHOOK_TIMEOUT needs a unit: "15" could mean 15ms or 15s (write e.g. 15s)',
+    );
+    expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5s,300' })).toThrow(/WEBHOOK_RETRY_SCHEDULE must be/);
+    expect(loadConfig({ WEBHOOK_TIMEOUT: '15s' }).webhooks.timeoutMs).toBe(15_000);
+  });
+
   it('names every bad variable in one error, without echoing the database URL', () => {
     const env = {
       PORT: '80a',

@@ -35,4 +35,56 @@ forEachDatabase('the published contract', ({ storage }) => {
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe('GET, HEAD');
   });
+
+  it('show the address of the server that serves them, never {base_url}', async () => {
+    const response = await server.request('/docs');
+    const html = await response.text();
+    const origin = new URL(server.url).origin;
+    expect(html).not.toContain('{base_url}');
+    expect(html).toContain(`"servers":[{"url":"${origin}"`);
+    expect(html).not.toContain('http://localhost:3000');
+  });
+
+  it('are sent gzipped when asked, with an ETag that answers 304, and no-cache', async () => {
+    const url = `${server.url}/docs`;
+    const { request } = await import('node:http');
+    const raw = await new Promise<{ status: number; headers: Record<string, unknown>; bytes: number }>(
+      (resolve, reject) => {
+        request(url, { headers: { 'accept-encoding': 'gzip' } }, (res) => {
+          let bytes = 0;
+          res.on('data', (chunk: Buffer) => {
+            bytes += chunk.length;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes }));
+        })
+          .on('error', reject)
+          .end();
+      },
+    );
+    expect(raw.status).toBe(200);
+    expect(raw.headers['content-encoding']).toBe('gzip');
+    expect(raw.headers['cache-control']).toBe('no-cache');
+    // 2.7 MB of HTML compresses to well under a megabyte.
+    expect(raw.bytes).toBeLessThan(1_000_000);
+    const again = await fetch(url, { headers: { 'if-none-match': String(raw.headers.etag) } });
+    expect(again.status).toBe(304);
+  });
+
+  it('do not echo a Host header that is not a plain host', async () => {
+    const { request } = await import('node:http');
+    const html = await new Promise<string>((resolve, reject) => {
+      request(`${server.url}/docs`, { headers: { host: 'evil.test"><script>' } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve(text));
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(html).not.toContain('evil.test');
+    expect(html).toContain('"servers":[{"url":"http://localhost:3000"');
+  });
 });

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Contract } from '../contract.js';
 import { AppError } from '../errors/app-error.js';
+import { servedFile } from './served-docs.js';
 
 const methodNotAllowed = () => {
   throw new AppError('method_not_allowed', {
@@ -16,17 +17,16 @@ const methodNotAllowed = () => {
 export function docsRoutes(contract: Contract): Router {
   const router = Router();
   const files: [path: string, type: string, body: string][] = [
-    ['/docs', 'text/html', contract.docsHtml],
+    ['/docs', 'text/html; charset=utf-8', contract.docsHtml],
     ['/openapi.json', 'application/json', contract.jsonText],
     // RFC 9512 registers application/yaml.
     ['/openapi.yaml', 'application/yaml', contract.yamlText],
   ];
   for (const [path, type, body] of files) {
+    // Compressed, with an ETag; the docs show the address of the server that serves them.
     router
       .route(path)
-      .get((_req, res) => {
-        res.type(type).send(body);
-      })
+      .get(servedFile(type, body, { showOrigin: path === '/docs' }))
       .all(methodNotAllowed);
   }
   return router;

@@ -16,7 +16,8 @@ const UNMATCHED_OPERATION = 'unmatched';
  * - its duration goes into `httpRequestDuration`, by operationId (or `unmatched`) and status;
  * - ONE log line: request id, tenant (once authenticated), operationId, method, status and duration;
  *   `aborted` when the client went away first. Never a header, a query or a body. 5xx answers are
- *   logged at level error; successful probes are not logged.
+ *   logged at level error, except a probe's 503 (starting or draining: the
+ *   state the probe reports, at info); successful probes are not logged.
  */
 export function observeRequests(
   logger: Logger,
@@ -41,7 +42,8 @@ export function observeRequests(
         durationMs: Math.round(durationMs * 100) / 100,
       };
       if (!res.writableFinished) line.aborted = true;
-      const severity = status >= 500 ? 'error' : 'info';
+      // A probe's 503 (starting, draining) is the instance's state, said on purpose: not an error.
+      const severity = status >= 500 && !QUIET_WHEN_OK.has(operation ?? '') ? 'error' : 'info';
       if (logger.request) logger.request(severity, line);
       else logger[severity]('request', { ...line });
     });

@@ -67,4 +67,30 @@ forEachDatabase('API key storage', ({ storage, database }) => {
     await testFeatures(storage()).keys.revoke(keyId);
     expect(await testFeatures(storage()).keys.countActive()).toBe(before + 1);
   });
+
+  it('lists keys oldest first without the keys, by tenant and active only when asked', async () => {
+    const keys = testFeatures(storage()).keys;
+    const first = await keys.create('tenant_list');
+    const second = await keys.create('tenant_list');
+    await keys.revoke(first.keyId);
+    const listed = await keys.list({ tenant: 'tenant_list' });
+    expect(listed.map((key) => key.id)).toEqual([first.keyId, second.keyId]);
+    expect(listed[0]).toMatchObject({ tenant: 'tenant_list', revokedAt: expect.any(String) });
+    expect(listed[1]).toMatchObject({ tenant: 'tenant_list', revokedAt: null });
+    expect(JSON.stringify(listed)).not.toContain(first.key);
+    expect((await keys.list({ tenant: 'tenant_list', activeOnly: true })).map((key) => key.id)).toEqual([
+      second.keyId,
+    ]);
+  });
+
+  it('finds a key id by the key (revoked too) and by a prefix of the id', async () => {
+    const keys = testFeatures(storage()).keys;
+    const { key, keyId } = await keys.create('tenant_ids');
+    await keys.revoke(keyId);
+    expect(await keys.idOfKey(key)).toBe(keyId);
+    expect(await keys.idOfKey(`sk_${'0'.repeat(40)}`)).toBeUndefined();
+    expect(await keys.idsStartingWith(keyId, 2)).toEqual([keyId]);
+    expect(await keys.idsStartingWith(keyId.slice(0, 20), 100)).toContain(keyId);
+    expect(await keys.idsStartingWith('key_ZZZZZZ', 2)).toEqual([]);
+  });
 });

@@ -14,6 +14,14 @@ export interface ApiKeyOwner {
   keyId: string;
 }
 
+/** A key as an operator sees it (`list-keys`): never the key itself, only its hash is stored. */
+export interface ApiKeyListing {
+  id: string;
+  tenant: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
 /** API keys of tenants, stored as SHA-256 hashes only. */
 export interface ApiKeyStore {
   /** Creates a key (`sk_` + 40 base62 chars) for the tenant, creating the tenant if missing; stores only sha256(key). */
@@ -24,6 +32,12 @@ export interface ApiKeyStore {
   revoke(keyId: string): Promise<boolean>;
   /** Number of usable API keys (revoked ones not counted). */
   countActive(): Promise<number>;
+  /** Every key, oldest first, optionally of one tenant; revoked keys too unless `activeOnly`. */
+  list(filter?: { tenant?: string | undefined; activeOnly?: boolean }): Promise<ApiKeyListing[]>;
+  /** The id of the key `key` (revoked or not, looked up by its hash, never cached), if it exists. */
+  idOfKey(key: string): Promise<string | undefined>;
+  /** Ids that start with `prefix`, at most `limit` of them (the CLI names keys like short git hashes). */
+  idsStartingWith(prefix: string, limit: number): Promise<string[]>;
 }
 
 /**
@@ -91,6 +105,44 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
         .where('revoked_at', 'is', null)
         .executeTakeFirstOrThrow();
       return Number(row.count);
+    },
+
+    async list(filter = {}) {
+      let query = db
+        .selectFrom('api_keys')
+        .select(['id', 'tenant_id', 'created_at', 'revoked_at'])
+        .orderBy('created_at')
+        .orderBy('id');
+      if (filter.tenant !== undefined) query = query.where('tenant_id', '=', filter.tenant);
+      if (filter.activeOnly) query = query.where('revoked_at', 'is', null);
+      const rows = await query.execute();
+      return rows.map((row) => ({
+        id: row.id,
+        tenant: row.tenant_id,
+        createdAt: String(row.created_at),
+        revokedAt: row.revoked_at === null ? null : String(row.revoked_at),
+      }));
+    },
+
+    async idOfKey(key) {
+      if (!API_KEY_PATTERN.test(key)) return undefined;
+      const row = await db
+        .selectFrom('api_keys')
+        .select('id')
+        .where('key_hash', '=', hashApiKey(key))
+        .executeTakeFirst();
+      return row?.id;
+    },
+
+    async idsStartingWith(prefix, limit) {
+      const rows = await db
+        .selectFrom('api_keys')
+        .select('id')
+        .where('id', 'like', `${prefix}%`)
+        .orderBy('id')
+        .limit(limit)
+        .execute();
+      return rows.map((row) => row.id);
     },
   };
 }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config/server-config.js';
-import { loadContract } from '../../src/contract.js';
+import { type Contract, loadContract } from '../../src/contract.js';
 import type { Features } from '../../src/features.js';
 import type { InstanceLifecycle } from '../../src/health/instance-lifecycle.js';
 import { contractValidation, warmUpContractValidation } from '../../src/http/contract-validation.js';
@@ -69,10 +69,12 @@ export async function startTestServer(options: {
   workers?: readonly BackgroundWorker[];
   metrics?: Metrics;
   lifecycle?: InstanceLifecycle;
+  /** The contract to serve and enforce (a test-only variant, say); by default the bundled one. */
+  contract?: Contract;
 }): Promise<TestServer> {
   // Warmed up as the runtime does before it listens, so tests see the same first-request behaviour.
   const config = testConfig(options.config);
-  const contract = loadContract();
+  const contract = options.contract ?? loadContract();
   const validation = contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
   await warmUpContractValidation(validation, contract);
   const app = await createApp({

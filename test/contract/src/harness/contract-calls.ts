@@ -111,7 +111,8 @@ export function expectProblem(target: Target, error: unknown, expected: Expected
   const problem = error as { code: string; detail: string; instance?: string; errors?: { path: string }[] };
   expect(problem.code).toBe(expected.code);
   if (expected.code === 'validation_failed') expect(problem.errors?.length).toBeGreaterThan(0);
-  if (target.kind !== 'server') return;
+  // The mock names the fields of an invalid request as the server does (its front translates Prism's
+  // violations); only the server computes the other problems, so only its details are checked.
   if (expected.paths) {
     const named = [...new Set(problem.errors?.map((e) => e.path))];
     expect(named.sort(), problem.detail).toEqual([...expected.paths].sort());
@@ -120,6 +121,7 @@ export function expectProblem(target: Target, error: unknown, expected: Expected
       problem.detail,
     ).toBe(true);
   }
+  if (target.kind !== 'server') return;
   if (typeof expected.detail === 'string') expect(problem.detail).toContain(expected.detail);
   else if (expected.detail) expect(problem.detail).toMatch(expected.detail);
   if (expected.instance) expect(problem.instance).toBe(expected.instance);

@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import type { Request, RequestHandler } from 'express';
+
+/**
+ * The address the built docs show for "your server" (the contract's `base_url` default, written in by
+ * openapi/scripts/finish-docs.mjs). Served by a server, the docs show that server's own address instead.
+ */
+export const DOCS_PLACEHOLDER_ORIGIN = 'http://localhost:3000';
+
+/** A Host header that is a plain host name or address, with an optional port: anything else is not echoed. */
+const PLAIN_HOST = /^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+/** Bodies kept per origin; the docs are served under a handful of names (localhost, an IP, a DNS name). */
+const MAX_ORIGINS = 16;
+
+interface Prepared {
+  body: Buffer;
+  gzipped: Buffer;
+  etag: string;
+}
+
+function prepare(text: string): Prepared {
+  const body = Buffer.from(text, 'utf8');
+  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  return { body, gzipped: gzipSync(body), etag };
+}
+
+/** Whether the client takes gzip (`Accept-Encoding: gzip`, not with q=0). */
+function acceptsGzip(req: Request): boolean {
+  const header = req.headers['accept-encoding'];
+  if (typeof header !== 'string') return false;
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.trim().split(';');
+    if (coding?.trim().toLowerCase() !== 'gzip' && coding?.trim() !== '*') return false;
+    return !params.some((param) => /^\s*q=0(\.0*)?\s*$/.test(param));
+  });
+}
+
+/** The origin the request reached, when its Host header is plain; undefined otherwise. */
+function requestOrigin(req: Request): string | undefined {
+  const host = req.headers.host;
+  if (host === undefined || !PLAIN_HOST.test(host)) return undefined;
+  return `${req.protocol}://${host}`;
+}
+
+/**
+ * Serves a published file compressed (gzip when asked), with an ETag and `Cache-Control: no-cache` (a
+ * browser revalidates and gets a 304 instead of megabytes). With `showOrigin`, the placeholder address in
+ * it becomes the origin the request reached, so the docs show the URL of the server that serves them;
+ * the ETag then differs per origin, and the bodies of a few origins are kept.
+ */
+export function servedFile(
+  type: string,
+  text: string,
+  options: { showOrigin?: boolean } = {},
+): RequestHandler {
+  const plain = prepare(text);
+  const byOrigin = new Map<string, Prepared>();
+  const forOrigin = (origin: string | undefined): Prepared => {
+    if (!options.showOrigin || origin === undefined || origin === DOCS_PLACEHOLDER_ORIGIN) return plain;
+    let prepared = byOrigin.get(origin);
+    if (prepared === undefined) {
+      prepared = prepare(text.replaceAll(DOCS_PLACEHOLDER_ORIGIN, origin));
+      if (byOrigin.size >= MAX_ORIGINS) byOrigin.delete(byOrigin.keys().next().value as string);
+      byOrigin.set(origin, prepared);
+    }
+    return prepared;
+  };
+  return (req, res) => {
+    const prepared = forOrigin(requestOrigin(req));
+    res.type(type);
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('Vary', 'Accept-Encoding, Host');
+    res.setHeader('ETag', prepared.etag);
+    if (req.headers['if-none-match'] === prepared.etag) {
+      res.status(304).end();
+      return;
+    }
+    const gzip = acceptsGzip(req);
+    if (gzip) res.setHeader('Content-Encoding', 'gzip');
+    const body = gzip ? prepared.gzipped : prepared.body;
+    res.setHeader('Content-Length', String(body.length));
+    res.end(req.method === 'HEAD' ? undefined : body);
+  };
+}

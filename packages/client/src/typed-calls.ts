@@ -1,0 +1,74 @@
+import type { Client } from 'openapi-fetch';
+import type {
+  Policy,
+  paths,
+  RegisteredWebhook,
+  RegisterWebhookRequest,
+  ScoreRequest,
+  ScoreResponse,
+} from './api-types.js';
+import type { RunCallResult } from './run-polling.js';
+import type { WebhookEventType } from './webhook-event-handler.js';
+
+/**
+ * Typed shortcuts for the calls a client makes most. Each takes its body as a plain parameter of the
+ * contract's type, so TypeScript checks it as an object literal: a typo anywhere inside it
+ * (`context: { utilisation: 0.3 }`) is a compile error. Through `client.POST(path, { body })` the body
+ * is inferred by a generic first, and a typo in a nested object is not reported; there, write
+ * `body: { … } satisfies ScoreRequest`.
+ */
+
+/** The events a webhook can ask for: known event types, or `'*'` for every type, present and future. */
+export type WebhookEventFilter = ['*'] | [WebhookEventType, ...WebhookEventType[]];
+
+/** What {@link registerWebhook} sends: the contract's request with `events` typed by event name. */
+export type RegisterWebhookBody = Omit<RegisterWebhookRequest, 'events'> & { events: WebhookEventFilter };
+
+/** Per-call options: an abort signal, and for creating calls an `Idempotency-Key`. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/** `POST /v1/scoring/score`: the three scenarios, the levers and the `log_cid`, or the problem. */
+export async function scoreSubject(
+  client: Client<paths>,
+  body: ScoreRequest,
+  options: CallOptions = {},
+): Promise<RunCallResult<ScoreResponse>> {
+  const { data, error, response } = await client.POST('/v1/scoring/score', {
+    body,
+    ...(options.signal && { signal: options.signal }),
+  });
+  return data ? { data, response } : { error, response };
+}
+
+/** `GET /v1/scoring/policies/{jurisdiction}`: the policy that scores a jurisdiction (or `default`). */
+export async function getPolicy(
+  client: Client<paths>,
+  jurisdiction: string,
+  options: CallOptions = {},
+): Promise<RunCallResult<Policy>> {
+  const { data, error, response } = await client.GET('/v1/scoring/policies/{jurisdiction}', {
+    params: { path: { jurisdiction } },
+    ...(options.signal && { signal: options.signal }),
+  });
+  return data ? { data, response } : { error, response };
+}
+
+/**
+ * `POST /v1/webhooks/register` with `events` typed by name (a typo in an event type is a compile error).
+ * Answers the webhook with its `secret` (shown here and on rotation only), or the problem
+ * (`webhook_url_refused`, `validation_failed`, …). Pass an `idempotencyKey` so a retry cannot register twice.
+ */
+export async function registerWebhook(
+  client: Client<paths>,
+  body: RegisterWebhookBody,
+  options: CallOptions & { idempotencyKey?: string } = {},
+): Promise<RunCallResult<RegisteredWebhook>> {
+  const { data, error, response } = await client.POST('/v1/webhooks/register', {
+    body: body as RegisterWebhookRequest,
+    ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
+    ...(options.signal && { signal: options.signal }),
+  });
+  return data ? { data, response } : { error, response };
+}
