@@ -92,5 +92,8 @@ forEachDatabase('API key storage', ({ storage, database }) => {
     expect(await keys.idsStartingWith(keyId, 2)).toEqual([keyId]);
     expect(await keys.idsStartingWith(keyId.slice(0, 20), 100)).toContain(keyId);
     expect(await keys.idsStartingWith('key_ZZZZZZ', 2)).toEqual([]);
+    // Exact and case-sensitive on both databases: `_` is no wildcard, and case matters.
+    expect(await keys.idsStartingWith(`${keyId.slice(0, 5)}_${keyId.slice(6)}`, 2)).toEqual([]);
+    expect(await keys.idsStartingWith(keyId.toLowerCase(), 2)).toEqual([]);
   });
 });

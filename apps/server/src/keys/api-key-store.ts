@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { newId } from '../ids.js';
 import type { Database } from '../storage/database.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './api-key.js';
@@ -138,7 +138,9 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
       const rows = await db
         .selectFrom('api_keys')
         .select('id')
-        .where('id', 'like', `${prefix}%`)
+        // An exact, case-sensitive prefix on both databases: LIKE would read `_` as a wildcard, and
+        // SQLite's LIKE ignores case where PostgreSQL's does not.
+        .where(sql<string>`substr(id, 1, ${prefix.length})`, '=', prefix)
         .orderBy('id')
         .limit(limit)
         .execute();
