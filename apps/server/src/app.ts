@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { OperationId } from '@scenario-scoring/api-types';
 import express, { type Express, type RequestHandler } from 'express';
 import { type Clock, systemClock } from './clock.js';
@@ -25,6 +26,8 @@ import { policyRoute } from './policies/policy-route.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { scoreRoute } from './scoring/score-route.js';
 import type { Storage } from './storage/storage.js';
+import { CheckpointSigner } from './transparency-log/checkpoint-signer.js';
+import { transparencyLogRoutes } from './transparency-log/transparency-log-routes.js';
 import type { SecretBox } from './webhooks/secret-box.js';
 import { webhookRoutes } from './webhooks/webhook-routes.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
@@ -46,6 +49,8 @@ export interface AppOptions {
   metrics?: Metrics;
   /** Where the instance is in its life, reported by `/readyz`; by default always running. */
   lifecycle?: InstanceLifecycle;
+  /** Signs the verifiable log's checkpoints (its verifier key is served); by default a fresh random key. */
+  logSigner?: CheckpointSigner;
 }
 
 /**
@@ -61,6 +66,8 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const metrics = options.metrics ?? createMetrics({ processMetrics: false });
   const lifecycle = options.lifecycle ?? new InstanceLifecycle('running');
   const contract = options.contract ?? loadContract();
+  const logSigner =
+    options.logSigner ?? new CheckpointSigner(config.transparencyLog.keyName, randomBytes(32));
   const operations = contractOperations(contract.document);
   const validation = await contractValidation(contract, {
     validateResponses: config.nodeEnv !== 'production',
@@ -77,6 +84,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     getHealth: healthRoute as RequestHandler,
     getReadiness: readinessRoute({ storage, workers, lifecycle }) as RequestHandler,
     ...webhookRoutes({ storage, policy: config.webhooks, secretBox: options.secretBox, clock }),
+    ...transparencyLogRoutes({ storage, signer: logSigner }),
   };
 
   const app = express();

@@ -10,6 +10,7 @@ import type { Logger } from './logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import { openStorage } from './storage/storage.js';
+import { CheckpointSigner, loadLogSigningKey } from './transparency-log/checkpoint-signer.js';
 import { loadSecretsKey, SecretBox } from './webhooks/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
@@ -61,6 +62,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const secretBox = new SecretBox(
       await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
     );
+    const logSigner = new CheckpointSigner(
+      config.transparencyLog.keyName,
+      await loadLogSigningKey({ signingKey: config.transparencyLog.signingKey, dataDir: config.dataDir }),
+    );
     const metrics = createMetrics({ storage });
     const workers = (options.workers ?? createWorkers)({
       storage,
@@ -69,6 +74,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       logger,
       clock: systemClock,
       metrics,
+      logSigner,
     });
     const app = await createApp({
       storage,
@@ -79,6 +85,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       workers,
       metrics,
       lifecycle,
+      logSigner,
     });
     const { port: metricsPort, ...metricsListener } = config.metrics;
     if (metricsPort !== undefined) {

@@ -8,6 +8,7 @@ import type { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { type Logger, silentLogger } from './logger.js';
 import type { Metrics } from './metrics/metrics.js';
 import type { Storage } from './storage/storage.js';
+import type { CheckpointSigner } from './transparency-log/checkpoint-signer.js';
 import { SecretBox } from './webhooks/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
@@ -63,6 +64,7 @@ export async function startTestServer(options: {
   workers?: readonly BackgroundWorker[];
   metrics?: Metrics;
   lifecycle?: InstanceLifecycle;
+  logSigner?: CheckpointSigner;
 }): Promise<TestServer> {
   const app = await createApp({
     storage: options.storage,
@@ -73,6 +75,7 @@ export async function startTestServer(options: {
     ...(options.workers && { workers: options.workers }),
     ...(options.metrics && { metrics: options.metrics }),
     ...(options.lifecycle && { lifecycle: options.lifecycle }),
+    ...(options.logSigner && { logSigner: options.logSigner }),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

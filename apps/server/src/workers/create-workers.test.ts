@@ -5,6 +5,7 @@ import { silentLogger } from '../logger.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { forEachDatabase } from '../storage/test-databases.js';
 import { testConfig } from '../test-server.js';
+import { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
 import { SecretBox } from '../webhooks/secret-box.js';
 import {
   attemptsOf,
@@ -39,6 +40,7 @@ forEachDatabase('the workers of an instance', ({ storage }) => {
       logger: silentLogger,
       clock: systemClock,
       metrics,
+      logSigner: new CheckpointSigner('test', randomBytes(32)),
     });
     for (const worker of workers) worker.start();
     return metrics;

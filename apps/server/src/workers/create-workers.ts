@@ -5,6 +5,8 @@ import type { Metrics } from '../metrics/metrics.js';
 import { createRunStore } from '../runs/run-store.js';
 import { RunWorker } from '../runs/run-worker.js';
 import type { Storage } from '../storage/storage.js';
+import type { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
+import { LogSequencer } from '../transparency-log/log-sequencer.js';
 import { DeliveryWorker } from '../webhooks/delivery-worker.js';
 import { checkedConnector } from '../webhooks/outbound-address-policy.js';
 import type { SecretBox } from '../webhooks/secret-box.js';
@@ -19,6 +21,8 @@ export interface WorkerDependencies {
   clock: Clock;
   /** The instance's Prometheus instruments (e.g. `metrics.deliveryAttempts`, `metrics.deliveryLagSeconds`). */
   metrics: Metrics;
+  /** Signs the checkpoints of the verifiable log. */
+  logSigner: CheckpointSigner;
 }
 
 /** The background workers of an instance, started by the runtime after the storage is open. */
@@ -29,6 +33,7 @@ export function createWorkers({
   logger,
   clock,
   metrics,
+  logSigner,
 }: WorkerDependencies): BackgroundWorker[] {
   const { webhooks } = config;
   // Every connection is checked at connect time and pinned to the checked address (DNS rebinding).
@@ -51,5 +56,6 @@ export function createWorkers({
       runQueue: storage.runQueue,
       outbox: storage.outbox,
     }),
+    new LogSequencer({ storage, signer: logSigner, config: config.transparencyLog, clock, logger }),
   ];
 }
