@@ -14,6 +14,7 @@ export {
   type ScoringClient,
 } from './client-factory.js';
 export { CLIENT_VERSION } from './client-version.js';
+export { auditLog, type LogAuditOptions, type LogAuditResult } from './log-auditor.js';
 export {
   type InclusionProofFields,
   LogProofError,
@@ -40,6 +41,8 @@ export {
 } from './run-waiter.js';
 export {
   fetchVerifiedLogRecord,
+  type LogInclusion,
+  type LogProofFailure,
   type LogRecordMismatch,
   type VerifiedLogRecordResult,
 } from './verified-log-fetch.js';

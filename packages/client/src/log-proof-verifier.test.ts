@@ -86,7 +86,7 @@ describe('verifyInclusion', () => {
     const record = fullFileRecord();
     const checkpoint = await verifyCheckpoint(INCLUSION.checkpoint.note, KEY);
     const altered = record.slice();
-    altered[10] ^= 1;
+    altered[10] = (altered[10] as number) ^ 1;
     await expect(verifyInclusion(altered, INCLUSION, checkpoint)).rejects.toThrow(/^leaf 0: .*root mismatch/);
     await expect(verifyInclusion(record, { ...INCLUSION, leaf_index: 1 }, checkpoint)).rejects.toThrow(
       /leaf 1/,
