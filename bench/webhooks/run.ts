@@ -23,6 +23,7 @@ import { newId } from '@scenario-scoring/server/dist/ids.js';
 import { jsonLogger } from '@scenario-scoring/server/dist/logger.js';
 import { createMetrics } from '@scenario-scoring/server/dist/metrics/metrics.js';
 import { openStorage, type Storage } from '@scenario-scoring/server/dist/storage/storage.js';
+import { CheckpointSigner } from '@scenario-scoring/server/dist/transparency-log/checkpoint-signer.js';
 import { SecretBox } from '@scenario-scoring/server/dist/webhooks/secret-box.js';
 import {
   generateWebhookSecret,
@@ -156,6 +157,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
     logger: jsonLogger,
     clock: systemClock,
     metrics: createMetrics({ processMetrics: false }),
+    logSigner: new CheckpointSigner('bench', randomBytes(32)),
   });
   try {
     await createWebhook(storage, secretBox, 'throughput', receiverUrl);

@@ -93,7 +93,11 @@ export async function selectPendingRecords(
     .execute();
 }
 
-/** Gives `cids` the leaf indexes `firstIndex, firstIndex + 1, …`, in multi-row UPDATEs. */
+/**
+ * Gives `cids` the leaf indexes `firstIndex, firstIndex + 1, …`, in multi-row UPDATEs. No `leaf_index is
+ * null` condition: on SQLite it would make the planner scan every waiting record per row; a record that
+ * already has an index cannot be updated anyway (the migration's trigger refuses it, failing the batch).
+ */
 export async function assignLeafIndexes(
   trx: Transaction<Database>,
   tenantId: string,
@@ -106,7 +110,7 @@ export async function assignLeafIndexes(
     const result = await sql`
       with assigned(cid, leaf_index) as (values ${values})
       update log_records set leaf_index = assigned.leaf_index from assigned
-      where log_records.tenant_id = ${tenantId} and log_records.cid = assigned.cid and log_records.leaf_index is null
+      where log_records.tenant_id = ${tenantId} and log_records.cid = assigned.cid
     `.execute(trx);
     if (Number(result.numAffectedRows) !== chunk.length) {
       throw new Error(
