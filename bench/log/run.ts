@@ -39,7 +39,7 @@ console.log(`bench/log (${args.db}); Node ${process.version}`);
   const count = Number(args.records);
   const database = await freshBenchDatabase(args.db, 'bench-log');
   const storage = await openStorage({
-    dataDir: database.env.DATA_DIR,
+    dataDir: database.env.DATA_DIR as string,
     databaseUrl: database.env.DATABASE_URL,
   });
   try {
