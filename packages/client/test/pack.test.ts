@@ -22,6 +22,10 @@ const CONSUMER = `import {
   createClient,
   handleWebhookEvent,
   isProblem,
+  type VerifiedCheckpoint,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyInclusion,
   verifyLogRecord,
   verifyWebhook,
   WebhookVerificationError,
@@ -46,6 +50,16 @@ export async function firstScore(): Promise<number | undefined> {
   void wrong;
   await verifyLogRecord(new Uint8Array(), data.log_cid);
   return data.result.scenarios[0].score;
+}
+
+export async function prove(key: string, bytes: Uint8Array, cid: string, older: VerifiedCheckpoint) {
+  const { data } = await client.GET('/v1/log/proofs/inclusion/{cid}', { params: { path: { cid } } });
+  if (!data) return;
+  const checkpoint = await verifyCheckpoint(data.checkpoint.note, key);
+  await verifyInclusion(bytes, data, checkpoint);
+  // @ts-expect-error a consistency proof needs the newer checkpoint
+  await verifyConsistency(older, []);
+  await verifyConsistency(older, checkpoint, []);
 }
 
 export function receive(body: string, headers: Headers): string | undefined {
@@ -161,5 +175,12 @@ describe('the packed package', () => {
       { cwd: project },
     );
     expect(imported.stdout.trim()).toBe(`function ${HELLO_CID}`);
+
+    // The log auditor is installed as a bin and runs from the tarball alone.
+    const audit = await run('npx', ['--no-install', 'scenario-scoring-audit', '--help'], {
+      cwd: project,
+      env: cleanEnv,
+    });
+    expect(audit.stdout).toMatch(/^Usage: scenario-scoring-audit --url/);
   });
 });
