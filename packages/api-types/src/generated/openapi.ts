@@ -1762,7 +1762,7 @@ export interface operations {
             path: {
                 /**
                  * @description The `log_cid` of a scoring or of a run item.
-                 * @example bafkreibq3ef67frndy5hmhdkjz2u3cfp5gc4wupsuxx4xuzicxtbvifoye
+                 * @example bafkreiayofhlaqkaph3jjsfs6wjoujxsu665s7ehdjfl443rszjeaj77vu
                  */
                 cid: components["schemas"]["LogCid"];
             };
