@@ -177,10 +177,7 @@ describe('the packed package', () => {
     expect(imported.stdout.trim()).toBe(`function ${HELLO_CID}`);
 
     // The log auditor is installed as a bin and runs from the tarball alone.
-    const audit = await run('npx', ['--no-install', 'scenario-scoring-audit', '--help'], {
-      cwd: project,
-      env: cleanEnv,
-    });
+    const audit = await run('node', ['node_modules/.bin/scenario-scoring-audit', '--help'], { cwd: project });
     expect(audit.stdout).toMatch(/^Usage: scenario-scoring-audit --url/);
   });
 });
