@@ -70,6 +70,12 @@ async function exampleLog() {
         inclusion_path: base64(await tree.inclusionProof(0, 2)),
         checkpoint: checkpoints[1],
       }),
+      'LogTileLeaves.yaml': example('The leaf hashes of the example tree: tile 0/0, 2 wide', {
+        level: 0,
+        index: 0,
+        width: 2,
+        hashes: base64(records.map((record) => leafHash(record.logBytes))),
+      }),
       'ConsistencyProofOneToTwo.yaml': example('The log grew from 1 to 2 leaves', {
         from_size: 1,
         to_size: 2,

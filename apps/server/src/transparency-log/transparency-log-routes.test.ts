@@ -6,6 +6,7 @@ import { logRecords, testRecord, testSequencer } from '../../test/support/log-fi
 import { forEachDatabase } from '../storage/test-databases.js';
 import { startTestServer, type TestServer } from '../test-server.js';
 import { CheckpointSigner } from './checkpoint-signer.js';
+import { leafHash } from './merkle-hash.js';
 
 type Schemas = components['schemas'];
 
@@ -51,6 +52,23 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
     const proof = (await response.json()) as Schemas['ConsistencyProof'];
     const older = await verifyCheckpoint(proof.from_checkpoint.note, signer.verifierKey);
     await verifyConsistency(older, checkpoint, proof);
+  });
+
+  it("serves the tiles, whose leaf hashes are the records' and whose root is the checkpoint's", async () => {
+    const response = await server.request('/v1/log/tiles/0/0', { key: alice });
+    expect(response.status).toBe(200);
+    const tile = (await response.json()) as Schemas['LogTile'];
+    expect(tile).toMatchObject({ level: 0, index: 0, width: 4 });
+    const leaves = records
+      .slice(0, 4)
+      .map((record) => Buffer.from(leafHash(record.bytes)).toString('base64'));
+    expect(new Set(tile.hashes)).toEqual(new Set(leaves));
+    const two = (await (
+      await server.request('/v1/log/tiles/0/0?width=2', { key: alice })
+    ).json()) as Schemas['LogTile'];
+    expect(two.hashes).toEqual(tile.hashes.slice(0, 2));
+    expect((await server.request('/v1/log/tiles/0/0?width=5', { key: alice })).status).toBe(404);
+    expect((await server.request('/v1/log/tiles/0/0', { key: bob })).status).toBe(404);
   });
 
   it('answers a record not sequenced yet with 409 and Retry-After', async () => {

@@ -2,8 +2,13 @@ import type { OperationId, operations } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
 import type { Storage } from '../storage/storage.js';
 import type { CheckpointSigner } from './checkpoint-signer.js';
-import { findCheckpoint, proveConsistency, proveInclusion } from './transparency-log-service.js';
-import { checkpointView, consistencyProofView, inclusionProofView } from './transparency-log-views.js';
+import { findCheckpoint, findTile, proveConsistency, proveInclusion } from './transparency-log-service.js';
+import {
+  checkpointView,
+  consistencyProofView,
+  inclusionProofView,
+  tileView,
+} from './transparency-log-views.js';
 
 type InclusionQuery = NonNullable<operations['getInclusionProof']['parameters']['query']>;
 type ConsistencyQuery = operations['getConsistencyProof']['parameters']['query'];
@@ -29,6 +34,18 @@ export function transparencyLogRoutes(deps: {
     getConsistencyProof: async (req, res) => {
       const { from, to } = req.query as unknown as ConsistencyQuery;
       res.json(consistencyProofView(await proveConsistency(db, tenant(res), Number(from), Number(to))));
+    },
+    getLogTile: async (req, res) => {
+      const { width } = req.query as NonNullable<operations['getLogTile']['parameters']['query']>;
+      const [level, index] = [Number(req.params.level), Number(req.params.index)];
+      const tile = await findTile(
+        db,
+        tenant(res),
+        level,
+        index,
+        width === undefined ? undefined : Number(width),
+      );
+      res.json(tileView(tile));
     },
     getLogVerifierKey: (_req, res) => {
       res.json({ verifier_key: deps.signer.verifierKey, key_name: deps.signer.name });

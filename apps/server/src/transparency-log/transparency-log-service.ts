@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import type { Database } from '../storage/database.js';
+import { HASH_BYTES } from './merkle-hash.js';
 import { TileTree } from './tile-tree.js';
 import {
   type StoredCheckpoint,
@@ -97,4 +98,25 @@ export async function proveConsistency(
 
 function tenantTree(db: Kysely<Database>, tenantId: string): TileTree {
   return new TileTree((level, index) => selectTile(db, tenantId, level, index));
+}
+
+/** A stored tile of the tenant's tree: its first `width` hashes (all stored by default), or 404. */
+export async function findTile(
+  db: Kysely<Database>,
+  tenantId: string,
+  level: number,
+  index: number,
+  width?: number,
+): Promise<{ level: number; index: number; hashes: Uint8Array[] }> {
+  const stored = await selectTile(db, tenantId, level, index);
+  const storedWidth = (stored?.length ?? 0) / HASH_BYTES;
+  if (stored === undefined || (width !== undefined && width > storedWidth)) {
+    throw new AppError('not_found', {
+      detail: `This tenant's log has no tile ${level}/${index}${width === undefined ? '' : ` of width ${width}`} yet.`,
+    });
+  }
+  const hashes: Uint8Array[] = [];
+  for (let i = 0; i < (width ?? storedWidth); i++)
+    hashes.push(stored.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES));
+  return { level, index, hashes };
 }

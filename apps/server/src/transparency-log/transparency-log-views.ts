@@ -34,6 +34,10 @@ export function consistencyProofView(proof: ConsistencyProof): Schemas['Consiste
   };
 }
 
+export function tileView(tile: { level: number; index: number; hashes: Uint8Array[] }): Schemas['LogTile'] {
+  return { level: tile.level, index: tile.index, width: tile.hashes.length, hashes: tile.hashes.map(base64) };
+}
+
 function base64(hash: Uint8Array): string {
   return Buffer.from(hash).toString('base64');
 }

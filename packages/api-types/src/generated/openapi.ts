@@ -217,6 +217,28 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/log/tiles/{level}/{index}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a tile of your log's tree
+         * @description Returns a tile of the caller's log tree (C2SP tlog-tiles, height 8), so the log can be mirrored and
+         *     proofs computed without the server: by default the widest stored (256 hashes once full), or its first
+         *     `width` hashes. Tiles are written once and never changed; a partial tile's wider versions extend it.
+         */
+        get: operations["getLogTile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/log/verifier-key": {
         parameters: {
             query?: never;
@@ -921,6 +943,18 @@ export type components = {
             to_checkpoint: components["schemas"]["LogCheckpoint"];
         };
         /**
+         * @description One tile of the caller's log tree, as C2SP tlog-tiles defines it (tile height 8): the `width` hashes of
+         *     tile level `level` from position `index · 256`. Level 0 holds leaf hashes; level L the roots of the
+         *     subtrees of 256^L leaves. Writing each `hashes` entry's 32 bytes in order gives the static tile file
+         *     `tile/<level>/<index>` (or `….p/<width>` while partial), so a tenant can mirror its log.
+         */
+        LogTile: {
+            level: number;
+            index: number;
+            width: number;
+            hashes: components["schemas"]["LogHash"][];
+        };
+        /**
          * @description The public key every checkpoint is signed with, as a C2SP signed-note verifier key
          *     (`<name>+<key ID, 8 hex digits>+<base64(0x01 ‖ Ed25519 public key)>`, what Go's `note.NewVerifier`
          *     parses). Pin it out of band: an auditor compares it with the one it was given, never trusts it blindly.
@@ -1432,6 +1466,7 @@ export type LogHash = components['schemas']['LogHash'];
 export type LogCheckpoint = components['schemas']['LogCheckpoint'];
 export type InclusionProof = components['schemas']['InclusionProof'];
 export type ConsistencyProof = components['schemas']['ConsistencyProof'];
+export type LogTile = components['schemas']['LogTile'];
 export type LogVerifierKey = components['schemas']['LogVerifierKey'];
 export type WebhookUrl = components['schemas']['WebhookUrl'];
 export type EventFilter = components['schemas']['EventFilter'];
@@ -1830,6 +1865,51 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["CheckpointNotFound"];
             422: components["responses"]["TreeSizeTooSmall"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getLogTile: {
+        parameters: {
+            query?: {
+                /** @description How many hashes of the tile to return; by default all that are stored. */
+                width?: number;
+            };
+            header?: {
+                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /**
+                 * @description The tile level (0 holds leaf hashes).
+                 * @example 0
+                 */
+                level: number;
+                /**
+                 * @description The tile's index within its level.
+                 * @example 0
+                 */
+                index: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tile. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogTile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
