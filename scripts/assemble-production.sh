@@ -36,5 +36,11 @@ for package in "${packages[@]}"; do
 done
 # --prefer-offline: the npm cache of the build serves what it has; --ignore-scripts: nothing runs.
 (cd "$out" && npm install --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error)
+# The reviewed patches of patches/ (see docs/benchmarks.md), applied by the build's own patch-package,
+# which is a development dependency and so not shipped; --error-on-fail: a patch that no longer applies
+# stops the assembly instead of shipping the dependency unpatched.
+cp -R "$root/patches" "$out/patches"
+(cd "$out" && node "$root/node_modules/patch-package/index.js" --error-on-fail >/dev/null)
+rm -rf "$out/patches"
 rm -f "$out/.npmrc"
 echo "assemble-production: $out ready; start it with: node $out/apps/server/dist/main.js"

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freePort } from '@scenario-scoring/testkit';
 import { type RunningProcess, startProcess } from './child-process.ts';
 import { freshPostgres } from './fresh-postgres.ts';
@@ -53,8 +53,8 @@ function loadEnv(database: BenchDatabase): Record<string, string> {
 }
 
 /** Creates an API key for `tenant` with the built CLI (on the database `env` names); returns it. */
-function createApiKey(env: Record<string, string>, tenant: string): string {
-  const printed = execFileSync(process.execPath, [SERVER_CLI, 'create-key', '--tenant', tenant], {
+function createApiKey(env: Record<string, string>, tenant: string, cli = SERVER_CLI): string {
+  const printed = execFileSync(process.execPath, [cli, 'create-key', '--tenant', tenant], {
     env: { ...process.env, ...env },
     encoding: 'utf8',
   });
@@ -73,22 +73,25 @@ export interface BenchServer {
 
 /**
  * Creates a key for tenant `bench`, starts the built server on a free port, with `extraEnv` on top of
- * the load environment (e.g. METRICS_PORT), and waits until /readyz answers 200.
+ * the load environment (e.g. METRICS_PORT), and waits until /readyz answers 200. `main` may name another
+ * build's `dist/main.js` (its `cli.js` beside it), to compare two builds in one run.
  */
 export async function startBenchServer(
   db: string,
   name: string,
   extraEnv: Record<string, string> = {},
+  main = SERVER_MAIN,
 ): Promise<BenchServer> {
   const database = await freshBenchDatabase(db, name);
   try {
     const env = { ...loadEnv(database), ...extraEnv };
-    const apiKey = createApiKey(env, 'bench');
+    const apiKey = createApiKey(env, 'bench', join(dirname(main), 'cli.js'));
     const port = await freePort();
-    const server = await startProcess(process.execPath, [SERVER_MAIN], {
+    const server = await startProcess([main], {
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
       url: `http://127.0.0.1:${port}`,
       readyPath: '/readyz',
+      pollMs: 5,
     });
     return {
       url: server.url,

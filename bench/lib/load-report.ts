@@ -52,10 +52,13 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-/** Prints the median of each target's rounds and its ratio to the baseline's median requests/s. */
-export function printSummary(rounds: Round[], baseline: string): void {
+/** Prints the median of each target's rounds and its ratio to each baseline's median requests/s. */
+export function printSummary(rounds: Round[], baselines: string | string[]): void {
   const targets = [...new Set(rounds.map((r) => r.target))];
-  const base = median(rounds.filter((r) => r.target === baseline).map((r) => r.rps));
+  const bases = [baselines].flat().map((name) => ({
+    name,
+    rps: median(rounds.filter((r) => r.target === name).map((r) => r.rps)),
+  }));
   const rows = targets.map((target) => {
     const mine = rounds.filter((r) => r.target === target);
     const rps = median(mine.map((r) => r.rps));
@@ -65,7 +68,7 @@ export function printSummary(rounds: Round[], baseline: string): void {
       'req/s (median)': Math.round(rps),
       'p50 ms': median(mine.map((r) => r.p50)),
       'p99 ms': median(mine.map((r) => r.p99)),
-      [`ratio to ${baseline}`]: Number((rps / base).toFixed(3)),
+      ...Object.fromEntries(bases.map((b) => [`ratio to ${b.name}`, Number((rps / b.rps).toFixed(3))])),
       errors: mine.reduce((sum, r) => sum + r.errors, 0),
       'non-2xx': mine.reduce((sum, r) => sum + r.non2xx, 0),
     };

@@ -13,11 +13,13 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { cidOfBytes } from '@scenario-scoring/engine';
-import { silentLogger } from '@scenario-scoring/server/dist/logger.js';
-import { insertLogRows } from '@scenario-scoring/server/dist/logs/log-store.js';
-import { openStorage } from '@scenario-scoring/server/dist/storage/storage.js';
-import { CheckpointSigner } from '@scenario-scoring/server/dist/transparency-log/checkpoint-signer.js';
-import { LogSequencer } from '@scenario-scoring/server/dist/transparency-log/log-sequencer.js';
+import {
+  CheckpointSigner,
+  insertLogRows,
+  LogSequencer,
+  openStorage,
+  silentLogger,
+} from '@scenario-scoring/server';
 import { freshBenchDatabase, startBenchServer } from '../lib/bench-server.ts';
 import { measure, median, printSummary, type Round } from '../lib/load-report.ts';
 

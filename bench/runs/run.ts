@@ -5,7 +5,9 @@
  * sending POST /v1/scoring/runs until GET /v1/scoring/runs/{id} says `completed` (polled every ms); the
  * server's own span (created_at → completed_at) is printed beside it.
  *
- *   npm run bench:runs -- [--rounds 3] [--db sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
+ * With `--db both` (the default) it measures SQLite, then PostgreSQL, and prints their medians side by side.
+ *
+ *   npm run bench:runs -- [--rounds 3] [--db both|sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
  */
 import { parseArgs } from 'node:util';
 import { startBenchServer } from '../lib/bench-server.ts';
@@ -14,7 +16,7 @@ import { measure, median } from '../lib/load-report.ts';
 const { values: args } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
-    db: { type: 'string', default: 'sqlite' },
+    db: { type: 'string', default: 'both' },
     runs: { type: 'string', default: '10' },
     duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
@@ -91,49 +93,64 @@ async function timeRuns(url: string, headers: Record<string, string>, count: num
   };
 }
 
-const server = await startBenchServer(args.db, 'bench-runs');
-try {
-  const { headers } = server;
-  const syncContext = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84 };
-  const syncTarget = {
-    name: 'sync',
-    url: `${server.url}/v1/scoring/score`,
-    headers,
-    body: (n: number) => JSON.stringify({ subject: `bench-sync-${n}`, context: syncContext }),
-  };
+/** Measures one database's server over the rounds; gives each measurement's values. */
+async function benchDatabase(db: string): Promise<Record<string, number[]>> {
+  const server = await startBenchServer(db, 'bench-runs');
+  try {
+    const { headers } = server;
+    const syncContext = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84 };
+    const syncTarget = {
+      name: 'sync',
+      url: `${server.url}/v1/scoring/score`,
+      headers,
+      body: (n: number) => JSON.stringify({ subject: `bench-sync-${n}`, context: syncContext }),
+    };
 
-  console.log(
-    `bench/runs (${args.db}): ${ROUNDS} rounds of one ${ITEMS_PER_RUN}-item run, ${CONCURRENT_RUNS} concurrent runs, and ${args.duration} s of POST /v1/scoring/score at ${args.connections} connections; Node ${process.version}`,
-  );
-  await timeRuns(server.url, headers, 1); // warm-up, not reported
-  await measure(syncTarget, Number(args.connections), 1);
-  const rows: Record<string, number[]> = {};
-  const record = (name: string, value: number) => {
-    rows[name] = [...(rows[name] ?? []), value];
-  };
-  for (let round = 1; round <= ROUNDS; round++) {
-    const one = await timeRuns(server.url, headers, 1);
-    const many = await timeRuns(server.url, headers, CONCURRENT_RUNS);
-    const sync = await measure(syncTarget, Number(args.connections), Number(args.duration));
-    record('1 run: items/s end to end', one.itemsPerSecond);
-    record('1 run: items/s server span', one.serverItemsPerSecond);
-    record(`${CONCURRENT_RUNS} runs: items/s end to end`, many.itemsPerSecond);
-    record(`${CONCURRENT_RUNS} runs: items/s server span`, many.serverItemsPerSecond);
-    record('sync score: requests/s', sync.rps);
     console.log(
-      `round ${round}: 1 run ${Math.round(one.itemsPerSecond)} items/s, ${CONCURRENT_RUNS} runs ${Math.round(many.itemsPerSecond)} items/s (${Math.round(many.escalated * 100)} % escalated), sync ${Math.round(sync.rps)} req/s (p99 ${sync.p99} ms, errors ${sync.errors}, non-2xx ${sync.non2xx})`,
+      `bench/runs (${db}): ${ROUNDS} rounds of one ${ITEMS_PER_RUN}-item run, ${CONCURRENT_RUNS} concurrent runs, and ${args.duration} s of POST /v1/scoring/score at ${args.connections} connections; Node ${process.version}`,
     );
+    await timeRuns(server.url, headers, 1); // warm-up, not reported
+    await measure(syncTarget, Number(args.connections), 1);
+    const rows: Record<string, number[]> = {};
+    const record = (name: string, value: number) => {
+      rows[name] = [...(rows[name] ?? []), value];
+    };
+    for (let round = 1; round <= ROUNDS; round++) {
+      const one = await timeRuns(server.url, headers, 1);
+      const many = await timeRuns(server.url, headers, CONCURRENT_RUNS);
+      const sync = await measure(syncTarget, Number(args.connections), Number(args.duration));
+      record('1 run: items/s end to end', one.itemsPerSecond);
+      record('1 run: items/s server span', one.serverItemsPerSecond);
+      record(`${CONCURRENT_RUNS} runs: items/s end to end`, many.itemsPerSecond);
+      record(`${CONCURRENT_RUNS} runs: items/s server span`, many.serverItemsPerSecond);
+      record('sync score: requests/s', sync.rps);
+      console.log(
+        `${db} round ${round}: 1 run ${Math.round(one.itemsPerSecond)} items/s, ${CONCURRENT_RUNS} runs ${Math.round(many.itemsPerSecond)} items/s (${Math.round(many.escalated * 100)} % escalated), sync ${Math.round(sync.rps)} req/s (p99 ${sync.p99} ms, errors ${sync.errors}, non-2xx ${sync.non2xx})`,
+      );
+    }
+    return rows;
+  } finally {
+    await server.stop();
   }
-  const syncRate = median(rows['sync score: requests/s'] ?? []);
-  console.table(
-    Object.entries(rows).map(([measurement, values]) => ({
-      measurement,
-      median: Math.round(median(values)),
-      min: Math.round(Math.min(...values)),
-      max: Math.round(Math.max(...values)),
-      'ratio to sync': Number((median(values) / syncRate).toFixed(2)),
-    })),
-  );
-} finally {
-  await server.stop();
 }
+
+const databases = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db];
+const results: { db: string; rows: Record<string, number[]> }[] = [];
+for (const db of databases) results.push({ db, rows: await benchDatabase(db) });
+const measurements = Object.keys(results[0]?.rows ?? {});
+console.table(
+  measurements.map((measurement) => ({
+    measurement,
+    ...Object.fromEntries(
+      results.flatMap(({ db, rows }) => {
+        const values = rows[measurement] ?? [];
+        const syncRate = median(rows['sync score: requests/s'] ?? []);
+        return [
+          [`${db} median`, Math.round(median(values))],
+          [`${db} min–max`, `${Math.round(Math.min(...values))}–${Math.round(Math.max(...values))}`],
+          [`${db} ratio to sync`, Number((median(values) / syncRate).toFixed(2))],
+        ];
+      }),
+    ),
+  })),
+);

@@ -1,24 +1,31 @@
 /**
- * bench/score: POST /v1/scoring/score on the real server (validated, durably logged) against a bare
- * node:http endpoint returning the same JSON, and against the Prism mock, alternated over several rounds in
- * one run. Prints requests/s, p50/p99 and each target's ratio to bare node:http.
+ * bench/score: POST /v1/scoring/score on the real server (validated, authenticated, durably logged), on
+ * SQLite and on PostgreSQL, against baselines returning the same JSON — bare node:http, bare Express 5 with
+ * `express.json()`, Fastify 5 validating the body against a schema — and the Prism mock, alternated over
+ * several rounds in one run. Prints requests/s, p50/p99, each target's ratio to bare node:http and to bare
+ * Express, and each server's cold start (spawn to its first 200 from /readyz, on a fresh database).
  *
- *   npm run bench:score -- [--rounds 3] [--duration 5] [--connections 50] [--db sqlite|postgres]
+ * `--compare <other build's apps/server/dist/main.js>` adds that build as a target on each database, to
+ * compare two versions of the server in one run (its targets are named `… (before)`).
+ *
+ *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism] [--compare <main.js>]
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
-import { freePort } from '@scenario-scoring/testkit';
-import { startBenchServer } from '../lib/bench-server.ts';
+import { freePort, prismCli } from '@scenario-scoring/testkit';
+import { type BenchServer, startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '3' },
-    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '2' },
+    duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
-    db: { type: 'string', default: 'sqlite' },
+    db: { type: 'string', default: 'both' },
+    'no-prism': { type: 'boolean', default: false },
+    compare: { type: 'string' },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -26,7 +33,6 @@ const DURATION_S = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BUNDLE = join(ROOT, 'openapi/dist/openapi.yaml');
-const PRISM = join(ROOT, 'node_modules/.bin/prism');
 
 const context = {
   jurisdiction: 'DE',
@@ -46,31 +52,51 @@ const sameJson = JSON.stringify({
   log_cid: sample.logCid,
 });
 
-const server = await startBenchServer(args.db, 'bench');
+const databases = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db];
+const servers: { db: string; server: BenchServer; name: string }[] = [];
 const processes: RunningProcess[] = [];
 try {
-  const { headers } = server;
-  const [barePort, prismPort] = [await freePort(), await freePort()];
-  const bare = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
-    env: { PORT: String(barePort), BARE_BODY: sameJson },
-    url: `http://127.0.0.1:${barePort}`,
-  });
-  const prism = await startProcess(
-    PRISM,
-    ['mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
-    {
-      url: `http://127.0.0.1:${prismPort}`,
-      readyPath: '/healthz',
-      timeoutMs: 60_000,
-    },
-  );
-  processes.push(bare, prism);
-
+  for (const db of databases) {
+    servers.push({ db, name: `server (${db})`, server: await startBenchServer(db, 'bench') });
+    if (args.compare !== undefined) {
+      const before = await startBenchServer(db, 'bench-before', {}, args.compare);
+      servers.push({ db, name: `server (${db}, before)`, server: before });
+    }
+  }
+  const { headers } = servers[0]?.server ?? { headers: {} };
+  const baseline = async (file: string) => {
+    const port = await freePort();
+    const started = await startProcess([join(ROOT, 'bench/lib', file)], {
+      env: { PORT: String(port), BARE_BODY: sameJson },
+      url: `http://127.0.0.1:${port}`,
+      readyPath: '/readyz',
+    });
+    processes.push(started);
+    return started;
+  };
+  const bare = await baseline('bare-server.ts');
+  const express = await baseline('bare-express.ts');
+  const fastify = await baseline('bare-fastify.ts');
   const targets: LoadTarget[] = [
     { name: 'bare node:http', url: `${bare.url}/v1/scoring/score`, headers, body: requestBody },
-    { name: `server (${args.db})`, url: `${server.url}/v1/scoring/score`, headers, body: requestBody },
-    { name: 'prism mock', url: `${prism.url}/v1/scoring/score`, headers, body: requestBody },
+    { name: 'bare express+json', url: `${express.url}/v1/scoring/score`, headers, body: requestBody },
+    { name: 'fastify+schema', url: `${fastify.url}/v1/scoring/score`, headers, body: requestBody },
+    ...servers.map(({ name, server }) => ({
+      name,
+      url: `${server.url}/v1/scoring/score`,
+      headers: server.headers,
+      body: requestBody,
+    })),
   ];
+  if (!args['no-prism']) {
+    const prismPort = await freePort();
+    const prism = await startProcess(
+      [prismCli(), 'mock', '--host', '127.0.0.1', '--port', String(prismPort), BUNDLE],
+      { url: `http://127.0.0.1:${prismPort}`, readyPath: '/healthz', timeoutMs: 60_000 },
+    );
+    processes.push(prism);
+    targets.push({ name: 'prism mock', url: `${prism.url}/v1/scoring/score`, headers, body: requestBody });
+  }
   console.log(
     `bench/score: ${ROUNDS} rounds × ${targets.length} targets × ${DURATION_S} s, ${CONNECTIONS} connections, Node ${process.version}`,
   );
@@ -81,12 +107,15 @@ try {
       const r = await measure(target, CONNECTIONS, DURATION_S);
       rounds.push(r);
       console.log(
-        `round ${round} ${r.target.padEnd(18)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}`,
+        `round ${round} ${r.target.padEnd(26)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}`,
       );
     }
   }
-  printSummary(rounds, 'bare node:http');
+  printSummary(rounds, ['bare node:http', 'bare express+json']);
+  for (const { name, server } of servers) {
+    console.log(`${name}: cold start to ready ${Math.round(server.process.readyMs)} ms (goal ≤ 1000)`);
+  }
 } finally {
   for (const p of processes) await p.stop();
-  await server.stop();
+  for (const { server } of servers) await server.stop();
 }

@@ -75,7 +75,7 @@ const server = await startBenchServer(args.db, 'soak', {
   METRICS_PORT: String(metricsPort),
   METRICS_HOST: '127.0.0.1',
 });
-const pid = server.process.child.pid ?? 0;
+const pid = server.process.pid ?? 0;
 const serverRss = () => rssBytes(pid);
 const serverHeap = () => heapUsedBytes(`http://127.0.0.1:${metricsPort}/metrics`);
 let exitCode: number | null = null;

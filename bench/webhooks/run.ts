@@ -16,21 +16,25 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { systemClock } from '@scenario-scoring/server/dist/clock.js';
-import { loadConfig } from '@scenario-scoring/server/dist/config.js';
-import { insertEvents, newEvent } from '@scenario-scoring/server/dist/events/event-outbox.js';
-import { newId } from '@scenario-scoring/server/dist/ids.js';
-import { jsonLogger } from '@scenario-scoring/server/dist/logger.js';
-import { createMetrics } from '@scenario-scoring/server/dist/metrics/metrics.js';
-import { openStorage, type Storage } from '@scenario-scoring/server/dist/storage/storage.js';
-import { CheckpointSigner } from '@scenario-scoring/server/dist/transparency-log/checkpoint-signer.js';
-import { SecretBox } from '@scenario-scoring/server/dist/webhooks/secret-box.js';
 import {
+  CheckpointSigner,
+  createMetrics,
+  createWorkers,
+  type Features,
   generateWebhookSecret,
+  insertEvents,
+  insertNewWebhook,
+  jsonLogger,
+  loadConfig,
+  newEvent,
+  newId,
+  openStorage,
+  SecretBox,
+  type Storage,
+  systemClock,
   webhookHeaders,
-} from '@scenario-scoring/server/dist/webhooks/webhook-signature.js';
-import { insertNewWebhook } from '@scenario-scoring/server/dist/webhooks/webhook-store.js';
-import { createWorkers } from '@scenario-scoring/server/dist/workers/create-workers.js';
+  wireFeatures,
+} from '@scenario-scoring/server';
 import { freePort } from '@scenario-scoring/testkit';
 import { Agent, request } from 'undici';
 import { freshBenchDatabase } from '../lib/bench-server.ts';
@@ -97,14 +101,14 @@ function createWebhook(storage: Storage, secretBox: SecretBox, tenantId: string,
 }
 
 /** Commits `count` events of `tenantId` in one transaction and wakes the workers; returns their ids and the commit time. */
-async function commitEvents(storage: Storage, tenantId: string, count: number) {
+async function commitEvents({ storage, outbox }: Features, tenantId: string, count: number) {
   const now = new Date();
   const events = Array.from({ length: count }, (_, n) =>
     newEvent(tenantId, 'webhook.test', { webhook_id: newId('wh'), message: `bench ${n}` }, now),
   );
   await storage.db.transaction().execute((trx) => insertEvents(trx, events));
   const committedAt = Date.now();
-  storage.outbox.notify();
+  outbox.notify();
   return { ids: events.map((event) => event.id), committedAt };
 }
 
@@ -150,8 +154,9 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
   });
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   const secretBox = new SecretBox(Buffer.from(secretsKey, 'base64'));
+  const features = wireFeatures(storage);
   const workers = createWorkers({
-    storage,
+    features,
     config,
     secretBox,
     logger: jsonLogger,
@@ -163,7 +168,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
     await createWebhook(storage, secretBox, 'throughput', receiverUrl);
     await createWebhook(storage, secretBox, 'latency', receiverUrl);
     for (let done = 0; done < EVENTS; done += 1000)
-      await commitEvents(storage, 'throughput', Math.min(1000, EVENTS - done));
+      await commitEvents(features, 'throughput', Math.min(1000, EVENTS - done));
 
     const start = Date.now();
     for (const worker of workers) worker.start();
@@ -176,7 +181,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
     const ticks = Math.round((SECONDS * 1000) / TICK_MS);
     const begin = performance.now();
     for (let tick = 0; tick < ticks; tick++) {
-      const { ids, committedAt } = await commitEvents(storage, 'latency', perTick);
+      const { ids, committedAt } = await commitEvents(features, 'latency', perTick);
       for (const id of ids) committed.set(id, committedAt);
       const wait = begin + (tick + 1) * TICK_MS - performance.now();
       if (wait > 0) await sleep(wait);
@@ -195,13 +200,14 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
     };
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
+    await features.close();
     await storage.close();
     await database.drop();
   }
 }
 
 const port = await freePort();
-const receiver = await startProcess('node', [join(ROOT, 'bench/lib/bare-server.ts')], {
+const receiver = await startProcess([join(ROOT, 'bench/lib/bare-server.ts')], {
   env: { PORT: String(port), BARE_BODY: 'ok' },
   url: `http://127.0.0.1:${port}`,
 });

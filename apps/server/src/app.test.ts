@@ -1,12 +1,13 @@
 import type { Problem } from '@scenario-scoring/api-types';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../test/support/test-databases.js';
+import { testFeatures } from '../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../test/support/test-server.js';
 import { loadContract } from './contract.js';
 import { contractOperations } from './http/contract-routes.js';
-import { contractValidation } from './http/contract-validation.js';
-import type { Logger } from './logger.js';
-import { forEachDatabase } from './storage/test-databases.js';
-import { startTestServer, type TestServer } from './test-server.js';
+import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
+import type { Logger } from './logging/logger.js';
 
 const VALID_SCORE = { subject: 'applicant-8841', context: { jurisdiction: 'DE', utilization: 0.35 } };
 
@@ -14,7 +15,7 @@ forEachDatabase('createApp', ({ storage }) => {
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('app'));
+    ({ key } = await testFeatures(storage()).keys.create('app'));
     server = await startTestServer({ storage: storage() });
   });
   afterAll(() => server.close());
@@ -67,11 +68,11 @@ forEachDatabase('createApp', ({ storage }) => {
     });
   });
 
-  it('compiles the validator at start: every operation goes through it before createApp resolves', async () => {
+  it('compiles the validator at start: the warm-up step sends every operation through it', async () => {
     // Timing the first request would be flaky on a loaded machine; which operations were warmed is exact.
     const contract = loadContract();
-    let warmed: readonly string[] = [];
-    await contractValidation(contract, { validateResponses: true, onWarmedUp: (ids) => (warmed = ids) });
+    const validation = contractValidation(contract, { validateResponses: true });
+    const warmed = await warmUpContractValidation(validation, contract);
     expect([...warmed].sort()).toEqual(
       contractOperations(contract.document)
         .map((o) => o.operationId)
@@ -87,13 +88,13 @@ forEachDatabase('createApp, when something fails unexpectedly', ({ storage }) =>
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
-    ({ key } = await storage().createApiKey('failing'));
-    const real = storage();
-    const failing = Object.create(real) as typeof real;
-    failing.appendLogRecord = async () => {
+    ({ key } = await testFeatures(storage()).keys.create('failing'));
+    const real = testFeatures(storage());
+    const logs = Object.create(real.logs) as typeof real.logs;
+    logs.append = async () => {
       throw new Error('disk full at /var/lib/secret-path (password=hunter2)');
     };
-    server = await startTestServer({ storage: failing, logger });
+    server = await startTestServer({ storage: storage(), features: { ...real, logs }, logger });
   });
   afterAll(() => server.close());
 

@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { OperationId } from '@scenario-scoring/api-types';
 import express, { type Express, type RequestHandler } from 'express';
 import { type Clock, systemClock } from './clock.js';
-import type { Config } from './config.js';
+import type { Config } from './config/server-config.js';
 import { type Contract, loadContract } from './contract.js';
 import { docsRoutes } from './docs/docs-routes.js';
 import { AppError } from './errors/app-error.js';
 import { createErrorHandler } from './errors/error-handler.js';
+import type { Features } from './features.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { authenticate } from './http/auth.js';
@@ -15,33 +16,39 @@ import { contractValidation } from './http/contract-validation.js';
 import { jsonBody } from './http/json-body.js';
 import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
+import { expressHandler, type OperationRoutes } from './http/operation-route.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
 import './http/locals.js';
-import { jsonLogger, type Logger } from './logger.js';
-import { logRoute } from './logs/log-route.js';
+import { jsonLogger, type Logger } from './logging/logger.js';
+import { logRoute } from './logs/log-routes.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
-import { policyRoute } from './policies/policy-route.js';
+import { policyRoute } from './policies/policy-routes.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
-import { scoreRoute } from './scoring/score-route.js';
-import type { Storage } from './storage/storage.js';
+import { scoreRoute } from './scoring/score-routes.js';
 import { CheckpointSigner } from './transparency-log/checkpoint-signer.js';
 import { transparencyLogRoutes } from './transparency-log/transparency-log-routes.js';
-import type { SecretBox } from './webhooks/secret-box.js';
-import { webhookRoutes } from './webhooks/webhook-routes.js';
+import { webhookRoutes } from './webhooks/api/webhook-routes.js';
+import type { SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** What the app is built from. */
 export interface AppOptions {
-  storage: Storage;
+  /** The storage and the features' stores and signals, wired by the runtime (see features.ts). */
+  features: Features;
   config: Config;
   logger?: Logger;
   /** The contract to serve and enforce; by default the bundled one. */
   contract?: Contract;
+  /**
+   * The contract validator, warmed up by the runtime before it listens (see warmUpContractValidation);
+   * by default a new one, which compiles each operation's schemas on its first request.
+   */
+  validation?: RequestHandler[];
   /** The clock every handler reads; tests pass a fake one. */
   clock?: Clock;
-  /** Encrypts webhook secrets at rest (see webhooks/secret-box.ts). */
+  /** Encrypts webhook secrets at rest (see webhooks/outbound/secret-box.ts). */
   secretBox: SecretBox;
   /** The instance's background workers, reported by `/readyz`. */
   workers?: readonly BackgroundWorker[];
@@ -54,12 +61,13 @@ export interface AppOptions {
 }
 
 /**
- * The Express app of the server, without listening. Resolves once the contract validator is compiled, so
- * the first request is as fast as any other. Every response carries `X-Request-Id`; every failure is a
+ * The Express app of the server, without listening and without side effects (the runtime warms the
+ * contract validator up before it listens). Every response carries `X-Request-Id`; every failure is a
  * problem+json from the one error handler.
  */
 export async function createApp(options: AppOptions): Promise<Express> {
-  const { storage, config } = options;
+  const { features, config } = options;
+  const { storage } = features;
   const logger = options.logger ?? jsonLogger;
   const clock = options.clock ?? systemClock;
   const workers = options.workers ?? [];
@@ -69,21 +77,27 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const logSigner =
     options.logSigner ?? new CheckpointSigner(config.transparencyLog.keyName, randomBytes(32));
   const operations = contractOperations(contract.document);
-  const validation = await contractValidation(contract, {
-    validateResponses: config.nodeEnv !== 'production',
-  });
+  const validation =
+    options.validation ??
+    contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
 
   // Operations not listed here are in the contract for a later version and answer 501.
-  const implemented: Partial<Record<OperationId, RequestHandler>> = {
-    scoreSubject: scoreRoute(storage, metrics, clock) as RequestHandler,
-    createRun: createRunRoute(storage, clock) as RequestHandler,
-    getRun: getRunRoute(storage) as RequestHandler,
-    listRunResults: listRunResultsRoute(storage) as RequestHandler,
-    getPolicy: policyRoute as RequestHandler,
-    getLogRecord: logRoute(storage) as RequestHandler,
-    getHealth: healthRoute as RequestHandler,
-    getReadiness: readinessRoute({ storage, workers, lifecycle }) as RequestHandler,
-    ...webhookRoutes({ storage, policy: config.webhooks, secretBox: options.secretBox, clock }),
+  const implemented: OperationRoutes = {
+    scoreSubject: scoreRoute(features.logs, metrics, clock),
+    createRun: createRunRoute({ storage, runQueue: features.runQueue }, clock),
+    getRun: getRunRoute({ storage }),
+    listRunResults: listRunResultsRoute({ storage }),
+    getPolicy: policyRoute,
+    getLogRecord: logRoute(features.logs),
+    getHealth: healthRoute,
+    getReadiness: readinessRoute({ storage, workers, lifecycle }),
+    ...webhookRoutes({
+      storage,
+      outbox: features.outbox,
+      policy: config.webhooks,
+      secretBox: options.secretBox,
+      clock,
+    }),
     ...transparencyLogRoutes({ storage, signer: logSigner }),
   };
 
@@ -95,12 +109,13 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(observeRequests(logger, metrics));
   app.use(closeConnectionsWhileDraining(lifecycle));
   app.use(docsRoutes(contract));
-  app.use('/v1', authenticate(storage));
+  app.use('/v1', authenticate(features.keys));
   if (config.rateLimitPerSecond > 0) app.use('/v1', rateLimit(config.rateLimitPerSecond));
   app.use(jsonBody(config.bodyLimitBytes));
   app.use(validation);
   for (const operation of operations) {
-    const handler = implemented[operation.operationId as OperationId] ?? notImplemented(operation);
+    const route = implemented[operation.operationId as OperationId];
+    const handler = route ? expressHandler(route) : notImplemented(operation);
     app.route(operation.expressPath)[operation.method](handler);
   }
   // The validator answers unknown paths first; this catches anything it lets through.

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/server-config.js';
+import { createApiKeyStore } from './keys/api-key-store.js';
 import { openStorage } from './storage/storage.js';
 
 /** Tenant names: lower case, digits, `_` and `-`, starting with a letter or digit, at most 63 characters. */
@@ -65,7 +66,7 @@ async function run(argv: string[]): Promise<number> {
   const config = loadConfig();
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   try {
-    const { key } = await storage.createApiKey(request.tenant);
+    const { key } = await createApiKeyStore(storage.db).create(request.tenant);
     console.log(key);
   } finally {
     await storage.close();

@@ -1,5 +1,5 @@
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger, describeError, jsonLogger, type Logger } from './logger.js';
+import { ConfigError, loadConfig } from './config/server-config.js';
+import { createLogger, describeError, jsonLogger, type Logger } from './logging/logger.js';
 import { startRuntime } from './runtime.js';
 
 /**

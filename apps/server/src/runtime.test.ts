@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { silentLogger } from './logger.js';
+import { testFeatures } from '../test/support/test-features.js';
+import { testConfig } from '../test/support/test-server.js';
+import type { Features } from './features.js';
+import { silentLogger } from './logging/logger.js';
 import { startRuntime } from './runtime.js';
-import { openStorage, type Storage } from './storage/storage.js';
-import { testConfig } from './test-server.js';
+import { openStorage } from './storage/storage.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** A worker with one job in flight that the test finishes; the job writes to the storage when released. */
@@ -17,14 +19,14 @@ class InFlightWorker implements BackgroundWorker {
   release: () => void = () => {};
   #job: Promise<void> = Promise.resolve();
 
-  constructor(private readonly storage: Storage) {}
+  constructor(private readonly features: Features) {}
 
   start(): void {
     this.running = true;
     this.#job = new Promise<void>((resolve) => {
       this.release = resolve;
     }).then(() =>
-      this.storage.appendLogRecord({
+      this.features.logs.append({
         tenantId: 'default',
         cid: 'bafkrei-worker-finished',
         bytes: new TextEncoder().encode('{"finished":true}'),
@@ -53,8 +55,8 @@ it('stop() answers /readyz 503 draining first, closes the listener, waits for th
     config: testConfig({ dataDir, shutdown: { drainDelayMs: 1000, graceMs: 5000 } }),
     logger: silentLogger,
     announce: () => {},
-    workers: ({ storage }) => {
-      worker = new InFlightWorker(storage);
+    workers: ({ features }) => {
+      worker = new InFlightWorker(features);
       return [worker];
     },
   });
@@ -80,7 +82,7 @@ it('stop() answers /readyz 503 draining first, closes the listener, waits for th
   // The worker's write went through before the storage closed, and was flushed.
   const reopened = await openStorage({ dataDir });
   try {
-    expect(await reopened.getLogRecord('default', 'bafkrei-worker-finished')).toBeDefined();
+    expect(await testFeatures(reopened).logs.get('default', 'bafkrei-worker-finished')).toBeDefined();
   } finally {
     await reopened.close();
   }

@@ -3,15 +3,18 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
 import { systemClock } from './clock.js';
-import type { Config } from './config.js';
+import type { Config } from './config/server-config.js';
+import { loadContract } from './contract.js';
+import { wireFeatures } from './features.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
+import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
 import { closeGracefully } from './http/graceful-close.js';
-import type { Logger } from './logger.js';
+import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import { openStorage } from './storage/storage.js';
 import { CheckpointSigner, loadLogSigningKey } from './transparency-log/checkpoint-signer.js';
-import { loadSecretsKey, SecretBox } from './webhooks/secret-box.js';
+import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
 
@@ -53,10 +56,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const announce = options.announce ?? ((line: string) => console.log(line));
   const lifecycle = new InstanceLifecycle('starting');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  // The signals between features (events committed → delivery workers, run created → run workers) are wired here.
+  const features = wireFeatures(storage);
   let metricsServer: MetricsServer | undefined;
   try {
-    if ((await storage.countApiKeys()) === 0) {
-      const { key } = await storage.createApiKey('default');
+    if ((await features.keys.countActive()) === 0) {
+      const { key } = await features.keys.create('default');
       announce(`Created an API key for tenant "default" (shown once): ${key}`);
     }
     const secretBox = new SecretBox(
@@ -68,7 +73,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     );
     const metrics = createMetrics({ storage });
     const workers = (options.workers ?? createWorkers)({
-      storage,
+      features,
       config,
       secretBox,
       logger,
@@ -76,8 +81,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       metrics,
       logSigner,
     });
+    // A step of start-up: compile the validator of every operation now (a request per operation on a
+    // loopback listener of its own), so no client's first request pays for it.
+    const contract = loadContract();
+    const validation = contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
+    await warmUpContractValidation(validation, contract);
     const app = await createApp({
-      storage,
+      features,
+      contract,
+      validation,
       config,
       logger,
       clock: systemClock,
@@ -119,6 +131,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       ]);
       if (cut) logger.error('requests still in flight were cut', { graceMs: config.shutdown.graceMs });
       await metricsServer?.close();
+      await features.close();
       await storage.close();
       logger.info('stopped', { durationMs: Math.round(performance.now() - started) });
     };
@@ -135,6 +148,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     };
   } catch (error) {
     await metricsServer?.close();
+    await features.close();
     await storage.close();
     throw error;
   }

@@ -3,8 +3,9 @@ import { connect, type Socket } from 'node:net';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
-import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, requireBuiltServer } from './built-server.js';
+import { BuiltServer, requireBuiltServer } from './support/built-server.js';
+import { createTestDatabase, type TestDatabase } from './support/test-databases.js';
+import { testFeatures } from './support/test-features.js';
 
 /** Score requests held in flight at the moment of SIGTERM. */
 const IN_FLIGHT = 20;
@@ -116,7 +117,7 @@ it('on SIGTERM stops accepting, closes idle connections, answers every request i
 
     const storage = await openStorage(database.options);
     try {
-      for (const cid of cids) expect(await storage.getLogRecord('default', cid)).toBeDefined();
+      for (const cid of cids) expect(await testFeatures(storage).logs.get('default', cid)).toBeDefined();
     } finally {
       await storage.close();
     }

@@ -7,10 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Database } from '../src/storage/database.js';
-import { forEachDatabase } from '../src/storage/test-databases.js';
-import { startTestServer, type TestServer } from '../src/test-server.js';
 import { CheckpointSigner } from '../src/transparency-log/checkpoint-signer.js';
 import { logRecords, TEST_LOG_ORIGIN, testRecord, testSequencer } from './support/log-fixtures.js';
+import { forEachDatabase } from './support/test-databases.js';
+import { testFeatures } from './support/test-features.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 
 /** The client package's built auditor, run as `npx scenario-scoring-audit` runs it. */
 const AUDITOR = fileURLToPath(
@@ -28,7 +29,7 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
   let log: ReturnType<typeof testSequencer>;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage(), logSigner: signer });
-    ({ key: apiKey } = await storage().createApiKey(tenant));
+    ({ key: apiKey } = await testFeatures(storage()).keys.create(tenant));
     dir = await mkdtemp(join(tmpdir(), 'ss-audit-'));
     state = join(dir, 'state.json');
     log = testSequencer(storage(), signer);

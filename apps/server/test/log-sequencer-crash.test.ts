@@ -8,8 +8,8 @@ import {
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, databaseEnv, requireBuiltServer } from './built-server.js';
+import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 type Schemas = components['schemas'];
 const SCORINGS = 400;

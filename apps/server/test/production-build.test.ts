@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { BuiltServer, requireBuiltServer, SERVER_DIR } from './built-server.js';
+import { BuiltServer, requireBuiltServer, SERVER_DIR } from './support/built-server.js';
 
 const REPO_ROOT = join(SERVER_DIR, '..', '..');
 /** npm installs the production dependencies: from its cache when warm, else from the registry. */

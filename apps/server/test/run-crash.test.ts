@@ -1,10 +1,12 @@
 import type { Run } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, databaseEnv, requireBuiltServer } from './built-server.js';
+import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const ITEMS = 1000;
+/** 1,000 single-item transactions, each flushed: ~20 s alone on 2 cores, more beside other suites. */
+const CRASH_TEST_TIMEOUT_MS = 90_000;
 
 beforeAll(() => requireBuiltServer());
 
@@ -24,7 +26,9 @@ for (const kind of DATABASE_KINDS) {
     });
     afterAll(() => database.dispose());
 
-    it('when SIGKILLed mid-run and restarted, then the run completes with every item scored exactly once and one run.completed', async () => {
+    it('when SIGKILLed mid-run and restarted, then the run completes with every item scored exactly once and one run.completed', {
+      timeout: CRASH_TEST_TIMEOUT_MS,
+    }, async () => {
       const first = new BuiltServer(env);
       const firstUrl = await first.baseUrl();
       const key = first.firstKey();

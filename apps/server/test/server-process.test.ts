@@ -1,7 +1,7 @@
 import type { ScoreResponse } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './built-server.js';
+import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './support/built-server.js';
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const SCORE = { subject: 'process-test', context: { jurisdiction: 'DE', utilization: 0.4 } };
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ScoreResponse } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../src/storage/test-databases.js';
-import { BuiltServer, requireBuiltServer } from './built-server.js';
+import { BuiltServer, requireBuiltServer } from './support/built-server.js';
+import { createTestDatabase, type TestDatabase } from './support/test-databases.js';
 
 const INSTANCES = 3;
 const REQUESTS_PER_INSTANCE = 20;

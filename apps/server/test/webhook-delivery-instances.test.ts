@@ -1,7 +1,7 @@
 import { waitUntil } from '@scenario-scoring/testkit';
 import { describe, expect, it } from 'vitest';
-import { commitTestEvents } from '../src/webhooks/test-webhooks.js';
-import { receivedIds, undelivered, useServerProcesses, webhookTo } from './webhook-server-process.js';
+import { commitTestEvents } from './support/test-webhooks.js';
+import { receivedIds, undelivered, useServerProcesses, webhookTo } from './support/webhook-server-process.js';
 
 describe('webhook delivery by two instances of the built server', () => {
   const { prepare, serve, receive } = useServerProcesses();

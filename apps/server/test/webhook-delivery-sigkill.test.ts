@@ -1,14 +1,16 @@
 import { waitUntil } from '@scenario-scoring/testkit';
 import { describe, expect, it } from 'vitest';
-import { DATABASE_KINDS } from '../src/storage/test-databases.js';
-import { commitTestEvents } from '../src/webhooks/test-webhooks.js';
-import { receivedIds, undelivered, useServerProcesses, webhookTo } from './webhook-server-process.js';
+import { DATABASE_KINDS } from './support/test-databases.js';
+import { commitTestEvents } from './support/test-webhooks.js';
+import { receivedIds, undelivered, useServerProcesses, webhookTo } from './support/webhook-server-process.js';
 
 describe('webhook delivery by the built server, SIGKILLed', () => {
   const { prepare, serve, receive } = useServerProcesses();
 
   for (const kind of DATABASE_KINDS) {
-    it(`loses no event when killed with deliveries pending and in flight, then restarted (${kind})`, async () => {
+    it(`loses no event when killed with deliveries pending and in flight, then restarted (${kind})`, {
+      timeout: 60_000,
+    }, async () => {
       // A short lease, so the killed worker's claims come back quickly.
       const setup = await prepare(kind, { WEBHOOK_LEASE: '1500ms', WEBHOOK_TIMEOUT: '1s' });
       const receiver = await receive((_r, _i, res) => setTimeout(() => res.end('ok'), 150));

@@ -1,8 +1,8 @@
 import { waitUntil } from '@scenario-scoring/testkit';
 import { describe, expect, it } from 'vitest';
-import { DATABASE_KINDS } from '../src/storage/test-databases.js';
-import { commitTestEvents } from '../src/webhooks/test-webhooks.js';
-import { receivedIds, undelivered, useServerProcesses, webhookTo } from './webhook-server-process.js';
+import { DATABASE_KINDS } from './support/test-databases.js';
+import { commitTestEvents } from './support/test-webhooks.js';
+import { receivedIds, undelivered, useServerProcesses, webhookTo } from './support/webhook-server-process.js';
 
 describe('webhook delivery by the built server, SIGTERMed', () => {
   const { prepare, serve, receive } = useServerProcesses();

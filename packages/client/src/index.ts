@@ -30,7 +30,6 @@ export { isProblem, type Problem, type ProblemCode } from './problem-guard.js';
 export { randomRequestId, requestIdMiddleware } from './request-id-middleware.js';
 export { backoffMs, retryAfterMs } from './retry-delay.js';
 export { DEFAULT_RETRY, type RetryOptions, retryMiddleware } from './retry-middleware.js';
-export { isRunEndEvent, type RunEndEvent, RunEndWaiter } from './run-end-waiter.js';
 export {
   fetchRunResults,
   type RunCallResult,
@@ -38,7 +37,8 @@ export {
   submitRun,
   type WaitForRunOptions,
   waitForRun,
-} from './run-waiter.js';
+} from './run-polling.js';
+export { isRunEndEvent, type RunEndEvent, RunEndWaiter } from './run-webhook-waiter.js';
 export {
   fetchVerifiedLogRecord,
   type LogInclusion,

@@ -41,14 +41,26 @@ function webhookHeaders(headers: ReceivedHeaders): Record<HeaderName, string> {
   return Object.fromEntries(HEADER_NAMES.map((name) => [name, pick(name)])) as Record<HeaderName, string>;
 }
 
+/** How far `webhook-timestamp` may be from this clock: the Standard Webhooks tolerance (its library's too). */
+const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+
 /**
- * The reason behind one of standardwebhooks' (1.1) verification messages. Missing headers never get that
- * far: `verifyWebhook` refuses them first, naming them.
+ * Checks `webhook-timestamp` the way the library does (integer seconds, within the tolerance) before the
+ * library runs, so each refusal's reason comes from our own check, never from parsing the library's
+ * messages; what the library still refuses is then the signature.
  */
-function reasonOf(message: string): WebhookVerificationReason {
-  if (/timestamp too (old|new)/i.test(message)) return 'stale_timestamp';
-  if (/invalid signature headers/i.test(message)) return 'invalid_headers';
-  return 'invalid_signature';
+function checkTimestamp(header: string, nowMs: number): void {
+  const seconds = Number.parseInt(header, 10);
+  if (Number.isNaN(seconds)) {
+    throw new WebhookVerificationError('invalid_headers', 'webhook-timestamp is not a number of seconds.');
+  }
+  const now = Math.floor(nowMs / 1000);
+  if (now - seconds > WEBHOOK_TOLERANCE_SECONDS || seconds - now > WEBHOOK_TOLERANCE_SECONDS) {
+    throw new WebhookVerificationError(
+      'stale_timestamp',
+      `webhook-timestamp is more than ${WEBHOOK_TOLERANCE_SECONDS} s from this clock: a replay, or a clock far off.`,
+    );
+  }
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -101,12 +113,13 @@ export function verifyWebhook(
   if (missing.length > 0) {
     throw new WebhookVerificationError('missing_headers', `Missing required headers: ${missing.join(', ')}.`);
   }
+  checkTimestamp(received['webhook-timestamp'], Date.now());
   const body = typeof payload === 'string' ? payload : new TextDecoder().decode(payload);
   try {
     webhook.verify(body, received, { jsonParse: false });
   } catch (cause) {
     const message = cause instanceof Error ? cause.message : String(cause);
-    throw new WebhookVerificationError(reasonOf(message), `Webhook verification failed: ${message}`, {
+    throw new WebhookVerificationError('invalid_signature', `Webhook verification failed: ${message}`, {
       cause,
     });
   }

@@ -59,6 +59,26 @@ export function contextIssues(context: unknown): ContextIssue[] {
 
 /** Narrows a value to a valid `ScoreContext`, or throws `InvalidContextError` listing every issue. */
 export function assertValidContext(context: unknown): asserts context is ScoreContext {
-  const issues = contextIssues(context);
-  if (issues.length > 0) throw new InvalidContextError(issues);
+  if (isValidContext(context)) return;
+  throw new InvalidContextError(contextIssues(context));
+}
+
+/**
+ * Whether `contextIssues` would find nothing, decided without building the issue list or sorting keys: every
+ * scoring asks this first, and only an invalid context pays for the full list. Tested to agree with it.
+ */
+export function isValidContext(context: unknown): context is ScoreContext {
+  if (typeof context !== 'object' || context === null || Array.isArray(context)) return false;
+  const record = context as Record<string, unknown>;
+  const jurisdiction = record.jurisdiction;
+  if (typeof jurisdiction !== 'string' || !JURISDICTION_PATTERN.test(jurisdiction)) return false;
+  for (const factor of FACTORS) {
+    const value = record[factor.key];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value)) return false;
+    if (factor.integer && !Number.isInteger(value)) return false;
+    if (value < factor.range[0] || value > factor.range[1]) return false;
+  }
+  for (const key of Object.keys(record)) if (!KNOWN_KEYS.has(key)) return false;
+  return true;
 }

@@ -26,10 +26,51 @@ export interface Attribution {
  * ties makes the choice (and the output) deterministic when two factors contribute equally.
  */
 export function explainEntries(attributions: readonly Attribution[]): string[] {
-  return [...attributions]
-    .sort((a, b) => Math.abs(b.value) - Math.abs(a.value) || compareNames(a.name, b.name))
-    .slice(0, EXPLAIN_SIZE)
-    .map((a) => `factor:${a.name}${explainMarker(a.value)}`);
+  return topAttributions(attributions, (a) => a.value).map((a) => entryText(a.name, a.value));
+}
+
+/**
+ * The `EXPLAIN_SIZE` items with the largest |attributionOf|, largest first, ties by name ascending: an insertion
+ * sort, because there are at most five factors and this runs three times per scoring.
+ */
+export function topAttributions<T extends { name: FactorName }>(
+  items: readonly T[],
+  attributionOf: (item: T) => number,
+): T[] {
+  const order: T[] = [];
+  for (const item of items) {
+    const magnitude = Math.abs(attributionOf(item));
+    let j = order.length;
+    order.push(item);
+    while (j > 0) {
+      const previous = order[j - 1] as T;
+      const previousMagnitude = Math.abs(attributionOf(previous));
+      const before =
+        magnitude > previousMagnitude ||
+        (magnitude === previousMagnitude && compareNames(item.name, previous.name) < 0);
+      if (!before) break;
+      order[j] = previous;
+      j--;
+    }
+    order[j] = item;
+  }
+  if (order.length > EXPLAIN_SIZE) order.length = EXPLAIN_SIZE;
+  return order;
+}
+
+const MARKERS: readonly ExplainMarker[] = ['⇊', '↓', '≈', '↑', '⇈'];
+/** Every `factor:<name><marker>` string, made once instead of once per entry. */
+const ENTRY_TEXT = new Map<string, Map<ExplainMarker, string>>();
+
+/** `factor:<name><marker>` for an attribution. */
+export function entryText(name: FactorName, attribution: number): string {
+  const marker = explainMarker(attribution);
+  let byMarker = ENTRY_TEXT.get(name);
+  if (byMarker === undefined) {
+    byMarker = new Map(MARKERS.map((m) => [m, `factor:${name}${m}`]));
+    ENTRY_TEXT.set(name, byMarker);
+  }
+  return byMarker.get(marker) as string;
 }
 
 /** Code-unit order, not locale order, so the result is the same on every machine. */

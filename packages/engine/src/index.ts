@@ -24,6 +24,7 @@ export {
   cidOfBytes,
   LOG_SCHEMA,
   type LogRecord,
+  logRecordBytes,
 } from './log-record.js';
 export { type LoggedScoring, scoreAndLog } from './logged-scoring.js';
 export {

@@ -1,16 +1,11 @@
-import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { CID } from 'multiformats/cid';
-import * as Digest from 'multiformats/hashes/digest';
 import { MODEL_VERSION } from './factor-table.js';
+import { logRecordJson, scoringRecordJson } from './log-record-json.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
 /** The schema tag of a scoring's log record. */
 export const LOG_SCHEMA = 'score-log/1';
-/** The multicodec of raw bytes: the CID names the record's exact bytes, not a decoded structure. */
-export const RAW_CODEC = 0x55;
-/** The multihash code of sha2-256. */
-export const SHA2_256_CODE = 0x12;
+export { cidOfBytes, RAW_CODEC, SHA2_256_CODE } from './content-id.js';
 
 /** The log record of one scoring; its canonical bytes are what the CID names. */
 export interface LogRecord {
@@ -101,10 +96,39 @@ export function canonicalBytes(value: unknown): Uint8Array {
 }
 
 /**
- * The CIDv1 (raw codec, sha2-256, base32 `bafkrei…`) of some bytes: what IPFS tooling gives the same bytes.
- * Synchronous, using node:crypto, because it sits on every scoring's hot path.
+ * The RFC 8785 canonical bytes of a log record: the serializer specialised for the record's fixed shape,
+ * or the generic `canonicalBytes` for anything that is not exactly that shape. Same bytes either way.
  */
-export function cidOfBytes(bytes: Uint8Array): string {
-  const hash = createHash('sha256').update(bytes).digest();
-  return CID.createV1(RAW_CODEC, Digest.create(SHA2_256_CODE, hash)).toString();
+export function logRecordBytes(record: LogRecord): Uint8Array {
+  const text = logRecordJson(record);
+  return text === undefined ? canonicalBytes(record) : utf8Bytes(text);
+}
+
+/**
+ * `logRecordBytes` of the record of a scoring the engine just made (see `scoringRecordJson`): the same
+ * bytes without re-checking the shape the engine guarantees.
+ */
+export function scoringRecordBytes(input: {
+  policy_version: string;
+  subject: string;
+  context: ScoreContext;
+  result: ScoreResult;
+}): Uint8Array {
+  const text = scoringRecordJson(
+    LOG_SCHEMA,
+    input.policy_version,
+    input.subject,
+    input.context,
+    input.result,
+  );
+  return text === undefined ? canonicalBytes(buildLogRecord(input)) : utf8Bytes(text);
+}
+
+/**
+ * UTF-8 bytes as a plain Uint8Array over an ArrayBuffer of their own (a scoring thread moves that buffer to
+ * the main thread): encoded into Buffer's shared pool, then copied out, which measured faster than the
+ * TextEncoder or a Buffer of its own (`allocUnsafeSlow`) for records of this size.
+ */
+function utf8Bytes(text: string): Uint8Array {
+  return new Uint8Array(Buffer.from(text, 'utf8'));
 }

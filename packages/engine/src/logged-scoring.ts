@@ -1,4 +1,4 @@
-import { buildLogRecord, canonicalBytes, cidOfBytes } from './log-record.js';
+import { cidOfBytes, scoringRecordBytes } from './log-record.js';
 import { effectivePolicy } from './policy-loader.js';
 import type { Policy, ScoreContext, ScoreResult } from './score-types.js';
 import { scoreContext } from './scorecard-model.js';
@@ -20,7 +20,6 @@ export interface LoggedScoring {
 export function scoreAndLog(subject: string, context: ScoreContext): LoggedScoring {
   const policy = effectivePolicy(context.jurisdiction);
   const result = scoreContext(context, policy);
-  const record = buildLogRecord({ policy_version: policy.policy_version, subject, context, result });
-  const logBytes = canonicalBytes(record);
+  const logBytes = scoringRecordBytes({ policy_version: policy.policy_version, subject, context, result });
   return { policy, result, logBytes, logCid: cidOfBytes(logBytes) };
 }

@@ -150,7 +150,11 @@ export function effectivePolicy(jurisdiction: string, policies: PolicySet = POLI
   }
   const country = jurisdiction.slice(0, 2);
   const policyId =
-    [jurisdiction, country, 'default'].find((id) => policies.entries[id] !== undefined) ?? 'default';
+    policies.entries[jurisdiction] !== undefined
+      ? jurisdiction
+      : policies.entries[country] !== undefined
+        ? country
+        : 'default';
   const entry = policies.entries[policyId];
   if (entry === undefined) throw new Error('policy set has no default entry');
   return {

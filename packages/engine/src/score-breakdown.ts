@@ -56,37 +56,57 @@ export function toScore(raw: number): number {
  * Inputs of disabled factors are ignored.
  */
 export function scoreBreakdown(context: ScoreContext, policy: Pick<Policy, 'weights'>): ScoreBreakdown {
-  const active = FACTORS.filter((f) => policy.weights[f.name] > 0).map((f) => {
-    const value = context[f.key];
-    const present = value !== undefined;
-    return {
-      name: f.name,
-      key: f.key,
-      weight: policy.weights[f.name],
-      present,
-      x: present ? f.goodness(value) : MISSING_GOODNESS,
-      sigma: present ? PRESENT_SIGMA : MISSING_SIGMA,
-    };
-  });
-  if (active.length === 0) throw new Error('policy has no factor with a positive weight');
-
+  // Plain loops rather than filter/map/closures: this runs once per scoring and once per lever candidate.
+  const factors: FactorBreakdown[] = [];
   let mu = 0;
   let variance = 0;
-  for (const f of active) {
-    mu += f.weight * f.x;
-    variance += (f.weight * f.sigma) ** 2;
+  for (const f of FACTORS) {
+    const weight = policy.weights[f.name];
+    if (!(weight > 0)) continue;
+    const value = context[f.key];
+    const present = value !== undefined;
+    const x = present ? f.goodness(value) : MISSING_GOODNESS;
+    const sigma = present ? PRESENT_SIGMA : MISSING_SIGMA;
+    mu += weight * x;
+    variance += (weight * sigma) ** 2;
+    factors.push({ name: f.name, key: f.key, weight, present, x, sigma, attribution: NO_ATTRIBUTION });
   }
+  if (factors.length === 0) throw new Error('policy has no factor with a positive weight');
   const sd = Math.sqrt(variance);
 
-  const raw = perScenario((q) => mu + SCENARIO_Z[q] * sd);
-  const factors = active.map((f) => ({
-    ...f,
+  const raw = { p10: mu + SCENARIO_Z.p10 * sd, p50: mu + SCENARIO_Z.p50 * sd, p90: mu + SCENARIO_Z.p90 * sd };
+  for (const f of factors) {
     // The conditional mean of xᵢ given the total lands on raw(q); its attributions therefore sum to raw(q) − 500.
-    attribution: perScenario((q) => f.weight * (f.x + (SCENARIO_Z[q] * f.weight * f.sigma ** 2) / sd - 0.5)),
-  }));
-  return { mu, sd, raw, score: perScenario((q) => toScore(raw[q])), factors };
+    const spread = f.weight * f.sigma ** 2;
+    f.attribution = {
+      p10: f.weight * (f.x + (SCENARIO_Z.p10 * spread) / sd - 0.5),
+      p50: f.weight * (f.x + (SCENARIO_Z.p50 * spread) / sd - 0.5),
+      p90: f.weight * (f.x + (SCENARIO_Z.p90 * spread) / sd - 0.5),
+    };
+  }
+  return {
+    mu,
+    sd,
+    raw,
+    score: { p10: toScore(raw.p10), p50: toScore(raw.p50), p90: toScore(raw.p90) },
+    factors,
+  };
 }
 
-function perScenario(fn: (q: ScenarioName) => number): Record<ScenarioName, number> {
-  return { p10: fn('p10'), p50: fn('p50'), p90: fn('p90') };
+/** A placeholder until the attributions are known (sd needs every factor first); never returned. */
+const NO_ATTRIBUTION: Record<ScenarioName, number> = Object.freeze({ p10: 0, p50: 0, p90: 0 });
+
+/**
+ * The p50 score after moving one factor's input to `moved`, everything else as in `before`: μ summed again
+ * in the same order with that factor's goodness replaced, exactly as `scoreBreakdown` of the moved context
+ * would (p50 = μ, as z(p50) = 0, and the factor's σ does not change: it is present before and after).
+ */
+export function p50AfterMove(before: ScoreBreakdown, index: number, goodness: number): number {
+  let mu = 0;
+  const { factors } = before;
+  for (let i = 0; i < factors.length; i++) {
+    const f = factors[i] as FactorBreakdown;
+    mu += f.weight * (i === index ? goodness : f.x);
+  }
+  return toScore(mu + SCENARIO_Z.p50 * before.sd);
 }

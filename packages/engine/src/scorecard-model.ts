@@ -1,8 +1,8 @@
 import { assertValidContext } from './context-validator.js';
-import { explainEntries } from './explain-marker.js';
+import { entryText, topAttributions } from './explain-marker.js';
 import { findLevers } from './lever-finder.js';
-import { SCENARIO_NAMES, scoreBreakdown } from './score-breakdown.js';
-import type { Policy, Scenario, ScoreContext, ScoreResult } from './score-types.js';
+import { type FactorBreakdown, type ScoreBreakdown, scoreBreakdown } from './score-breakdown.js';
+import type { Policy, Scenario, ScenarioName, ScoreContext, ScoreResult } from './score-types.js';
 
 /**
  * Scores a context under a policy with the scorecard-1 model: p10, p50, p90 with their explain entries, and up
@@ -11,12 +11,13 @@ import type { Policy, Scenario, ScoreContext, ScoreResult } from './score-types.
 export function scoreContext(context: ScoreContext, policy: Pick<Policy, 'weights'>): ScoreResult {
   assertValidContext(context);
   const breakdown = scoreBreakdown(context, policy);
-  const scenarios = SCENARIO_NAMES.map(
-    (q): Scenario => ({
-      name: q,
-      score: breakdown.score[q],
-      explain: explainEntries(breakdown.factors.map((f) => ({ name: f.name, value: f.attribution[q] }))),
-    }),
-  ) as [Scenario, Scenario, Scenario];
-  return { scenarios, levers: findLevers(context, policy, breakdown) };
+  return {
+    scenarios: [scenario(breakdown, 'p10'), scenario(breakdown, 'p50'), scenario(breakdown, 'p90')],
+    levers: findLevers(context, breakdown),
+  };
+}
+
+function scenario(breakdown: ScoreBreakdown, q: ScenarioName): Scenario {
+  const top = topAttributions(breakdown.factors, (f: FactorBreakdown) => f.attribution[q]);
+  return { name: q, score: breakdown.score[q], explain: top.map((f) => entryText(f.name, f.attribution[q])) };
 }

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 /** How much of a child's output is kept by default, for failure messages. */
 const OUTPUT_TAIL_CHARS = 16_000;
 const POLL_INTERVAL_MS = 25;
+const NEWLINE = 10;
 
 /** How a child process ended. */
 export interface ExitStatus {
@@ -15,6 +16,8 @@ export interface WatchedProcess {
   readonly pid: number | undefined;
   /** The last of what it printed on stdout and stderr, interleaved. */
   output(): string;
+  /** How many lines it printed on stdout and stderr since it started. */
+  lines(): number;
   /** Resolves with the first match of `pattern` in the output; rejects if the child exits or time runs out. */
   waitForOutput(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray>;
   /** Sends `signal` and waits for the exit; SIGKILLs the child if it has not exited after `timeoutMs`. */
@@ -49,7 +52,9 @@ export function startNodeProcess(
   });
   running.add(child);
   let tail = '';
+  let lines = 0;
   const keep = (chunk: Buffer) => {
+    for (const byte of chunk) if (byte === NEWLINE) lines++;
     tail += chunk.toString('utf8');
     if (tail.length > keepChars) tail = tail.slice(-keepChars);
   };
@@ -71,6 +76,7 @@ export function startNodeProcess(
     pid: child.pid,
     exited,
     output: () => tail,
+    lines: () => lines,
     hasExited,
     kill: (signal) => {
       if (!hasExited()) child.kill(signal);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 forEachDatabase('the published contract', ({ storage }) => {
   let server: TestServer;

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import { describeError, type Logger } from '../logger.js';
+import { describeError, type Logger } from '../logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
 import { problem } from './problem.js';

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { openStorage } from '../storage/storage.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
 import { InstanceLifecycle } from './instance-lifecycle.js';
 
 forEachDatabase('health checks', ({ storage, database }) => {

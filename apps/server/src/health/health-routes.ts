@@ -1,18 +1,14 @@
-import type { operations } from '@scenario-scoring/api-types';
-import type { RequestHandler } from 'express';
+import type { OperationHandler } from '../http/operation-route.js';
 import { pendingMigrations } from '../storage/migrate.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 
-type Health = operations['getHealth']['responses'][200]['content']['application/json'];
-type Readiness = operations['getReadiness']['responses'][200]['content']['application/json'];
-
 /** Seconds a load balancer should wait before asking a not-ready instance again. */
 const NOT_READY_RETRY_AFTER_SECONDS = 5;
 
 /** `GET /healthz`: alive while the process runs, whatever the database does. */
-export const healthRoute: RequestHandler<never, Health> = (_req, res) => {
+export const healthRoute: OperationHandler<'getHealth'> = (_req, res) => {
   res.json({ status: 'ok' });
 };
 
@@ -29,7 +25,7 @@ export interface ReadinessSources {
  * `starting` or `draining` (whatever the checks say) or `unavailable`. One query per probe: reading the
  * applied migrations also tells whether the database answers.
  */
-export function readinessRoute(sources: ReadinessSources): RequestHandler<never, Readiness> {
+export function readinessRoute(sources: ReadinessSources): OperationHandler<'getReadiness'> {
   const { storage, workers, lifecycle } = sources;
   return async (_req, res) => {
     const pending = await pendingMigrations(storage.db).catch(() => undefined);

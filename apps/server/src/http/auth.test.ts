@@ -1,14 +1,15 @@
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 forEachDatabase('API key authentication', ({ storage }) => {
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
-    ({ key } = await storage().createApiKey('auth'));
+    ({ key } = await testFeatures(storage()).keys.create('auth'));
   });
   afterAll(() => server.close());
 

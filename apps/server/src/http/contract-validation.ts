@@ -3,28 +3,20 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Contract } from '../contract.js';
 import { requestExample } from './contract-examples.js';
-import { type ContractOperation, contractOperations } from './contract-routes.js';
-import { speedUpValidatorHotPath } from './validator-hot-path.js';
+import { contractOperations } from './contract-routes.js';
 
 /** How strictly the contract is enforced. */
 export interface ContractValidationOptions {
   /** Validate responses too (development and tests): a handler drifting from the contract answers 500. */
   validateResponses: boolean;
-  /** Told which operations the warm-up sent through the validator before it was returned. */
-  onWarmedUp?: (operationIds: readonly string[]) => void;
 }
 
 /**
- * The express-openapi-validator middleware for the contract, compiled before it is returned: the validator
- * compiles each operation's schemas on its first request, so a warm-up request per operation is sent
- * through it here rather than making a client's first request pay for it. Rejects when the contract is
- * invalid or one of its own request examples does not pass.
+ * The express-openapi-validator middleware for the contract. The validator compiles each operation's
+ * schemas on its first request: the runtime warms it up (`warmUpContractValidation`) as a step of start-up,
+ * before it listens, so no client's first request pays for it.
  */
-export async function contractValidation(
-  contract: Contract,
-  options: ContractValidationOptions,
-): Promise<RequestHandler[]> {
-  speedUpValidatorHotPath();
+export function contractValidation(contract: Contract, options: ContractValidationOptions): RequestHandler[] {
   const handlers = OpenApiValidator.middleware({
     // The validator clones the document before it touches it.
     apiSpec: contract.document as unknown as Parameters<typeof OpenApiValidator.middleware>[0]['apiSpec'],
@@ -37,18 +29,21 @@ export async function contractValidation(
     ignoreUndocumented: false,
     fileUploader: false,
   });
-  const warmed = await warmUp(handlers, contractOperations(contract.document), contract);
-  options.onWarmedUp?.(warmed);
   return handlers;
 }
 
 const WARM_UP_HEADER = 'x-warm-up-operation';
 
-async function warmUp(
-  handlers: RequestHandler[],
-  operations: readonly ContractOperation[],
+/**
+ * Sends a request per operation (the contract's own example) through the validator on a loopback listener
+ * of its own, so every operation's schemas are compiled; resolves with the operations it warmed. Rejects
+ * when the contract is invalid or one of its own request examples does not pass.
+ */
+export async function warmUpContractValidation(
+  handlers: readonly RequestHandler[],
   contract: Contract,
 ): Promise<string[]> {
+  const operations = contractOperations(contract.document);
   const warmed: string[] = [];
   const reached = new Set<string>();
   const failures: string[] = [];

@@ -1,4 +1,4 @@
-import type { ApiKeyOwner } from '../storage/storage.js';
+import type { ApiKeyOwner } from '../keys/api-key-store.js';
 
 declare global {
   namespace Express {

@@ -1,7 +1,8 @@
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 
 const LIMIT = 5;
 
@@ -13,7 +14,7 @@ forEachDatabase('rate limiting', ({ storage }) => {
   afterAll(() => server.close());
 
   it('announces the limit on every /v1 response and answers 429 rate_limited past it', async () => {
-    const { key } = await storage().createApiKey('limited');
+    const { key } = await testFeatures(storage()).keys.create('limited');
     const responses: Response[] = [];
     for (let i = 0; i < LIMIT + 1; i++)
       responses.push(await server.request('/v1/scoring/policies/DE', { key }));
@@ -32,15 +33,15 @@ forEachDatabase('rate limiting', ({ storage }) => {
   });
 
   it('counts each API key apart', async () => {
-    const { key: first } = await storage().createApiKey('limited-a');
-    const { key: second } = await storage().createApiKey('limited-b');
+    const { key: first } = await testFeatures(storage()).keys.create('limited-a');
+    const { key: second } = await testFeatures(storage()).keys.create('limited-b');
     for (let i = 0; i < LIMIT; i++) await server.request('/v1/scoring/policies/DE', { key: first });
     expect((await server.request('/v1/scoring/policies/DE', { key: first })).status).toBe(429);
     expect((await server.request('/v1/scoring/policies/DE', { key: second })).status).toBe(200);
   });
 
   it('refills the bucket over time', async () => {
-    const { key } = await storage().createApiKey('limited-refill');
+    const { key } = await testFeatures(storage()).keys.create('limited-refill');
     for (let i = 0; i < LIMIT; i++) await server.request('/v1/scoring/policies/DE', { key });
     expect((await server.request('/v1/scoring/policies/DE', { key })).status).toBe(429);
     await new Promise((resolve) => setTimeout(resolve, 1000 / LIMIT + 50));

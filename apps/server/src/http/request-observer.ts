@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../logging/logger.js';
+import type { RequestLine } from '../logging/request-line.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 /** Probes that succeed are not logged: a load balancer asks every few seconds, and the lines say nothing. */
@@ -31,7 +32,7 @@ export function observeRequests(
         durationMs / 1000,
       );
       if (status < 400 && operation !== undefined && QUIET_WHEN_OK.has(operation)) return;
-      const fields: Record<string, unknown> = {
+      const line: RequestLine = {
         requestId: res.locals.requestId,
         tenant: res.locals.apiKey?.tenantId,
         operation,
@@ -39,9 +40,10 @@ export function observeRequests(
         status,
         durationMs: Math.round(durationMs * 100) / 100,
       };
-      if (!res.writableFinished) fields.aborted = true;
-      if (status >= 500) logger.error('request', fields);
-      else logger.info('request', fields);
+      if (!res.writableFinished) line.aborted = true;
+      const severity = status >= 500 ? 'error' : 'info';
+      if (logger.request) logger.request(severity, line);
+      else logger[severity]('request', { ...line });
     });
     next();
   };

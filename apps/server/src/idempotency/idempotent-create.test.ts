@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
 import type { Database } from '../storage/database.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import { type CreatedResponse, IDEMPOTENCY_KEY_TTL_MS, idempotentCreate } from './idempotent-create.js';
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');

@@ -1,11 +1,12 @@
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { openStorage } from '../storage/storage.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import { API_KEY_PATTERN } from './api-key.js';
 
 forEachDatabase('API key storage', ({ storage, database }) => {
   it('creates a key of the documented shape with a key_ id, and its tenant', async () => {
-    const { key, keyId } = await storage().createApiKey('tenant_shape');
+    const { key, keyId } = await testFeatures(storage()).keys.create('tenant_shape');
     expect(key).toMatch(API_KEY_PATTERN);
     expect(keyId).toMatch(/^key_[0-9A-HJKMNP-TV-Z]{26}$/);
     const tenant = await storage()
@@ -17,7 +18,7 @@ forEachDatabase('API key storage', ({ storage, database }) => {
   });
 
   it('stores only the hash: the plaintext appears in no column', async () => {
-    const { key, keyId } = await storage().createApiKey('tenant_hash');
+    const { key, keyId } = await testFeatures(storage()).keys.create('tenant_hash');
     const row = await storage()
       .db.selectFrom('api_keys')
       .selectAll()
@@ -29,41 +30,41 @@ forEachDatabase('API key storage', ({ storage, database }) => {
   });
 
   it('finds the owner of a key, and nothing for an unknown or malformed key', async () => {
-    const { key, keyId } = await storage().createApiKey('tenant_find');
-    expect(await storage().findApiKey(key)).toEqual({ tenantId: 'tenant_find', keyId });
-    expect(await storage().findApiKey(key)).toEqual({ tenantId: 'tenant_find', keyId }); // from the cache
-    expect(await storage().findApiKey(`sk_${'0'.repeat(40)}`)).toBeUndefined();
-    expect(await storage().findApiKey('not a key')).toBeUndefined();
-    expect(await storage().findApiKey(`${key} `)).toBeUndefined();
+    const { key, keyId } = await testFeatures(storage()).keys.create('tenant_find');
+    expect(await testFeatures(storage()).keys.find(key)).toEqual({ tenantId: 'tenant_find', keyId });
+    expect(await testFeatures(storage()).keys.find(key)).toEqual({ tenantId: 'tenant_find', keyId }); // from the cache
+    expect(await testFeatures(storage()).keys.find(`sk_${'0'.repeat(40)}`)).toBeUndefined();
+    expect(await testFeatures(storage()).keys.find('not a key')).toBeUndefined();
+    expect(await testFeatures(storage()).keys.find(`${key} `)).toBeUndefined();
   });
 
   it('gives one tenant several keys', async () => {
-    const first = await storage().createApiKey('tenant_many');
-    const second = await storage().createApiKey('tenant_many');
+    const first = await testFeatures(storage()).keys.create('tenant_many');
+    const second = await testFeatures(storage()).keys.create('tenant_many');
     expect(first.key).not.toBe(second.key);
-    expect((await storage().findApiKey(second.key))?.tenantId).toBe('tenant_many');
+    expect((await testFeatures(storage()).keys.find(second.key))?.tenantId).toBe('tenant_many');
   });
 
   it('refuses a revoked key, even one cached a moment before', async () => {
-    const { key, keyId } = await storage().createApiKey('tenant_revoke');
-    expect(await storage().findApiKey(key)).toBeDefined();
-    expect(await storage().revokeApiKey(keyId)).toBe(true);
-    expect(await storage().revokeApiKey(keyId)).toBe(false);
-    expect(await storage().findApiKey(key)).toBeUndefined();
+    const { key, keyId } = await testFeatures(storage()).keys.create('tenant_revoke');
+    expect(await testFeatures(storage()).keys.find(key)).toBeDefined();
+    expect(await testFeatures(storage()).keys.revoke(keyId)).toBe(true);
+    expect(await testFeatures(storage()).keys.revoke(keyId)).toBe(false);
+    expect(await testFeatures(storage()).keys.find(key)).toBeUndefined();
     const other = await openStorage(database().options);
     try {
-      expect(await other.findApiKey(key)).toBeUndefined();
+      expect(await testFeatures(other).keys.find(key)).toBeUndefined();
     } finally {
       await other.close();
     }
   });
 
   it('counts the usable keys', async () => {
-    const before = await storage().countApiKeys();
-    const { keyId } = await storage().createApiKey('tenant_count');
-    await storage().createApiKey('tenant_count');
-    expect(await storage().countApiKeys()).toBe(before + 2);
-    await storage().revokeApiKey(keyId);
-    expect(await storage().countApiKeys()).toBe(before + 1);
+    const before = await testFeatures(storage()).keys.countActive();
+    const { keyId } = await testFeatures(storage()).keys.create('tenant_count');
+    await testFeatures(storage()).keys.create('tenant_count');
+    expect(await testFeatures(storage()).keys.countActive()).toBe(before + 2);
+    await testFeatures(storage()).keys.revoke(keyId);
+    expect(await testFeatures(storage()).keys.countActive()).toBe(before + 1);
   });
 });

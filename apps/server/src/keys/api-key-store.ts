@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import { newId } from '../ids.js';
 import type { Database } from '../storage/database.js';
-import type { ApiKeyOwner } from '../storage/storage.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './api-key.js';
 import { BoundedCache } from './bounded-cache.js';
 
@@ -9,11 +8,21 @@ import { BoundedCache } from './bounded-cache.js';
 export const API_KEY_CACHE_TTL_MS = 60_000;
 const API_KEY_CACHE_MAX_ENTRIES = 1000;
 
+/** Who an API key belongs to. */
+export interface ApiKeyOwner {
+  tenantId: string;
+  keyId: string;
+}
+
 /** API keys of tenants, stored as SHA-256 hashes only. */
 export interface ApiKeyStore {
+  /** Creates a key (`sk_` + 40 base62 chars) for the tenant, creating the tenant if missing; stores only sha256(key). */
   create(tenantId: string): Promise<{ key: string; keyId: string }>;
+  /** Looks a key up by its hash (so no timing leak on the plaintext); hits are cached in a bounded LRU. */
   find(key: string): Promise<ApiKeyOwner | undefined>;
+  /** Revokes a key; true when it was active. Later lookups refuse it (at once in this process). */
   revoke(keyId: string): Promise<boolean>;
+  /** Number of usable API keys (revoked ones not counted). */
   countActive(): Promise<number>;
 }
 

@@ -1,6 +1,8 @@
 import { expect, it } from 'vitest';
-import { openStorage, type StoredLogRecord } from '../storage/storage.js';
-import { forEachDatabase } from '../storage/test-databases.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { openStorage } from '../storage/storage.js';
+import { createLogStore, type StoredLogRecord } from './log-store.js';
 
 let sequence = 0;
 function record(tenantId: string, text = `{"n":${sequence}}`): StoredLogRecord {
@@ -18,27 +20,30 @@ forEachDatabase('the score log', ({ storage, database }) => {
   it('returns exactly the bytes appended', async () => {
     const bytes = new Uint8Array([0x7b, 0x7d, 0x00, 0xff, 0xc3, 0xa9]); // any bytes, not only UTF-8 text
     const appended = { ...record('tenant_a'), bytes };
-    await storage().appendLogRecord(appended);
-    const read = await storage().getLogRecord('tenant_a', appended.cid);
+    await testFeatures(storage()).logs.append(appended);
+    const read = await testFeatures(storage()).logs.get('tenant_a', appended.cid);
     expect(Buffer.isBuffer(read)).toBe(true);
     expect(new Uint8Array(read ?? [])).toEqual(bytes);
   });
 
   it('does not let a tenant read another tenant’s record', async () => {
     const appended = record('tenant_a');
-    await storage().appendLogRecord(appended);
-    expect(await storage().getLogRecord('tenant_b', appended.cid)).toBeUndefined();
+    await testFeatures(storage()).logs.append(appended);
+    expect(await testFeatures(storage()).logs.get('tenant_b', appended.cid)).toBeUndefined();
   });
 
   it('answers undefined for a CID never appended', async () => {
-    expect(await storage().getLogRecord('tenant_a', 'bafk_unknown')).toBeUndefined();
+    expect(await testFeatures(storage()).logs.get('tenant_a', 'bafk_unknown')).toBeUndefined();
   });
 
   it('accepts the same record twice and keeps the first', async () => {
     const appended = record('tenant_a');
-    await storage().appendLogRecord(appended);
-    await storage().appendLogRecord({ ...appended, requestId: 'req_retry' });
-    await Promise.all([storage().appendLogRecord(appended), storage().appendLogRecord(appended)]);
+    await testFeatures(storage()).logs.append(appended);
+    await testFeatures(storage()).logs.append({ ...appended, requestId: 'req_retry' });
+    await Promise.all([
+      testFeatures(storage()).logs.append(appended),
+      testFeatures(storage()).logs.append(appended),
+    ]);
     const rows = await storage()
       .db.selectFrom('log_records')
       .select(['request_id'])
@@ -48,10 +53,10 @@ forEachDatabase('the score log', ({ storage, database }) => {
   });
 
   it('commits 500 concurrent appends in far fewer transactions, all visible to another connection', async () => {
-    const before = storage().logCommitStats;
+    const before = testFeatures(storage()).logs.stats;
     const records = Array.from({ length: 500 }, () => record('tenant_bulk'));
-    await Promise.all(records.map((appended) => storage().appendLogRecord(appended)));
-    const after = storage().logCommitStats;
+    await Promise.all(records.map((appended) => testFeatures(storage()).logs.append(appended)));
+    const after = testFeatures(storage()).logs.stats;
     expect(after.committedItems - before.committedItems).toBe(500);
     expect(after.flushes - before.flushes).toBeLessThanOrEqual(2); // 500 fit in one batch of 512
 
@@ -72,23 +77,28 @@ forEachDatabase('the score log', ({ storage, database }) => {
     const good = [record('tenant_fail'), record('tenant_fail')];
     // A NULL tenant violates NOT NULL in the database itself, failing the whole transaction.
     const bad = { ...record('tenant_fail'), tenantId: null as unknown as string };
-    const outcomes = await Promise.allSettled([...good, bad].map((r) => storage().appendLogRecord(r)));
+    const outcomes = await Promise.allSettled(
+      [...good, bad].map((r) => testFeatures(storage()).logs.append(r)),
+    );
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
-    for (const r of good) expect(await storage().getLogRecord('tenant_fail', r.cid)).toBeUndefined();
+    for (const r of good)
+      expect(await testFeatures(storage()).logs.get('tenant_fail', r.cid)).toBeUndefined();
     // The next batch is not affected.
     const later = record('tenant_fail');
-    await storage().appendLogRecord(later);
-    expect(await storage().getLogRecord('tenant_fail', later.cid)).toBeDefined();
+    await testFeatures(storage()).logs.append(later);
+    expect(await testFeatures(storage()).logs.get('tenant_fail', later.cid)).toBeDefined();
   });
 });
 
-forEachDatabase(
-  'the score log with a small batch cap',
-  ({ storage }) => {
-    it('splits a burst into batches of at most groupCommitMaxBatch records', async () => {
-      await Promise.all(Array.from({ length: 250 }, () => storage().appendLogRecord(record('tenant_cap'))));
-      expect(storage().logCommitStats).toMatchObject({ flushes: 3, committedItems: 250, largestBatch: 100 });
+forEachDatabase('the score log with a small batch cap', ({ storage }) => {
+  it('splits a burst into batches of at most maxBatch records', async () => {
+    const logs = createLogStore(storage().db, { maxBatch: 100 });
+    await Promise.all(Array.from({ length: 250 }, () => logs.append(record('tenant_cap'))));
+    await logs.close();
+    expect(logs.stats).toMatchObject({
+      flushes: 3,
+      committedItems: 250,
+      largestBatch: 100,
     });
-  },
-  { groupCommitMaxBatch: 100 },
-);
+  });
+});

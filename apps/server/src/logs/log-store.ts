@@ -3,7 +3,6 @@ import { insertEvents, type OutboxEvent, type OutboxSignal } from '../events/eve
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
-import type { StoredLogRecord } from '../storage/storage.js';
 
 /**
  * Rows per INSERT statement: 5 parameters a row stays far below SQLite's 32766 and PostgreSQL's 65535
@@ -11,9 +10,22 @@ import type { StoredLogRecord } from '../storage/storage.js';
  */
 const ROWS_PER_STATEMENT = 1000;
 
+/** A score log record as the log store keeps it. */
+export interface StoredLogRecord {
+  tenantId: string;
+  cid: string;
+  bytes: Uint8Array;
+  requestId: string;
+  createdAt: Date;
+  /** Events the scoring raised (`policy.escalated`), committed in the record's transaction. */
+  events?: readonly OutboxEvent[];
+}
+
 /** The score log: appends grouped into one durable transaction per batch, reads by (tenant, CID). */
 export interface LogStore {
+  /** Resolves once the record (and its events) is durably committed (flushed to disk); concurrent appends share one transaction and one flush. Idempotent on (tenantId, cid). */
   append(record: StoredLogRecord): Promise<void>;
+  /** The record's bytes (a Buffer, so `res.send` sends them unchanged), or undefined when this tenant has no record with this CID. */
   get(tenantId: string, cid: string): Promise<Buffer | undefined>;
   /** Counters of the group commit (flushes = transactions). */
   readonly stats: GroupCommitStats;

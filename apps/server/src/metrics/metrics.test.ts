@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { insertEvents, newEvent } from '../events/event-outbox.js';
-import { silentLogger } from '../logger.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { silentLogger } from '../logging/logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics-server.js';
 
@@ -23,7 +24,7 @@ forEachDatabase('metrics', ({ storage }) => {
     metrics = createMetrics({ storage: storage() });
     server = await startTestServer({ storage: storage(), metrics });
     scrape = await startMetricsServer(metrics, { port: 0, host: '127.0.0.1', token: TOKEN }, silentLogger);
-    ({ key } = await storage().createApiKey('metrics'));
+    ({ key } = await testFeatures(storage()).keys.create('metrics'));
   });
   afterAll(async () => {
     await server.close();

@@ -8,11 +8,12 @@ import type {
 } from '@scenario-scoring/api-types';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { insertEvents, newEvent } from '../events/event-outbox.js';
 import type { RunWorker } from '../runs/run-worker.js';
-import { testRunWorker, waitForRunEnd } from '../runs/test-run-worker.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
 
 // Hand-computed under the default policy (review_threshold 550, max_band 250); FR has no entry of its own.
 // All five inputs present: sd = 0.05·√(350² + 300² + 150² + 100² + 100²) = 25.249, so the band is 64.7.
@@ -64,7 +65,7 @@ forEachDatabase('policy escalation', ({ storage }) => {
     worker = testRunWorker(storage());
     worker.start();
     server = await startTestServer({ storage: storage(), workers: [worker] });
-    ({ key } = await storage().createApiKey('escalation'));
+    ({ key } = await testFeatures(storage()).keys.create('escalation'));
   });
   afterAll(async () => {
     await server.close();
@@ -152,7 +153,7 @@ forEachDatabase('policy escalation', ({ storage }) => {
     const cid = cidOfBytes(bytes);
     // An event whose id is taken fails its insert, and so the whole group commit.
     const clash = { ...taken, createdAt: now };
-    const append = storage().appendLogRecord({
+    const append = testFeatures(storage()).logs.append({
       tenantId: 'escalation',
       cid,
       bytes,
@@ -161,7 +162,7 @@ forEachDatabase('policy escalation', ({ storage }) => {
       events: [clash],
     });
     await expect(append).rejects.toThrow();
-    expect(await storage().getLogRecord('escalation', cid)).toBeUndefined();
+    expect(await testFeatures(storage()).logs.get('escalation', cid)).toBeUndefined();
   });
 
   describe('when a jurisdiction disables a factor (DE: recent_inquiries)', () => {

@@ -1,7 +1,7 @@
 import type { ScoreRequest } from '@scenario-scoring/api-types';
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
 import { newId } from '../ids.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import { scoreBatch } from './run-batch.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
 import { type BatchCommit, insertRun } from './run-store.js';

@@ -4,7 +4,7 @@ import { insertLogRows } from '../logs/log-store.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
-import type { BatchCommit } from './run-store.js';
+import type { BatchCommit } from './run-claim.js';
 
 /** Rows per run_items INSERT: at 7 parameters a row, below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 1000;

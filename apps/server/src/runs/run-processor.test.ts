@@ -1,13 +1,13 @@
 import type { RunCompletedEvent, ScoreRequest } from '@scenario-scoring/api-types';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testRunWorker } from '../../test/support/test-run-worker.js';
 import { newId } from '../ids.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import { scoreBatch } from './run-batch.js';
 import type { RunOutcome } from './run-processor.js';
 import { insertRun } from './run-store.js';
 import type { ScoringPool } from './scoring-pool.js';
-import { testRunWorker } from './test-run-worker.js';
 
 /** A pool of `size` pretend threads that finish their batches in a scrambled order. */
 function scramblingPool(size: number): ScoringPool {

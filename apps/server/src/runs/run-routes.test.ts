@@ -1,10 +1,11 @@
 import type { Problem, Run, RunItemResult, RunResultList, ScoreRequest } from '@scenario-scoring/api-types';
 import { cidOfBytes, scoreAndLog } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import type { RunWorker } from './run-worker.js';
-import { testRunWorker, waitForRunEnd } from './test-run-worker.js';
 
 const RUN_ID = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -29,8 +30,8 @@ forEachDatabase('batch scoring runs over HTTP', ({ storage }) => {
     worker = testRunWorker(storage(), { config: { batchSize: 200 } });
     worker.start();
     server = await startTestServer({ storage: storage(), workers: [worker] });
-    ({ key } = await storage().createApiKey('runs'));
-    ({ key: otherKey } = await storage().createApiKey('runs-other'));
+    ({ key } = await testFeatures(storage()).keys.create('runs'));
+    ({ key: otherKey } = await testFeatures(storage()).keys.create('runs-other'));
   });
   afterAll(async () => {
     await server.close();

@@ -1,9 +1,9 @@
 import type { ScoreRequest } from '@scenario-scoring/api-types';
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
 import { problem } from '../errors/problem.js';
 import { newEvent } from '../events/event-outbox.js';
 import { newId } from '../ids.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import { scoreBatch } from './run-batch.js';
 import { type ClaimedRun, claimOf, createRunStore, insertRun } from './run-store.js';
 

@@ -1,9 +1,12 @@
 import type { Problem, RunCounts, ScoreRequest } from '@scenario-scoring/api-types';
-import { type Insertable, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
-import type { Database, LogRecordsTable, RunItemsTable, RunsTable } from '../storage/database.js';
+import type { Database, RunItemsTable, RunsTable } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
+import type { BatchCommit, RunClaim } from './run-claim.js';
+
+export type { BatchCommit, RunClaim } from './run-claim.js';
 
 /** A run as the API shows it: every column but the submitted items and the worker's claim. */
 export type RunRecord = Omit<Selectable<RunsTable>, 'items' | 'locked_until' | 'locked_by' | 'claims'>;
@@ -25,18 +28,6 @@ const RUN_COLUMNS = [
   'error',
 ] as const;
 
-/**
- * A worker's claim on a run. Every write of the claim is fenced on both the worker id and `claims`: an
- * instance's concurrent slots share the worker id, and only the claim count tells a slot whose lease
- * expired from the slot that claimed the run after it.
- */
-export interface RunClaim {
-  runId: string;
-  workerId: string;
-  /** The run's `claims` as this claim set it. */
-  claims: number;
-}
-
 /** A run a worker claimed: what it needs to score the rest of it. */
 export interface ClaimedRun {
   id: string;
@@ -57,22 +48,6 @@ export interface ClaimedRun {
 /** The claim `workerId` holds on `run`, which fences its writes. */
 export function claimOf(run: ClaimedRun, workerId: string): RunClaim {
   return { runId: run.id, workerId, claims: run.claims };
-}
-
-/** One batch of a claimed run, written in one transaction, fenced on the claim and on `fromIndex`. */
-export interface BatchCommit extends RunClaim {
-  /** The run's `next_index` the batch was scored from; the commit fails if it moved. */
-  fromIndex: number;
-  items: Insertable<RunItemsTable>[];
-  logRecords: Insertable<LogRecordsTable>[];
-  /** `policy.escalated` events, plus `run.completed` when the batch ends the run. */
-  events: OutboxEvent[];
-  /** The counts after this batch. */
-  counts: RunCounts;
-  now: Date;
-  leaseMs: number;
-  /** True for the batch that attempts the last item: the run ends `completed` in the same transaction. */
-  completes: boolean;
 }
 
 /** Ending a run `failed`, fenced on the claim. */

@@ -1,12 +1,12 @@
 import type { Problem, RunCompletedEvent, RunFailedEvent, ScoreRequest } from '@scenario-scoring/api-types';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { failingCommits, heldCommit, testRunWorker } from '../../test/support/test-run-worker.js';
 import type { Clock } from '../clock.js';
 import { newId } from '../ids.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
-import { failingCommits, heldCommit, testRunWorker } from './test-run-worker.js';
 
 const T0 = new Date('2026-11-22T10:00:00.000Z');
 

@@ -88,7 +88,7 @@ export interface WebhooksTable {
 export interface WebhookSecretsTable {
   id: string;
   webhook_id: string;
-  /** AES-256-GCM ciphertext of the `whsec_…` secret (see webhooks/secret-box.ts). */
+  /** AES-256-GCM ciphertext of the `whsec_…` secret (see webhooks/outbound/secret-box.ts). */
   ciphertext: string;
   created_at: IsoTimestamp;
   expires_at: IsoTimestamp | null;

@@ -1,14 +1,32 @@
 import { join } from 'node:path';
 import { type Dialect, Kysely, sql } from 'kysely';
-import { OutboxSignal } from '../events/event-outbox.js';
-import { createApiKeyStore } from '../keys/api-key-store.js';
-import { createLogStore } from '../logs/log-store.js';
 import type { Database } from './database.js';
 import { migrateToLatest } from './migrate.js';
 import { openPostgresDialect } from './postgres-database.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { openSqliteDialect, SQLITE_FILE_NAME } from './sqlite-database.js';
-import type { Storage, StorageOptions } from './storage.js';
+
+/**
+ * The server's persistence: one Kysely query layer over SQLite (embedded default) or PostgreSQL. It only
+ * stores: the features build their stores on `db` (see features.ts), storage imports none of them.
+ */
+export interface Storage {
+  readonly kind: 'sqlite' | 'postgres';
+  /** The one query layer, for every feature's own queries. */
+  readonly db: Kysely<Database>;
+  /** Where the data lives, for the start-up log: the SQLite file, or the PostgreSQL URL without password. */
+  readonly location: string;
+  /** True when the database answers. */
+  ping(): Promise<boolean>;
+  /** Closes the database (after the SQLite checkpointer). Close the features' stores first. */
+  close(): Promise<void>;
+}
+
+/** How to open the storage: SQLite in `dataDir` unless `databaseUrl` names a PostgreSQL database. */
+export interface StorageOptions {
+  dataDir: string;
+  databaseUrl?: string | undefined;
+}
 
 /**
  * Opens the storage: PostgreSQL when `databaseUrl` is set, else the SQLite file in `dataDir` (both
@@ -30,28 +48,14 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   // Off the event loop: SQLite's own checkpoints would run inside commits (see SqliteCheckpointer).
   const checkpointer =
     kind === 'sqlite' ? new SqliteCheckpointer(join(options.dataDir, SQLITE_FILE_NAME)) : undefined;
-  const outbox = new OutboxSignal();
-  const logs = createLogStore(db, { maxBatch: options.groupCommitMaxBatch, outbox });
-  const keys = createApiKeyStore(db);
   let closing: Promise<void> | undefined;
 
   return {
     kind,
     db,
-    outbox,
-    runQueue: new OutboxSignal(),
     location: options.databaseUrl
       ? redactPassword(options.databaseUrl)
       : join(options.dataDir, SQLITE_FILE_NAME),
-    appendLogRecord: (record) => logs.append(record),
-    getLogRecord: (tenantId, cid) => logs.get(tenantId, cid),
-    get logCommitStats() {
-      return logs.stats;
-    },
-    createApiKey: (tenantId) => keys.create(tenantId),
-    findApiKey: (key) => keys.find(key),
-    revokeApiKey: (keyId) => keys.revoke(keyId),
-    countApiKeys: () => keys.countActive(),
     async ping() {
       try {
         await sql`select 1`.execute(db);
@@ -61,10 +65,13 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       }
     },
     close() {
-      closing ??= logs
-        .close()
-        .finally(() => checkpointer?.close())
-        .finally(() => db.destroy());
+      closing ??= (async () => {
+        try {
+          await checkpointer?.close();
+        } finally {
+          await db.destroy();
+        }
+      })();
       return closing;
     },
   };

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../test/support/test-databases.js';
 import { SQLITE_FILE_NAME } from './sqlite-database.js';
 import { openStorage, type Storage } from './storage.js';
-import { createTestDatabase, type TestDatabase } from './test-databases.js';
 
 describe('the SQLite checkpointer', () => {
   let database: TestDatabase | undefined;

@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { createTestDatabase, forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { openStorage } from './storage.js';
-import { createTestDatabase, forEachDatabase } from './test-databases.js';
 
 const record = (cid: string) => ({
   tenantId: 'tenant_storage',
@@ -23,29 +24,29 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
   });
 
   it('runs no migration twice when opened again, and keeps the data', async () => {
-    await storage().appendLogRecord(record('cid_reopen'));
-    const { key } = await storage().createApiKey('tenant_storage');
+    await testFeatures(storage()).logs.append(record('cid_reopen'));
+    const { key } = await testFeatures(storage()).keys.create('tenant_storage');
     const again = await reopen();
     const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(again.db);
     expect(applied.rows.map((row) => row.name)).toEqual(Object.keys(MIGRATIONS));
-    expect(Buffer.from((await again.getLogRecord('tenant_storage', 'cid_reopen')) ?? [])).toEqual(
+    expect(Buffer.from((await testFeatures(again).logs.get('tenant_storage', 'cid_reopen')) ?? [])).toEqual(
       Buffer.from(record('cid_reopen').bytes),
     );
-    expect(await again.findApiKey(key)).toMatchObject({ tenantId: 'tenant_storage' });
+    expect(await testFeatures(again).keys.find(key)).toMatchObject({ tenantId: 'tenant_storage' });
   });
 
   it('flushes pending appends on close', async () => {
-    const pending = [1, 2, 3].map((i) => storage().appendLogRecord(record(`cid_close_${i}`)));
+    const pending = [1, 2, 3].map((i) => testFeatures(storage()).logs.append(record(`cid_close_${i}`)));
     const again = await reopen(); // closes the current storage without waiting for the appends first
     await Promise.all(pending);
     for (const i of [1, 2, 3])
-      expect(await again.getLogRecord('tenant_storage', `cid_close_${i}`)).toBeDefined();
+      expect(await testFeatures(again).logs.get('tenant_storage', `cid_close_${i}`)).toBeDefined();
   });
 
   it('refuses appends after close, and a closed storage does not answer pings', async () => {
     const closed = storage();
     await reopen();
-    await expect(closed.appendLogRecord(record('cid_after_close'))).rejects.toThrow(/closed/);
+    await expect(testFeatures(closed).logs.append(record('cid_after_close'))).rejects.toThrow(/closed/);
     expect(await closed.ping()).toBe(false);
   });
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../clock.js';
-import { describeError, type Logger } from '../logger.js';
+import { describeError, type Logger } from '../logging/logger.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import { type CheckpointSigner, checkpointBody } from './checkpoint-signer.js';

@@ -3,8 +3,9 @@ import type { components, Problem } from '@scenario-scoring/api-types';
 import { verifyCheckpoint, verifyConsistency, verifyInclusion } from '@scenario-scoring/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { logRecords, testRecord, testSequencer } from '../../test/support/log-fixtures.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { startTestServer, type TestServer } from '../test-server.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { CheckpointSigner } from './checkpoint-signer.js';
 import { leafHash } from './merkle-hash.js';
 
@@ -18,8 +19,8 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
   const records = Array.from({ length: 5 }, (_, n) => testRecord('http-alice', n));
   beforeAll(async () => {
     server = await startTestServer({ storage: storage(), logSigner: signer });
-    ({ key: alice } = await storage().createApiKey('http-alice'));
-    ({ key: bob } = await storage().createApiKey('http-bob'));
+    ({ key: alice } = await testFeatures(storage()).keys.create('http-alice'));
+    ({ key: bob } = await testFeatures(storage()).keys.create('http-bob'));
     const { sequencer } = testSequencer(storage(), signer);
     await logRecords(storage(), records.slice(0, 2));
     await sequencer.sequenceOnce();

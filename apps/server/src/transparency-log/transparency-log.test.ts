@@ -9,9 +9,9 @@ import {
   testSequencer,
   verified,
 } from '../../test/support/log-fixtures.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
 import { chunks } from '../storage/chunks.js';
-import { forEachDatabase } from '../storage/test-databases.js';
 import { findCheckpoint, proveConsistency, proveInclusion } from './transparency-log-service.js';
 import { selectCheckpoint } from './transparency-log-store.js';
 import { inclusionProofView } from './transparency-log-views.js';

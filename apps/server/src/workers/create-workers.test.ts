@@ -1,12 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
-import { systemClock } from '../clock.js';
-import { silentLogger } from '../logger.js';
-import { createMetrics } from '../metrics/metrics.js';
-import { forEachDatabase } from '../storage/test-databases.js';
-import { testConfig } from '../test-server.js';
-import { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
-import { SecretBox } from '../webhooks/secret-box.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { testConfig } from '../../test/support/test-server.js';
 import {
   attemptsOf,
   commitTestEvents,
@@ -14,7 +10,12 @@ import {
   settledDelivery,
   startTestReceiver,
   type TestReceiver,
-} from '../webhooks/test-webhooks.js';
+} from '../../test/support/test-webhooks.js';
+import { systemClock } from '../clock.js';
+import { silentLogger } from '../logging/logger.js';
+import { createMetrics } from '../metrics/metrics.js';
+import { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
+import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
 import { createWorkers } from './create-workers.js';
 
@@ -34,7 +35,7 @@ forEachDatabase('the workers of an instance', ({ storage }) => {
     const config = { ...base, webhooks: { ...base.webhooks, allowedCidrs, retryScheduleMs: [10] } };
     const metrics = createMetrics({ processMetrics: false });
     workers = createWorkers({
-      storage: storage(),
+      features: testFeatures(storage()),
       config,
       secretBox,
       logger: silentLogger,

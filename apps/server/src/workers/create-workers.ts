@@ -1,20 +1,21 @@
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { Config } from '../config/server-config.js';
+import type { Features } from '../features.js';
+import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createRunStore } from '../runs/run-store.js';
 import { RunWorker } from '../runs/run-worker.js';
-import type { Storage } from '../storage/storage.js';
 import type { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
 import { LogSequencer } from '../transparency-log/log-sequencer.js';
-import { DeliveryWorker } from '../webhooks/delivery-worker.js';
-import { checkedConnector } from '../webhooks/outbound-address-policy.js';
-import type { SecretBox } from '../webhooks/secret-box.js';
+import { DeliveryWorker } from '../webhooks/delivery/delivery-worker.js';
+import { checkedConnector } from '../webhooks/outbound/outbound-address-policy.js';
+import type { SecretBox } from '../webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
 
 /** What background workers are built from. */
 export interface WorkerDependencies {
-  storage: Storage;
+  /** The storage and the signals that wake the workers (see features.ts). */
+  features: Features;
   config: Config;
   secretBox: SecretBox;
   logger: Logger;
@@ -27,7 +28,7 @@ export interface WorkerDependencies {
 
 /** The background workers of an instance, started by the runtime after the storage is open. */
 export function createWorkers({
-  storage,
+  features,
   config,
   secretBox,
   logger,
@@ -36,11 +37,13 @@ export function createWorkers({
   logSigner,
 }: WorkerDependencies): BackgroundWorker[] {
   const { webhooks } = config;
+  const { storage } = features;
   // Every connection is checked at connect time and pinned to the checked address (DNS rebinding).
   const connector = checkedConnector(webhooks, undefined, { timeout: webhooks.timeoutMs });
   return [
     new DeliveryWorker({
       storage,
+      outbox: features.outbox,
       config: webhooks,
       secretBox,
       logger,
@@ -53,8 +56,8 @@ export function createWorkers({
       config: config.runs,
       clock,
       logger,
-      runQueue: storage.runQueue,
-      outbox: storage.outbox,
+      runQueue: features.runQueue,
+      outbox: features.outbox,
     }),
     new LogSequencer({ storage, signer: logSigner, config: config.transparencyLog, clock, logger }),
   ];

@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { type VerifiedCheckpoint, verifyCheckpoint } from '@scenario-scoring/client';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { systemClock } from '../../src/clock.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/logging/logger.js';
 import { insertLogRows } from '../../src/logs/log-store.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { CheckpointSigner } from '../../src/transparency-log/checkpoint-signer.js';
 import { LogSequencer } from '../../src/transparency-log/log-sequencer.js';
 import type { StoredCheckpoint } from '../../src/transparency-log/transparency-log-store.js';
+import { testFeatures } from './test-features.js';
 
 export const TEST_LOG_ORIGIN = 'test.example/scenario-scoring';
 
@@ -28,10 +29,9 @@ export async function logRecords(storage: Storage, records: ReturnType<typeof te
   const now = new Date();
   const scorings = records.filter((_, i) => i % 2 === 0);
   const runItems = records.filter((_, i) => i % 2 === 1);
+  const { logs } = testFeatures(storage);
   await Promise.all([
-    ...scorings.map((record) =>
-      storage.appendLogRecord({ ...record, requestId: 'req_test', createdAt: now }),
-    ),
+    ...scorings.map((record) => logs.append({ ...record, requestId: 'req_test', createdAt: now })),
     storage.db.transaction().execute((trx) =>
       insertLogRows(
         trx,

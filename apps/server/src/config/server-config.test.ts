@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_RETRY_SCHEDULE_MS } from '../webhooks/webhook-config.js';
+import { ConfigError, loadConfig } from './server-config.js';
+
+const KEY = Buffer.alloc(32, 7).toString('base64');
+
+describe('loadConfig', () => {
+  it('applies the defaults to an empty environment', () => {
+    expect(loadConfig({})).toEqual({
+      port: 3000,
+      host: '0.0.0.0',
+      dataDir: './data',
+      databaseUrl: undefined,
+      nodeEnv: 'production',
+      bodyLimitBytes: 1_048_576,
+      rateLimitPerSecond: 1000,
+      webhooks: {
+        allowedCidrs: [],
+        allowHttp: false,
+        retryScheduleMs: DEFAULT_RETRY_SCHEDULE_MS,
+        retryJitter: 0.2,
+        throttledMinDelayMs: 60_000,
+        timeoutMs: 15_000,
+        disableAfterFailingMs: 5 * 86_400_000,
+        leaseMs: 60_000,
+        pollIntervalMs: 200,
+        concurrency: 64,
+        secretsKey: undefined,
+      },
+      logs: { level: 'info', format: 'json' },
+      metrics: { port: undefined, host: '0.0.0.0', token: undefined },
+      shutdown: { drainDelayMs: 0, graceMs: 10_000 },
+      runs: {
+        batchSize: 500,
+        pollIntervalMs: 1000,
+        leaseMs: 30_000,
+        concurrency: 4,
+        storageRetries: 5,
+        storageRetryBackoffMs: 100,
+        scoringThreads: expect.any(Number),
+        maxClaims: 10,
+      },
+      transparencyLog: {
+        origin: 'localhost/scenario-scoring',
+        keyName: 'localhost/scenario-scoring',
+        signingKey: undefined,
+        checkpointIntervalMs: 1000,
+        maxBatch: 100_000,
+      },
+    });
+  });
+
+  it('reads the log, metrics and shutdown variables; development logs pretty', () => {
+    expect(
+      loadConfig({
+        NODE_ENV: 'development',
+        LOG_LEVEL: 'debug',
+        METRICS_PORT: '9464',
+        METRICS_HOST: '127.0.0.1',
+        METRICS_TOKEN: 'a-long-enough-scrape-token',
+        SHUTDOWN_DRAIN_DELAY: '5s',
+        SHUTDOWN_GRACE: '30s',
+      }),
+    ).toMatchObject({
+      logs: { level: 'debug', format: 'pretty' },
+      metrics: { port: 9464, host: '127.0.0.1', token: 'a-long-enough-scrape-token' },
+      shutdown: { drainDelayMs: 5000, graceMs: 30_000 },
+    });
+    expect(loadConfig({ NODE_ENV: 'development', LOG_FORMAT: 'json' }).logs.format).toBe('json');
+  });
+
+  it('refuses a bad log, metrics or shutdown variable, naming each', () => {
+    expect(() =>
+      loadConfig({
+        LOG_LEVEL: 'verbose',
+        LOG_FORMAT: 'xml',
+        PORT: '8080',
+        METRICS_PORT: '8080',
+        METRICS_TOKEN: 'short',
+        SHUTDOWN_GRACE: 'forever',
+      }),
+    ).toThrow(
+      new ConfigError([
+        'LOG_LEVEL must be one of debug, info, warn, error, silent (got "verbose")',
+        'LOG_FORMAT must be one of json, pretty (got "xml")',
+        'METRICS_PORT must differ from PORT (both are 8080)',
+        'METRICS_TOKEN must be at least 16 characters (openssl rand -hex 32)',
+        'SHUTDOWN_GRACE must be a duration such as 500ms, 5s, 5m, 2h or 1d, at least 0 ms (got "forever")',
+      ]),
+    );
+    expect(() => loadConfig({ METRICS_TOKEN: 'a-long-enough-scrape-token' })).toThrow(
+      /METRICS_TOKEN is set but METRICS_PORT is not/,
+    );
+  });
+
+  it('reads every variable', () => {
+    expect(
+      loadConfig({
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: '/var/lib/scenario-scoring',
+        DATABASE_URL: 'postgres://app@db:5432/scoring',
+        NODE_ENV: 'development',
+        BODY_LIMIT_BYTES: '2048',
+        RATE_LIMIT_PER_SECOND: '0',
+        SECRETS_KEY: KEY,
+        LOG_SIGNING_KEY: KEY,
+        LOG_ORIGIN: 'scoring.example.com/log',
+        LOG_CHECKPOINT_INTERVAL: '250ms',
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32, 10.0.0.0/8',
+        WEBHOOK_RETRY_SCHEDULE: '10ms,1s,2m',
+        WEBHOOK_TIMEOUT: '2s',
+        WEBHOOK_DISABLE_AFTER: '1h',
+      }),
+    ).toMatchObject({
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: '/var/lib/scenario-scoring',
+      databaseUrl: 'postgres://app@db:5432/scoring',
+      nodeEnv: 'development',
+      bodyLimitBytes: 2048,
+      rateLimitPerSecond: 0,
+      webhooks: {
+        allowedCidrs: ['127.0.0.1/32', '10.0.0.0/8'],
+        allowHttp: true,
+        retryScheduleMs: [10, 1000, 120_000],
+        timeoutMs: 2000,
+        disableAfterFailingMs: 3_600_000,
+        secretsKey: KEY,
+      },
+      transparencyLog: {
+        origin: 'scoring.example.com/log',
+        keyName: 'scoring.example.com/log',
+        signingKey: KEY,
+        checkpointIntervalMs: 250,
+      },
+    });
+  });
+
+  it('requires LOG_SIGNING_KEY with DATABASE_URL, so every instance signs the log with one key', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://app@db/scoring', SECRETS_KEY: KEY })).toThrow(
+      /LOG_SIGNING_KEY is required with DATABASE_URL/,
+    );
+    expect(() => loadConfig({ LOG_SIGNING_KEY: 'c2hvcnQ=', LOG_ORIGIN: 'has space' })).toThrow(
+      /LOG_ORIGIN must have no spaces[\s\S]*LOG_SIGNING_KEY must be the base64 of a 32-byte Ed25519 private key/,
+    );
+  });
+
+  it('requires SECRETS_KEY with DATABASE_URL, so every instance encrypts webhook secrets alike', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://app@db/scoring' })).toThrow(
+      /SECRETS_KEY is required/,
+    );
+    expect(() => loadConfig({ SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY must be the base64 of 32/);
+  });
+
+  it('refuses a malformed duration or CIDR', () => {
+    expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5s,soon' })).toThrow(/WEBHOOK_RETRY_SCHEDULE must be/);
+    expect(() => loadConfig({ WEBHOOK_ALLOWED_CIDRS: 'localhost' })).toThrow(/WEBHOOK_ALLOWED_CIDRS must be/);
+    expect(() => loadConfig({ WEBHOOK_TIMEOUT: '2m' })).toThrow(/WEBHOOK_LEASE must be longer/);
+  });
+
+  it('names every bad variable in one error, without echoing the database URL', () => {
+    const env = {
+      PORT: '80a',
+      HOST: ' ',
+      DATABASE_URL: 'mysql://user:s3cret@db/x',
+      NODE_ENV: 'staging',
+      BODY_LIMIT_BYTES: '-1',
+      RATE_LIMIT_PER_SECOND: '1.5',
+    };
+    let error: unknown;
+    try {
+      loadConfig(env);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const { problems, message } = error as ConfigError;
+    expect(problems).toEqual([
+      'PORT must be an integer from 0 to 65535 (got "80a")',
+      'HOST must not be empty',
+      'DATABASE_URL must be a postgres:// or postgresql:// URL (leave it unset for SQLite)',
+      'NODE_ENV must be one of development, test, production (got "staging")',
+      'BODY_LIMIT_BYTES must be an integer from 1 to 67108864 (got "-1")',
+      'RATE_LIMIT_PER_SECOND must be an integer from 0 to 1000000 (got "1.5")',
+    ]);
+    expect(message).not.toContain('s3cret');
+  });
+
+  it('refuses a port out of range', () => {
+    expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT must be an integer from 0 to 65535/);
+  });
+});

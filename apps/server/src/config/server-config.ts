@@ -1,0 +1,103 @@
+import { type LogConfig, readLogConfig } from '../logging/log-config.js';
+import { type MetricsConfig, readMetricsConfig } from '../metrics/metrics-config.js';
+import { type RunConfig, readRunConfig } from '../runs/run-config.js';
+import { readTransparencyLogConfig, type TransparencyLogConfig } from '../transparency-log/log-config.js';
+import { readWebhookConfig, type WebhookConfig } from '../webhooks/webhook-config.js';
+import { EnvReader } from './env-reader.js';
+
+/** The server's settings, read from the environment only. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** A PostgreSQL URL; undefined means SQLite in `dataDir`. */
+  databaseUrl: string | undefined;
+  nodeEnv: 'development' | 'test' | 'production';
+  bodyLimitBytes: number;
+  /** Requests per second per API key; 0 disables the limit. */
+  rateLimitPerSecond: number;
+  /** Webhook delivery and outbound safety. */
+  webhooks: WebhookConfig;
+  /** Log level and format. */
+  logs: LogConfig;
+  /** The Prometheus metrics listener. */
+  metrics: MetricsConfig;
+  /** How a SIGTERM or SIGINT stops the instance. */
+  shutdown: ShutdownConfig;
+  /** Batch scoring runs. */
+  runs: RunConfig;
+  /** The verifiable log of every tenant's records. */
+  transparencyLog: TransparencyLogConfig;
+}
+
+/** How the instance drains on SIGTERM or SIGINT. */
+export interface ShutdownConfig {
+  /** How long `/readyz` answers 503 `draining` while requests are still served, before the listener closes. */
+  drainDelayMs: number;
+  /** How long requests in flight may take to finish once the listener closed; then they are cut. */
+  graceMs: number;
+}
+
+/** Thrown when the environment is invalid; the message names every bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n- ${problems.join('\n- ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const NODE_ENVS = ['development', 'test', 'production'] as const;
+const MAX_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
+const MAX_PORT = 65_535;
+
+/**
+ * Reads and validates the configuration: `PORT` (3000), `HOST` (0.0.0.0), `DATA_DIR` (./data),
+ * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
+ * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
+ * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`, the log's `LOG_ORIGIN`, `LOG_SIGNING_KEY`…). Throws a
+ * ConfigError naming every bad variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const reader = new EnvReader(env);
+  const port = reader.integer('PORT', 3000, 0, MAX_PORT);
+  const host = reader.text('HOST', '0.0.0.0');
+  const dataDir = reader.text('DATA_DIR', './data');
+  const databaseUrl = reader.raw('DATABASE_URL');
+  const postgresUrl = databaseUrl !== undefined && /^postgres(ql)?:\/\//.test(databaseUrl);
+  if (databaseUrl !== undefined && !postgresUrl) {
+    reader.problems.push(
+      'DATABASE_URL must be a postgres:// or postgresql:// URL (leave it unset for SQLite)',
+    );
+  }
+  const nodeEnv = reader.choice('NODE_ENV', 'production', NODE_ENVS);
+  const bodyLimitBytes = reader.integer('BODY_LIMIT_BYTES', 1_048_576, 1, MAX_BODY_LIMIT_BYTES);
+  const rateLimitPerSecond = reader.integer('RATE_LIMIT_PER_SECOND', 1000, 0, 1_000_000);
+  const webhooks = readWebhookConfig(reader, { nodeEnv, databaseUrl: postgresUrl ? databaseUrl : undefined });
+  const logs = readLogConfig(reader, { nodeEnv });
+  const metrics = readMetricsConfig(reader, { apiPort: port });
+  const shutdown = {
+    drainDelayMs: reader.durationMs('SHUTDOWN_DRAIN_DELAY', 0),
+    graceMs: reader.durationMs('SHUTDOWN_GRACE', 10_000),
+  };
+  const runs = readRunConfig(reader);
+  const transparencyLog = readTransparencyLogConfig(reader, {
+    databaseUrl: postgresUrl ? databaseUrl : undefined,
+  });
+
+  if (reader.problems.length > 0) throw new ConfigError(reader.problems);
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    nodeEnv,
+    bodyLimitBytes,
+    rateLimitPerSecond,
+    webhooks,
+    logs,
+    metrics,
+    shutdown,
+    runs,
+    transparencyLog,
+  };
+}

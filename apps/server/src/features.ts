@@ -1,0 +1,42 @@
+import { OutboxSignal } from './events/event-outbox.js';
+import { type ApiKeyStore, createApiKeyStore } from './keys/api-key-store.js';
+import { createLogStore, type LogStore } from './logs/log-store.js';
+import type { Storage } from './storage/storage.js';
+
+/**
+ * What the features of one instance share on top of its storage: the stores that outlive a request and
+ * the in-process signals between features. Wired once by the runtime (and the test server), so storage/
+ * imports no feature and a signal is a dependency a feature is handed, not a property of the database.
+ */
+export interface Features {
+  readonly storage: Storage;
+  /** The score log (group commit): scoring and runs append, `GET /v1/logs/{cid}` reads. */
+  readonly logs: LogStore;
+  /** API keys: the auth middleware finds them, the runtime and the CLI create them. */
+  readonly keys: ApiKeyStore;
+  /** Notified after events commit (a scoring, a redelivery), so this instance's delivery workers wake at once. */
+  readonly outbox: OutboxSignal;
+  /** Notified after a new run commits, so this instance's run workers claim it at once. */
+  readonly runQueue: OutboxSignal;
+  /** Flushes the log's pending appends. Call it before `storage.close()`. */
+  close(): Promise<void>;
+}
+
+/** How the features are tuned: the log's group commit cap (records per transaction). */
+export interface FeatureOptions {
+  groupCommitMaxBatch?: number | undefined;
+}
+
+/** Builds the features' stores and signals on `storage`. */
+export function wireFeatures(storage: Storage, options: FeatureOptions = {}): Features {
+  const outbox = new OutboxSignal();
+  const logs = createLogStore(storage.db, { maxBatch: options.groupCommitMaxBatch, outbox });
+  return {
+    storage,
+    logs,
+    keys: createApiKeyStore(storage.db),
+    outbox,
+    runQueue: new OutboxSignal(),
+    close: () => logs.close(),
+  };
+}

@@ -1,0 +1,106 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import express from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * patches/express-openapi-validator+<version>.patch (applied by patch-package on `npm install`) removes two
+ * per-request costs of the validator: compiling a path-to-regexp matcher for every route of the document on
+ * every request, and calling the deprecated `url.parse` (which walks the stack each time) for requests
+ * without a query. These tests fail when an upgrade makes the patch moot (another version is installed:
+ * check whether upstream fixed it, then regenerate or drop the patch) or wrong (it is not applied, or the
+ * patched validator matches routes, path parameters or queries differently).
+ */
+const require = createRequire(import.meta.url);
+const validatorRoot = dirname(dirname(require.resolve('express-openapi-validator/package.json')));
+const packageRoot = join(validatorRoot, 'express-openapi-validator');
+const repositoryRoot = join(import.meta.dirname, '../../../..');
+const patchFile = readdirSync(join(repositoryRoot, 'patches')).find((name) =>
+  name.startsWith('express-openapi-validator+'),
+);
+const source = (file: string) => readFileSync(join(packageRoot, 'dist/middlewares', file), 'utf8');
+
+describe('the express-openapi-validator patch', () => {
+  it('when the validator is installed, then it is the version the patch was written for', () => {
+    const installed = (
+      JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }
+    ).version;
+    expect(patchFile).toBe(`express-openapi-validator+${installed}.patch`);
+  });
+
+  it('when installed, then both changes are applied', () => {
+    expect(source('openapi.metadata.js')).toContain(
+      'const regexpObj = compiledRoute(expressRoute, pathOpts);',
+    );
+    expect(source('parsers/req.parameter.mutator.js')).toContain("req.originalUrl.includes('?')");
+  });
+
+  describe('when the patched validator serves requests', () => {
+    const spec = {
+      openapi: '3.1.0',
+      info: { title: 'patch check', version: '1' },
+      paths: {
+        '/items/{id}': {
+          get: {
+            parameters: [
+              { name: 'id', in: 'path', required: true, schema: { type: 'string', minLength: 2 } },
+              { name: 'limit', in: 'query', schema: { type: 'integer', maximum: 10 } },
+            ],
+            responses: { 200: { description: 'ok' } },
+          },
+        },
+        '/items': { post: { responses: { 200: { description: 'ok' } } } },
+      },
+    };
+    let base = '';
+    let close = () => {};
+    beforeAll(async () => {
+      const app = express();
+      app.use(
+        OpenApiValidator.middleware({
+          apiSpec: spec as never,
+          validateRequests: { allErrors: true },
+          validateResponses: false,
+        }),
+      );
+      app.get('/items/:id', (req, res) => {
+        res.json({ params: req.params, query: req.query });
+      });
+      app.use(((error, _req, res, _next) => {
+        res.status(error.status ?? 500).json({ status: error.status, message: error.message });
+      }) as express.ErrorRequestHandler);
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      close = () => server.close();
+    });
+    afterAll(() => close());
+
+    const get = async (path: string, method = 'GET') => {
+      const response = await fetch(base + path, { method });
+      return { status: response.status, body: await response.json() };
+    };
+
+    it('then routes, decoded path parameters and queries are matched on every request as before', async () => {
+      for (let i = 0; i < 3; i++) {
+        expect(await get('/items/a%20b?limit=3')).toEqual({
+          status: 200,
+          body: { params: { id: 'a b' }, query: { limit: 3 } },
+        });
+        expect(await get('/items/xy')).toEqual({ status: 200, body: { params: { id: 'xy' }, query: {} } });
+      }
+    });
+
+    it('then bad parameters, reserved characters, unknown paths and methods are refused as before', async () => {
+      expect((await get('/items/x')).status).toBe(400);
+      expect((await get('/items/xy?limit=11')).status).toBe(400);
+      expect((await get('/items/xy?limit=1:')).status).toBe(400);
+      expect((await get('/items/%E0%A4%A')).status).toBe(400);
+      expect((await get('/nothing')).status).toBe(404);
+      expect((await get('/items', 'GET')).status).toBe(405);
+    });
+  });
+});

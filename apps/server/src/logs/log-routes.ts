@@ -1,0 +1,13 @@
+import type { OperationHandler } from '../http/operation-route.js';
+import { readLogRecord } from './log-service.js';
+import type { LogStore } from './log-store.js';
+
+/** `GET /v1/logs/{cid}`: the record's exact stored bytes, or 404 (see log-service.ts). */
+export function logRoute(logs: Pick<LogStore, 'get'>): OperationHandler<'getLogRecord'> {
+  return async (req, res) => {
+    const bytes = await readLogRecord(logs, res.locals.apiKey.tenantId, req.params.cid);
+    // Sent as is, never re-serialised: a single changed byte would change the CID.
+    res.status(200).setHeader('Content-Type', 'application/json');
+    res.end(bytes);
+  };
+}

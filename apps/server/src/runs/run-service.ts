@@ -1,0 +1,80 @@
+import type { Run, RunResultList, ScoreRequest } from '@scenario-scoring/api-types';
+import { AppError } from '../errors/app-error.js';
+import type { OutboxSignal } from '../events/event-outbox.js';
+import { toPage } from '../http/list-cursor.js';
+import { type IdempotentOutcome, idempotentCreate } from '../idempotency/idempotent-create.js';
+import { newId } from '../ids.js';
+import type { Storage } from '../storage/storage.js';
+import { findRun, insertRun, listRunItems, type RunRecord } from './run-store.js';
+import { decodeResultsCursor, encodeResultsCursor, runItemView, runView } from './run-view.js';
+
+const DEFAULT_RESULTS_LIMIT = 100;
+
+/** What the run use cases need: the storage, and the signal that wakes this instance's run workers. */
+export interface RunServiceDeps {
+  storage: Pick<Storage, 'db'>;
+  runQueue: Pick<OutboxSignal, 'notify'>;
+}
+
+/** Who submits a run, with the Idempotency-Key it sent (if any). */
+export interface RunCaller {
+  tenantId: string;
+  keyId: string;
+  idempotencyKey: string | undefined;
+}
+
+/**
+ * Stores a run `queued` with its Idempotency-Key record in one transaction, then wakes this instance's
+ * run workers (not on a replay: that run was queued by the first request).
+ */
+export async function createRun(
+  deps: RunServiceDeps,
+  caller: RunCaller,
+  body: { items: ScoreRequest[]; deadline_seconds?: number },
+  now: Date,
+): Promise<IdempotentOutcome> {
+  const scope = { apiKeyId: caller.keyId, key: caller.idempotencyKey, operation: 'createRun', body };
+  const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+    const { items, deadline_seconds } = body;
+    const deadlineAt =
+      deadline_seconds === undefined ? null : new Date(now.getTime() + deadline_seconds * 1000);
+    const run = await insertRun(trx, { id: newId('run'), tenantId: caller.tenantId, items, now, deadlineAt });
+    return { status: 202, headers: { Location: `/v1/scoring/runs/${run.id}` }, body: runView(run) };
+  });
+  if (!outcome.replayed) deps.runQueue.notify();
+  return outcome;
+}
+
+/** The tenant's run; another tenant's run answers 404 like an unknown one. */
+export async function getRun(
+  deps: Pick<RunServiceDeps, 'storage'>,
+  tenantId: string,
+  runId: string,
+): Promise<Run> {
+  return runView(await tenantRun(deps, tenantId, runId));
+}
+
+/** A page of the run's attempted items, in item order. */
+export async function listRunResults(
+  deps: Pick<RunServiceDeps, 'storage'>,
+  tenantId: string,
+  runId: string,
+  query: { cursor?: string; limit?: number },
+): Promise<RunResultList> {
+  const run = await tenantRun(deps, tenantId, runId);
+  const after = decodeResultsCursor(query.cursor);
+  const limit = Number(query.limit ?? DEFAULT_RESULTS_LIMIT);
+  // One row more than the page tells whether another page exists, without counting.
+  const rows = await listRunItems(deps.storage.db, run, after, limit + 1);
+  return toPage(rows, limit, runItemView, (item) => encodeResultsCursor(item.item_index));
+}
+
+async function tenantRun(
+  deps: Pick<RunServiceDeps, 'storage'>,
+  tenantId: string,
+  runId: string,
+): Promise<RunRecord> {
+  const run = await findRun(deps.storage.db, tenantId, runId);
+  if (!run) throw new AppError('not_found', { detail: `No run with id ${runId} exists for this API key.` });
+  return run;
+}

@@ -1,0 +1,36 @@
+import type { ScoreResponse } from '@scenario-scoring/api-types';
+import type { ScoreResult } from '@scenario-scoring/engine';
+
+/** A scoring result as the contract (the generated API types) declares it. */
+export type ContractScoreResult = ScoreResponse['result'];
+type LeverName = ContractScoreResult['levers'][number]['name'];
+
+/**
+ * The contract's lever names (its enum). `satisfies` makes the compiler refuse a name the contract lacks
+ * and a contract name missing here, so a change of either side fails the typecheck.
+ */
+const LEVER_NAMES = {
+  payment_history: true,
+  utilization: true,
+  debt_to_income: true,
+  recent_inquiries: true,
+} as const satisfies Record<LeverName, true>;
+
+function isLeverName(name: string): name is LeverName {
+  return Object.hasOwn(LEVER_NAMES, name);
+}
+
+/**
+ * The engine's result in the contract's types, checked by the compiler rather than cast: the scenarios are
+ * assigned as they are (so the engine's types must fit the contract's), and a lever keeps its place only
+ * under a contract lever name (the engine types a name as any factor; only actionable ones have levers).
+ */
+export function contractScoreResult(result: ScoreResult): ContractScoreResult {
+  return {
+    scenarios: result.scenarios,
+    levers: result.levers.flatMap((lever) => {
+      const { name } = lever;
+      return isLeverName(name) ? [{ ...lever, name }] : [];
+    }),
+  };
+}

@@ -1,0 +1,249 @@
+import type { Problem, ScoreResponse } from '@scenario-scoring/api-types';
+import {
+  buildLogRecord,
+  canonicalBytes,
+  cidOfBytes,
+  effectivePolicy,
+  scoreContext,
+} from '@scenario-scoring/engine';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+
+const FULL_FILE = {
+  subject: 'applicant-8841',
+  context: {
+    jurisdiction: 'DE',
+    on_time_ratio: 0.96,
+    utilization: 0.35,
+    history_months: 84,
+    debt_to_income: 0.28,
+    inquiries_12m: 2,
+  },
+};
+const REQUEST_ID = /^req_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage() });
+    ({ key } = await testFeatures(storage()).keys.create('scoring'));
+  });
+  afterAll(() => server.close());
+
+  const score = (body: unknown, headers?: Record<string, string>) =>
+    server.request('/v1/scoring/score', { key, body, ...(headers && { headers }) });
+
+  describe('when the request is valid', () => {
+    it('answers the seed shape exactly: the engine result, a req_ id and the log CID', async () => {
+      const response = await score(FULL_FILE);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      const body = (await response.json()) as ScoreResponse;
+      const policy = effectivePolicy('DE');
+      const result = scoreContext(FULL_FILE.context, policy);
+      expect(Object.keys(body)).toEqual(['id', 'status', 'result', 'log_cid']);
+      expect(body).toEqual({
+        id: expect.stringMatching(REQUEST_ID),
+        status: 'ok',
+        result,
+        log_cid: cidOfBytes(
+          canonicalBytes(buildLogRecord({ policy_version: policy.policy_version, ...FULL_FILE, result })),
+        ),
+      });
+      // The contract's own example for this input.
+      expect(body.log_cid).toBe('bafkreiayofhlaqkaph3jjsfs6wjoujxsu665s7ehdjfl443rszjeaj77vu');
+    });
+
+    it('logs the record durably, so GET /v1/logs/{log_cid} returns bytes whose CID is log_cid', async () => {
+      const body = (await (await score(FULL_FILE)).json()) as ScoreResponse;
+      const log = await server.request(`/v1/logs/${body.log_cid}`, { key });
+      expect(log.status).toBe(200);
+      const bytes = new Uint8Array(await log.arrayBuffer());
+      expect(cidOfBytes(bytes)).toBe(body.log_cid);
+      expect(JSON.parse(new TextDecoder().decode(bytes))).toMatchObject({ subject: 'applicant-8841' });
+    });
+
+    it('scores a thin file with only the jurisdiction', async () => {
+      const response = await score({ subject: 'applicant-0001', context: { jurisdiction: 'US-CA' } });
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as ScoreResponse;
+      expect(body.result).toEqual(scoreContext({ jurisdiction: 'US-CA' }, effectivePolicy('US-CA')));
+    });
+
+    it('generates an X-Request-Id and uses it as the body id', async () => {
+      const response = await score(FULL_FILE);
+      const header = response.headers.get('x-request-id');
+      expect(header).toMatch(REQUEST_ID);
+      expect(((await response.json()) as ScoreResponse).id).toBe(header);
+    });
+
+    it('echoes a client X-Request-Id, and still gives the body its own req_ id', async () => {
+      const response = await score(FULL_FILE, { 'x-request-id': 'checkout-7f3a' });
+      expect(response.headers.get('x-request-id')).toBe('checkout-7f3a');
+      expect(((await response.json()) as ScoreResponse).id).toMatch(REQUEST_ID);
+    });
+
+    it('replaces an X-Request-Id that is not safe to echo', async () => {
+      const response = await score(FULL_FILE, { 'x-request-id': 'has spaces and <tags>' });
+      expect(response.headers.get('x-request-id')).toMatch(REQUEST_ID);
+    });
+
+    it('accepts application/json with a charset', async () => {
+      const response = await score(FULL_FILE, { 'content-type': 'application/json; charset=utf-8' });
+      expect(response.status).toBe(200);
+    });
+  });
+
+  describe('when the request is malformed or hostile, it answers a 4xx problem saying what is wrong', () => {
+    const expectProblem = async (response: Response, status: number, code: string) => {
+      expect(response.status).toBe(status);
+      expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      const problem = (await response.json()) as Problem;
+      expect(problem).toMatchObject({
+        type: `/docs#section/errors/${code}`,
+        status,
+        code,
+        instance: '/v1/scoring/score',
+        request_id: response.headers.get('x-request-id'),
+      });
+      return problem;
+    };
+    const expectInvalid = async (body: unknown, paths: string[], detail: RegExp) => {
+      const problem = await expectProblem(await score(body), 400, 'validation_failed');
+      expect(problem.title).toBe('Request validation failed');
+      expect(problem.errors?.map((e) => e.path).sort()).toEqual([...paths].sort());
+      expect(problem.detail).toMatch(detail);
+      return problem;
+    };
+
+    it('a missing field', async () => {
+      await expectInvalid({ subject: 'a' }, ['/body/context'], /\/body\/context must have required property/);
+    });
+
+    it('an extra field', async () => {
+      await expectInvalid(
+        { ...FULL_FILE, score: 900 },
+        ['/body/score'],
+        /\/body\/score must NOT have additional/,
+      );
+    });
+
+    it('an unknown context key (a typo)', async () => {
+      const body = { subject: 'a', context: { jurisdiction: 'DE', utilisation: 0.3 } };
+      await expectInvalid(body, ['/body/context/utilisation'], /utilisation/);
+    });
+
+    it('a wrong type', async () => {
+      const body = { subject: 'a', context: { jurisdiction: 'DE', utilization: 'high' } };
+      await expectInvalid(body, ['/body/context/utilization'], /must be number/);
+    });
+
+    it('a value out of range', async () => {
+      const body = { subject: 'a', context: { jurisdiction: 'DE', utilization: 11 } };
+      await expectInvalid(body, ['/body/context/utilization'], /must be <= 10/);
+    });
+
+    it('a malformed jurisdiction', async () => {
+      const body = { subject: 'a', context: { jurisdiction: 'germany' } };
+      await expectInvalid(body, ['/body/context/jurisdiction'], /must match pattern/);
+    });
+
+    it('an empty subject', async () => {
+      const body = { subject: '', context: { jurisdiction: 'DE' } };
+      await expectInvalid(body, ['/body/subject', '/body/subject'], /fewer than 1 characters/);
+    });
+
+    it('a 10 KB subject', async () => {
+      const body = { subject: 'x'.repeat(10_240), context: { jurisdiction: 'DE' } };
+      await expectInvalid(body, ['/body/subject'], /more than 256 characters/);
+    });
+
+    it('every problem at once, not only the first', async () => {
+      const body = {
+        subject: '',
+        context: { jurisdiction: 'de', utilisation: 1, history_months: 1.5 },
+        x: 1,
+      };
+      const problem = await expectInvalid(
+        body,
+        [
+          '/body/x',
+          '/body/subject',
+          '/body/subject',
+          '/body/context/utilisation',
+          '/body/context/jurisdiction',
+          '/body/context/history_months',
+        ],
+        /^The request has 6 invalid fields: .*; and 3 more\.$/,
+      );
+      expect(problem.errors).toContainEqual({
+        path: '/body/context/history_months',
+        message: 'must be integer',
+      });
+    });
+
+    it('a JSON array', async () => {
+      await expectInvalid([FULL_FILE], ['/body'], /\/body must be object/);
+    });
+
+    it('a JSON scalar', async () => {
+      await expectInvalid('42', ['/body'], /\/body must be object/);
+    });
+
+    it('non-JSON', async () => {
+      const problem = await expectProblem(await score('{"subject": "a",}'), 400, 'malformed_json');
+      expect(problem.title).toBe('Malformed JSON');
+      expect(problem.detail).toMatch(/^The body is not valid JSON: .*position/);
+    });
+
+    it('an empty body', async () => {
+      const response = await server.request('/v1/scoring/score', { method: 'POST', key, body: '' });
+      const problem = await expectProblem(response, 400, 'validation_failed');
+      expect(problem.errors?.map((e) => e.path)).toEqual(['/body/subject', '/body/context']);
+    });
+
+    it('a wrong content type', async () => {
+      const response = await score('subject=a', { 'content-type': 'application/x-www-form-urlencoded' });
+      const problem = await expectProblem(response, 415, 'unsupported_media_type');
+      expect(problem.detail).toMatch(/application\/x-www-form-urlencoded.*send it as application\/json/);
+    });
+
+    it('a body without a content type', async () => {
+      const response = await fetch(`${server.url}/v1/scoring/score`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: new Blob([JSON.stringify(FULL_FILE)]),
+      });
+      await expectProblem(response, 415, 'unsupported_media_type');
+    });
+
+    it('a body over the limit', async () => {
+      const body = JSON.stringify({
+        subject: 'a',
+        context: { jurisdiction: 'DE' },
+        pad: 'x'.repeat(1_100_000),
+      });
+      const problem = await expectProblem(await score(body), 413, 'payload_too_large');
+      expect(problem.detail).toMatch(/1048576 bytes/);
+    });
+
+    it('a charset other than UTF-8', async () => {
+      const response = await score(JSON.stringify(FULL_FILE), {
+        'content-type': 'application/json; charset=iso-8859-1',
+      });
+      await expectProblem(response, 415, 'unsupported_media_type');
+    });
+
+    // A hang would hit the test timeout; the answer itself is capped at 100 listed errors.
+    it('a body with thousands of unknown keys', async () => {
+      const body = { subject: 'a', context: { jurisdiction: 'DE' } } as Record<string, unknown>;
+      for (let i = 0; i < 20_000; i++) body[`k${i}`] = i;
+      const problem = await expectProblem(await score(body), 400, 'validation_failed');
+      expect(problem.errors).toHaveLength(100);
+      expect(problem.detail).toMatch(/^The request has 20000 invalid fields/);
+    });
+  });
+});

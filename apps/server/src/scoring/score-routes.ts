@@ -1,0 +1,20 @@
+import { type Clock, systemClock } from '../clock.js';
+import type { OperationHandler } from '../http/operation-route.js';
+import { ownRequestId } from '../http/request-id.js';
+import type { LogStore } from '../logs/log-store.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { scoreSubject } from './score-service.js';
+
+/** `POST /v1/scoring/score`: the body was validated against the contract before this runs. */
+export function scoreRoute(
+  logs: Pick<LogStore, 'append'>,
+  metrics: Pick<Metrics, 'scores'>,
+  clock: Clock = systemClock,
+): OperationHandler<'scoreSubject'> {
+  return async (req, res) => {
+    const caller = { tenantId: res.locals.apiKey.tenantId, requestId: ownRequestId(res), now: clock.now() };
+    const scored = await scoreSubject(logs, caller, req.body);
+    metrics.scores.inc();
+    res.json(scored);
+  };
+}

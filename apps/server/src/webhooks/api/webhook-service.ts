@@ -1,0 +1,178 @@
+import type {
+  RegisteredWebhook,
+  RegisterWebhookRequest,
+  RotatedSecret,
+  RotateSecretRequest,
+  UpdateWebhookRequest,
+  Webhook,
+} from '@scenario-scoring/api-types';
+import type { Transaction } from 'kysely';
+import type { Clock } from '../../clock.js';
+import { AppError } from '../../errors/app-error.js';
+import type { OutboxSignal } from '../../events/event-outbox.js';
+import { idCursor, type Page, type PageRequest, toPage } from '../../http/list-cursor.js';
+import { type IdempotentOutcome, idempotentCreate } from '../../idempotency/idempotent-create.js';
+import { newId } from '../../ids.js';
+import type { Database } from '../../storage/database.js';
+import type { Storage } from '../../storage/storage.js';
+import {
+  checkWebhookUrl,
+  type OutboundPolicyConfig,
+  type ResolveHost,
+} from '../outbound/outbound-address-policy.js';
+import type { SecretBox } from '../outbound/secret-box.js';
+import { generateWebhookSecret } from '../outbound/webhook-signature.js';
+import { checkEventFilter } from './event-filter.js';
+import {
+  cancelPendingDeliveries,
+  findWebhook,
+  insertNewWebhook,
+  listWebhookRows,
+  rotateSecretRows,
+  updateWebhookRow,
+  type WebhookRow,
+} from './webhook-store.js';
+import { toWebhook } from './webhook-views.js';
+
+/** What the webhook use cases need. */
+export interface WebhookServiceDeps {
+  storage: Pick<Storage, 'db'>;
+  /** Notified after a manual attempt is queued, so this instance's delivery workers send it at once. */
+  outbox: Pick<OutboxSignal, 'notify'>;
+  policy: OutboundPolicyConfig;
+  secretBox: SecretBox;
+  clock: Clock;
+  /** How registration resolves host names; the system resolver by default. */
+  resolve?: ResolveHost;
+}
+
+/** Who is asking: the tenant and the API key (idempotency keys are per API key). */
+export interface Caller {
+  tenantId: string;
+  keyId: string;
+}
+
+/** How long the previous secret keeps signing after a rotation when the request does not say. */
+export const DEFAULT_GRACE_PERIOD_SECONDS = 86_400;
+
+/** The webhook, or 404 `not_found` (unknown, deleted, or another tenant's: they look the same). */
+export async function requireWebhook(
+  db: WebhookServiceDeps['storage']['db'] | Transaction<Database>,
+  tenantId: string,
+  id: string,
+): Promise<WebhookRow> {
+  const row = await findWebhook(db, tenantId, id);
+  if (!row) throw new AppError('not_found', { detail: `No webhook ${id} exists for this API key.` });
+  return row;
+}
+
+/**
+ * Registers a webhook: checks its events and URL (outbound safety), then stores it with its secret
+ * sealed, under the request's Idempotency-Key (a replay is not checked again). The secret is in this
+ * response only.
+ */
+export async function registerWebhook(
+  deps: WebhookServiceDeps,
+  caller: Caller,
+  request: { body: RegisterWebhookRequest; idempotencyKey: string | undefined },
+): Promise<IdempotentOutcome> {
+  const { body } = request;
+  const now = deps.clock.now();
+  const scope = {
+    apiKeyId: caller.keyId,
+    key: request.idempotencyKey,
+    operation: 'registerWebhook',
+    body,
+    // The replayable response holds the secret: the idempotency record keeps it sealed too.
+    protect: deps.secretBox,
+    // Only a request that is not a replay is checked: a retry gets its replay even if DNS changed since.
+    validate: async () => {
+      checkEventFilter(body.events);
+      const verdict = await checkWebhookUrl(body.url, deps.policy, deps.resolve);
+      if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
+    },
+  };
+  return idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+    const secret = generateWebhookSecret();
+    const row = await insertNewWebhook(
+      trx,
+      { tenantId: caller.tenantId, url: body.url, events: body.events, description: body.description },
+      deps.secretBox.seal(secret),
+      now,
+    );
+    const { updated_at: _, disabled_reason: __, ...shown } = toWebhook(row);
+    const registered: RegisteredWebhook = { ...shown, status: 'active', secret };
+    return { status: 201, headers: { Location: `/v1/webhooks/${row.id}` }, body: registered };
+  });
+}
+
+/** A page of the tenant's webhooks, newest first. */
+export async function listWebhooks(
+  deps: WebhookServiceDeps,
+  tenantId: string,
+  page: PageRequest,
+): Promise<Page<Webhook>> {
+  return toPage(await listWebhookRows(deps.storage.db, tenantId, page), page.limit, toWebhook, idCursor);
+}
+
+/**
+ * Changes a webhook's events, description or status. `active` re-enables it (and forgets why it was
+ * disabled and since when it was failing); `disabled` pauses it and cancels its pending deliveries.
+ */
+export async function updateWebhook(
+  deps: WebhookServiceDeps,
+  tenantId: string,
+  id: string,
+  body: UpdateWebhookRequest,
+): Promise<Webhook> {
+  if (body.events !== undefined) checkEventFilter(body.events);
+  const at = deps.clock.now().toISOString();
+  return deps.storage.db.transaction().execute(async (trx) => {
+    const row = await requireWebhook(trx, tenantId, id);
+    const changes: Parameters<typeof updateWebhookRow>[2] = { updated_at: at };
+    if (body.events !== undefined) changes.events = JSON.stringify(body.events);
+    if (body.description !== undefined) changes.description = body.description;
+    if (body.status === 'active' && row.status !== 'active') {
+      Object.assign(changes, { status: 'active', disabled_reason: null, failing_since: null });
+    }
+    if (body.status === 'disabled') {
+      // An already disabled webhook keeps the reason it was disabled for (endpoint_gone says more).
+      if (row.status !== 'disabled')
+        Object.assign(changes, { status: 'disabled', disabled_reason: 'manual' });
+      await cancelPendingDeliveries(trx, [id], at);
+    }
+    return toWebhook(await updateWebhookRow(trx, id, changes));
+  });
+}
+
+/** Deletes a webhook (it then answers 404) and cancels the deliveries not yet made to it. */
+export async function deleteWebhook(deps: WebhookServiceDeps, tenantId: string, id: string): Promise<void> {
+  const at = deps.clock.now().toISOString();
+  await deps.storage.db.transaction().execute(async (trx) => {
+    await requireWebhook(trx, tenantId, id);
+    await updateWebhookRow(trx, id, { deleted_at: at, updated_at: at });
+    await cancelPendingDeliveries(trx, [id], at);
+  });
+}
+
+/**
+ * Issues a new secret; the previous ones keep signing beside it for `grace_period_seconds` at most (0
+ * retires them now), and at most 5 old secrets keep signing, the oldest retiring first.
+ */
+export async function rotateWebhookSecret(
+  deps: WebhookServiceDeps,
+  tenantId: string,
+  id: string,
+  body: RotateSecretRequest | undefined,
+): Promise<RotatedSecret> {
+  const now = deps.clock.now();
+  const graceSeconds = body?.grace_period_seconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
+  const oldExpiresAt = new Date(now.getTime() + graceSeconds * 1000).toISOString();
+  const secret = generateWebhookSecret();
+  await deps.storage.db.transaction().execute(async (trx) => {
+    await requireWebhook(trx, tenantId, id);
+    const next = { id: newId('sec'), ciphertext: deps.secretBox.seal(secret) };
+    await rotateSecretRows(trx, id, next, { now: now.toISOString(), oldExpiresAt });
+  });
+  return { id, secret, previous_secret_expires_at: oldExpiresAt };
+}

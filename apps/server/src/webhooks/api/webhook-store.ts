@@ -1,0 +1,150 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import { keysetPage, type PageRequest } from '../../http/list-cursor.js';
+import { newId } from '../../ids.js';
+import type { Database, WebhooksTable } from '../../storage/database.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** A webhook row as stored. */
+export type WebhookRow = Selectable<WebhooksTable>;
+
+/** The most rotated secrets that keep signing beside the current one (webhooks.md). */
+export const MAX_SIGNING_OLD_SECRETS = 5;
+
+/** The tenant's webhook `id`, unless it does not exist, is another tenant's or was deleted. */
+export function findWebhook(db: Db, tenantId: string, id: string): Promise<WebhookRow | undefined> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('tenant_id', '=', tenantId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** One page of the tenant's webhooks, newest first, with one extra row when another page follows. */
+export function listWebhookRows(db: Db, tenantId: string, page: PageRequest): Promise<WebhookRow[]> {
+  const query = db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('deleted_at', 'is', null);
+  return keysetPage(query, page).execute();
+}
+
+/** What a webhook is registered with. */
+export interface NewWebhook {
+  tenantId: string;
+  url: string;
+  /** Event types, or `["*"]`. */
+  events: readonly string[];
+  description?: string | null;
+}
+
+/**
+ * Inserts an active webhook and its first secret, given sealed (`ciphertext`), both created at `now`;
+ * returns the row. The API's registration, the test fixtures and the benchmark all create webhooks here.
+ */
+export async function insertNewWebhook(
+  trx: Transaction<Database>,
+  webhook: NewWebhook,
+  ciphertext: string,
+  now: Date,
+): Promise<WebhookRow> {
+  const at = now.toISOString();
+  const row: WebhookRow = {
+    id: newId('wh'),
+    tenant_id: webhook.tenantId,
+    url: webhook.url,
+    events: JSON.stringify(webhook.events),
+    description: webhook.description ?? null,
+    status: 'active',
+    disabled_reason: null,
+    failing_since: null,
+    created_at: at,
+    updated_at: at,
+    deleted_at: null,
+  };
+  await trx.insertInto('webhooks').values(row).execute();
+  await trx
+    .insertInto('webhook_secrets')
+    .values({ id: newId('sec'), webhook_id: row.id, ciphertext, created_at: at, expires_at: null })
+    .execute();
+  return row;
+}
+
+/** Applies `changes` to a webhook and returns it as it now is. */
+export function updateWebhookRow(
+  trx: Transaction<Database>,
+  id: string,
+  changes: Partial<Omit<WebhookRow, 'id' | 'tenant_id' | 'created_at'>>,
+): Promise<WebhookRow> {
+  return trx
+    .updateTable('webhooks')
+    .set(changes)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Cancels the deliveries not yet made to webhooks deleted or disabled (by the API or by their failures);
+ * returns how many. Any claim is released too, so the outcome of an attempt in flight, whose write is
+ * fenced on the claim, cannot overwrite the cancellation.
+ */
+export async function cancelPendingDeliveries(
+  db: Db,
+  webhookIds: readonly string[],
+  now: string,
+): Promise<number> {
+  const result = await db
+    .updateTable('deliveries')
+    .set({ status: 'cancelled', next_attempt_at: null, locked_until: null, locked_by: null, updated_at: now })
+    .where('webhook_id', 'in', webhookIds)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/**
+ * Replaces a webhook's current secret by a new one (and marks the webhook updated): the old ones keep
+ * signing until `oldExpiresAt` at the latest, and of those still signing, only the newest
+ * {@link MAX_SIGNING_OLD_SECRETS} keep doing so.
+ */
+export async function rotateSecretRows(
+  trx: Transaction<Database>,
+  webhookId: string,
+  next: { id: string; ciphertext: string },
+  times: { now: string; oldExpiresAt: string },
+): Promise<void> {
+  // The webhook's row lock first: concurrent rotations of one webhook then run one after the other, each
+  // seeing the secret the previous one made current (else both would stay current and sign forever).
+  await trx.updateTable('webhooks').set({ updated_at: times.now }).where('id', '=', webhookId).execute();
+  // No old secret signs past the new grace period: rotating with 0 after a leak retires every one of them.
+  await trx
+    .updateTable('webhook_secrets')
+    .set({ expires_at: times.oldExpiresAt })
+    .where('webhook_id', '=', webhookId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', times.oldExpiresAt)]))
+    .execute();
+  await trx
+    .insertInto('webhook_secrets')
+    .values({ ...next, webhook_id: webhookId, created_at: times.now, expires_at: null })
+    .execute();
+  const signing = await trx
+    .selectFrom('webhook_secrets')
+    .select('id')
+    .where('webhook_id', '=', webhookId)
+    .where('expires_at', '>', times.now)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  const retired = signing.slice(MAX_SIGNING_OLD_SECRETS).map((row) => row.id);
+  if (retired.length > 0) {
+    await trx
+      .updateTable('webhook_secrets')
+      .set({ expires_at: times.now })
+      .where('id', 'in', retired)
+      .execute();
+  }
+}

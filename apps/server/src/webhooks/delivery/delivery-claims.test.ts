@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto';
+import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../../test/support/test-databases.js';
+import { commitTestEvents, createTestWebhook } from '../../../test/support/test-webhooks.js';
+import { openStorage } from '../../storage/storage.js';
+import { SecretBox } from '../outbound/secret-box.js';
+import { claimDueDeliveries, releaseClaims } from './delivery-claims.js';
+import { recordDeliveryWrites } from './delivery-recorder.js';
+import { dispatchEvents } from './event-dispatcher.js';
+
+const secretBox = new SecretBox(randomBytes(32));
+const URL = 'http://127.0.0.1:9/hook';
+const LEASE_MS = 60_000;
+
+forEachDatabase('delivery claims', ({ storage, database }) => {
+  const pendingFor = async (tenantId: string, count: number) => {
+    const { secret } = await createTestWebhook(storage(), secretBox, {
+      tenantId,
+      url: URL,
+      now: new Date(Date.now() - 1000),
+    });
+    await commitTestEvents(storage(), tenantId, { count });
+    while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
+    return secret;
+  };
+  const claim = (workerId: string, now: Date, limit = 1000, on = storage()) =>
+    claimDueDeliveries(on, secretBox, { workerId, now, leaseMs: LEASE_MS, limit });
+
+  it('claims due deliveries with their payload and opened secret, and not again while the lease holds', async () => {
+    const secret = await pendingFor('claims-a', 3);
+    const now = new Date();
+    const claimed = await claim('worker-a', now);
+    expect(claimed).toHaveLength(3);
+    expect(claimed[0]).toMatchObject({
+      webhookActive: true,
+      secrets: [secret],
+      trigger: 'scheduled',
+      failedScheduledAttempts: 0,
+    });
+    expect(JSON.parse(claimed[0]?.payload as string)).toMatchObject({
+      id: claimed[0]?.eventId,
+      type: 'webhook.test',
+    });
+    expect(await claim('worker-b', new Date(now.getTime() + LEASE_MS - 1))).toHaveLength(0);
+    expect(await releaseClaims(storage(), 'worker-a')).toBe(3);
+    expect(await claim('worker-b', now)).toHaveLength(3);
+    await releaseClaims(storage(), 'worker-b');
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', '=', 'claims-a')
+      .execute();
+  });
+
+  it('leaves out a secret sealed under another key rather than failing the claim', async () => {
+    const secret = await pendingFor('claims-d', 1);
+    const foreign = new SecretBox(randomBytes(32)).seal('whsec_AAAA');
+    const [webhook] = await storage()
+      .db.selectFrom('webhooks')
+      .select('id')
+      .where('tenant_id', '=', 'claims-d')
+      .execute();
+    await storage()
+      .db.insertInto('webhook_secrets')
+      .values({
+        id: 'whs_foreign',
+        webhook_id: webhook?.id as string,
+        ciphertext: foreign,
+        created_at: new Date().toISOString(),
+        expires_at: new Date(Date.now() + 60_000).toISOString(),
+      })
+      .execute();
+    const claimed = (await claim('worker-d', new Date())).filter((d) => d.webhookId === webhook?.id);
+    expect(claimed.map((d) => d.secrets)).toEqual([[secret]]);
+    await releaseClaims(storage(), 'worker-d');
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', '=', 'claims-d')
+      .execute();
+  });
+
+  it('gives concurrent instances disjoint claims', async () => {
+    await pendingFor('claims-b', 200);
+    const other = await openStorage(database().options);
+    try {
+      const now = new Date();
+      const claimAll = async (workerId: string, on: typeof other) => {
+        const ids: string[] = [];
+        for (
+          let batch = await claim(workerId, now, 20, on);
+          batch.length > 0;
+          batch = await claim(workerId, now, 20, on)
+        ) {
+          ids.push(...batch.map((d) => d.id));
+        }
+        return ids;
+      };
+      const [a, b] = await Promise.all([claimAll('worker-a', storage()), claimAll('worker-b', other)]);
+      expect(a.length + b.length).toBe(200);
+      expect(new Set([...a, ...b]).size).toBe(200);
+    } finally {
+      await other.close();
+    }
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', '=', 'claims-b')
+      .execute();
+  });
+
+  it('does not let a worker whose lease expired and was taken over overwrite the newer claim', async () => {
+    await pendingFor('claims-c', 1);
+    const now = new Date();
+    const [stale] = await claim('worker-a', now);
+    const later = new Date(now.getTime() + LEASE_MS + 1);
+    const [fresh] = await claim('worker-b', later);
+    expect(fresh?.id).toBe(stale?.id);
+    const sent = { statusCode: 200, error: null, durationMs: 5, responseBody: 'ok' };
+    await recordDeliveryWrites(
+      storage(),
+      [
+        {
+          kind: 'attempt',
+          claim: {
+            deliveryId: stale?.id as string,
+            webhookId: stale?.webhookId as string,
+            lockedUntil: stale?.lockedUntil as string,
+          },
+          trigger: 'scheduled',
+          attemptedAt: now,
+          sent,
+          verdict: { kind: 'succeeded' },
+          next: { status: 'succeeded', failedScheduledAttempts: 0, nextAttemptAt: null },
+        },
+      ],
+      { workerId: 'worker-a', now: later, disableAfterFailingMs: 1000 },
+    );
+    const row = await storage()
+      .db.selectFrom('deliveries')
+      .selectAll()
+      .where('id', '=', fresh?.id as string)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'pending', locked_by: 'worker-b', attempt_count: 0 });
+    // The stale attempt happened, so it is listed all the same.
+    const attempts = await storage()
+      .db.selectFrom('delivery_attempts')
+      .select('status_code')
+      .where('delivery_id', '=', row.id)
+      .execute();
+    expect(attempts).toEqual([{ status_code: 200 }]);
+  });
+});

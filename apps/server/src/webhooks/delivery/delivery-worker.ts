@@ -1,0 +1,262 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Agent } from 'undici';
+import type { Clock } from '../../clock.js';
+import type { OutboxSignal } from '../../events/event-outbox.js';
+import { describeError, type Logger } from '../../logging/logger.js';
+import type { Metrics } from '../../metrics/metrics.js';
+import { GroupCommitter } from '../../storage/group-committer.js';
+import type { Storage } from '../../storage/storage.js';
+import type { BackgroundWorker } from '../../workers/background-worker.js';
+import type { SecretBox } from '../outbound/secret-box.js';
+import type { WebhookConfig } from '../webhook-config.js';
+import {
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  releaseClaims,
+  withSigningSecrets,
+} from './delivery-claims.js';
+import { nextDeliveryState } from './delivery-outcome.js';
+import { type DeliveryWrite, recordDeliveryWrites } from './delivery-recorder.js';
+import { createDeliveryAgent, createDeliverySender, type DeliverySender } from './delivery-sender.js';
+import { DISPATCH_BATCH, dispatchEvents } from './event-dispatcher.js';
+import { judgeAttempt } from './retry-schedule.js';
+
+/** Outcomes per slot that may wait for their write before the worker stops claiming. */
+const MAX_UNRECORDED_PER_SLOT = 4;
+
+const NO_SECRET_ERROR = 'no signing secret could be opened (was SECRETS_KEY changed?)';
+
+/** What a delivery worker is built from. */
+export interface DeliveryWorkerOptions {
+  storage: Storage;
+  /** Wakes the worker when this instance commits events (or queues a manual attempt). */
+  outbox: Pick<OutboxSignal, 'subscribe'>;
+  config: WebhookConfig;
+  secretBox: SecretBox;
+  logger: Logger;
+  clock: Clock;
+  /** Counts attempts by result and observes the delivery lag. */
+  metrics?: Pick<Metrics, 'deliveryAttempts' | 'deliveryLagSeconds'>;
+  /**
+   * How the worker's Agent (closed on stop) connects: the checked connector in production
+   * (`checkedConnector`), so every address is checked at connect time and the socket pinned to it.
+   */
+  connect?: Agent.Options['connect'];
+}
+
+/**
+ * Delivers webhooks: fans out committed events to deliveries, claims due deliveries with a lease, makes up
+ * to `concurrency` signed attempts at once, and records their outcomes in batches (one transaction for
+ * every outcome that ended meanwhile). Wakes at once when this process commits events, and otherwise
+ * polls every `pollIntervalMs`.
+ */
+export class DeliveryWorker implements BackgroundWorker {
+  readonly name = 'webhook-delivery';
+  /** Names this worker's claims (`locked_by`): unique per instance. */
+  readonly workerId: string;
+  readonly #options: DeliveryWorkerOptions;
+  readonly #send: DeliverySender;
+  readonly #agent: Agent;
+  readonly #recorder: GroupCommitter<DeliveryWrite>;
+  readonly #inFlight = new Set<Promise<void>>();
+  #running = false;
+  #healthy = true;
+  #loop: Promise<void> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #wake: (() => void) | undefined;
+  #waitingForSlots = false;
+  /** Events may wait for their fan-out: on start, after a commit here, a full batch, or a poll interval. */
+  #dispatchDue = true;
+  /** Something woke the loop while it was busy: it looks again before sleeping. */
+  #signalled = false;
+
+  constructor(options: DeliveryWorkerOptions) {
+    this.#options = options;
+    this.workerId = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+    this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
+    this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
+    this.#recorder = new GroupCommitter((writes) =>
+      recordDeliveryWrites(options.storage, writes, {
+        workerId: this.workerId,
+        now: options.clock.now(),
+        disableAfterFailingMs: options.config.disableAfterFailingMs,
+      }),
+    );
+  }
+
+  get running(): boolean {
+    return this.#running && this.#healthy;
+  }
+
+  start(): void {
+    if (this.#loop) return;
+    this.#running = true;
+    this.#unsubscribe = this.#options.outbox.subscribe(() => {
+      this.#dispatchDue = true;
+      this.#signal();
+    });
+    this.#loop = this.#run();
+  }
+
+  /** Stops claiming, lets attempts in flight finish and records them, gives back any claim left, resolves. */
+  async stop(): Promise<void> {
+    if (!this.#running) return;
+    this.#running = false;
+    this.#unsubscribe?.();
+    this.#signal();
+    await this.#loop;
+    await Promise.all(this.#inFlight);
+    await this.#recorder.close();
+    try {
+      await releaseClaims(this.#options.storage, this.workerId);
+    } catch (error) {
+      this.#options.logger.error('could not release webhook delivery claims', {
+        error: describeError(error),
+      });
+    }
+    await this.#agent.close();
+  }
+
+  /**
+   * The loop: fan out events when this process committed some, after a full batch, or once per poll
+   * interval; claim as many due deliveries as there are free slots; then sleep until slots free up, events
+   * are committed, or the poll interval passes.
+   */
+  async #run(): Promise<void> {
+    const { config, storage, clock, secretBox, logger } = this.#options;
+    while (this.#running) {
+      let atCapacity = false;
+      this.#signalled = false;
+      try {
+        let free = Math.min(
+          config.concurrency - this.#inFlight.size,
+          // Outcomes waiting to be recorded are backpressure: no new claims while the database lags behind.
+          config.concurrency * MAX_UNRECORDED_PER_SLOT - this.#recorder.queued,
+        );
+        if (this.#dispatchDue) {
+          this.#dispatchDue = false;
+          const now = clock.now();
+          const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
+          const fanOut = await dispatchEvents(storage, now, {
+            claim: { workerId: this.workerId, lockedUntil, max: Math.max(0, free) },
+          });
+          // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
+          if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;
+          for (const delivery of await withSigningSecrets(storage, secretBox, fanOut.claimed, now)) {
+            this.#launch(delivery);
+          }
+          free -= fanOut.claimed.length;
+        }
+        if (free > 0 && this.#running) {
+          const claimed = await claimDueDeliveries(storage, secretBox, {
+            workerId: this.workerId,
+            now: clock.now(),
+            leaseMs: config.leaseMs,
+            limit: free,
+          });
+          for (const delivery of claimed) this.#launch(delivery);
+          atCapacity = claimed.length === free;
+        } else atCapacity = true;
+        this.#healthy = true;
+      } catch (error) {
+        this.#healthy = false;
+        logger.error('webhook delivery loop failed; retrying after the poll interval', {
+          error: describeError(error),
+        });
+      }
+      if (!this.#running || (this.#dispatchDue && !atCapacity)) continue;
+      this.#waitingForSlots = atCapacity;
+      if (await this.#sleep(config.pollIntervalMs)) this.#dispatchDue = true;
+      this.#waitingForSlots = false;
+    }
+  }
+
+  #launch(delivery: ClaimedDelivery): void {
+    const attempt = this.#attempt(delivery).finally(() => {
+      this.#inFlight.delete(attempt);
+      // Claim again once a quarter of the slots are free: fewer, larger claims.
+      const free = this.#options.config.concurrency - this.#inFlight.size;
+      if (this.#waitingForSlots && free >= Math.max(1, this.#options.config.concurrency >> 2)) this.#signal();
+    });
+    this.#inFlight.add(attempt);
+  }
+
+  async #attempt(delivery: ClaimedDelivery): Promise<void> {
+    const { clock, config, logger } = this.#options;
+    const claim = {
+      deliveryId: delivery.id,
+      webhookId: delivery.webhookId,
+      lockedUntil: delivery.lockedUntil,
+    };
+    let write: DeliveryWrite;
+    if (!delivery.webhookActive) {
+      write = { kind: 'cancel', claim };
+    } else {
+      const attemptedAt = clock.now();
+      this.#options.metrics?.deliveryLagSeconds.observe(
+        Math.max(0, attemptedAt.getTime() - Date.parse(delivery.dueAt)) / 1000,
+      );
+      // Never send unsigned: with no secret to sign with, the attempt fails without a request.
+      const sent =
+        delivery.secrets.length === 0
+          ? { statusCode: 0, error: NO_SECRET_ERROR, durationMs: 0, responseBody: null }
+          : await this.#send({
+              url: delivery.url,
+              eventId: delivery.eventId,
+              payload: delivery.payload,
+              secrets: delivery.secrets,
+              timestampSeconds: Math.floor(attemptedAt.getTime() / 1000),
+            });
+      const now = clock.now();
+      const verdict = judgeAttempt(sent, now);
+      const position = {
+        failedScheduledAttempts: delivery.failedScheduledAttempts,
+        trigger: delivery.trigger,
+        succeededBefore: delivery.succeededBefore,
+      };
+      const next = nextDeliveryState(config, position, verdict, now, Math.random);
+      this.#options.metrics?.deliveryAttempts.inc({ result: attemptResult(sent) });
+      write = { kind: 'attempt', claim, trigger: delivery.trigger, attemptedAt, sent, verdict, next };
+    }
+    // The slot is free once the attempt is made; its outcome joins the next batch of writes.
+    this.#recorder.add(write).catch((error: unknown) => {
+      // The claim stays leased; when the lease expires the delivery is attempted again (at least once).
+      logger.error('could not record a webhook delivery', {
+        deliveryId: delivery.id,
+        error: describeError(error),
+      });
+    });
+  }
+
+  /**
+   * Waits `ms`, or less when signalled; returns at once when a signal came since the loop last looked.
+   * Resolves true when the whole interval passed (time to poll the outbox).
+   */
+  #sleep(ms: number): Promise<boolean> {
+    if (this.#signalled) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#wake = undefined;
+        resolve(true);
+      }, ms);
+      this.#wake = () => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve(false);
+      };
+    });
+  }
+
+  #signal(): void {
+    if (this.#wake) this.#wake();
+    else this.#signalled = true;
+  }
+}
+
+/** The `result` label of an attempt: succeeded, failed (an HTTP answer other than 2xx), timeout or network_error. */
+function attemptResult(sent: { statusCode: number; error: string | null }): string {
+  if (sent.statusCode >= 200 && sent.statusCode < 300 && sent.error === null) return 'succeeded';
+  if (sent.statusCode > 0) return 'failed';
+  return sent.error === 'timeout' ? 'timeout' : 'network_error';
+}

@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../src/app.js';
+import type { Clock } from '../../src/clock.js';
+import { type Config, loadConfig } from '../../src/config/server-config.js';
+import { loadContract } from '../../src/contract.js';
+import type { Features } from '../../src/features.js';
+import type { InstanceLifecycle } from '../../src/health/instance-lifecycle.js';
+import { contractValidation, warmUpContractValidation } from '../../src/http/contract-validation.js';
+import { type Logger, silentLogger } from '../../src/logging/logger.js';
+import type { Metrics } from '../../src/metrics/metrics.js';
+import type { Storage } from '../../src/storage/storage.js';
+import type { CheckpointSigner } from '../../src/transparency-log/checkpoint-signer.js';
+import { SecretBox } from '../../src/webhooks/outbound/secret-box.js';
+import type { BackgroundWorker } from '../../src/workers/background-worker.js';
+import { testFeatures } from './test-features.js';
+
+/** What testConfig reads: every other variable keeps its default. */
+const TEST_ENV: NodeJS.ProcessEnv = {
+  NODE_ENV: 'test',
+  PORT: '0',
+  HOST: '127.0.0.1',
+  DATA_DIR: '/nonexistent',
+  RATE_LIMIT_PER_SECOND: '0',
+  WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32,::1/128',
+  WEBHOOK_RETRY_SCHEDULE: '10ms,20ms,40ms',
+  WEBHOOK_THROTTLED_MIN_DELAY: '10ms',
+  WEBHOOK_POLL_INTERVAL: '50ms',
+  METRICS_HOST: '127.0.0.1',
+  RUN_POLL_INTERVAL: '50ms',
+  RUN_STORAGE_RETRY_BACKOFF: '1ms',
+  RUN_SCORING_THREADS: '0',
+};
+
+/**
+ * The configuration tests run with: validation of responses on, no rate limit unless asked; webhooks go
+ * to receivers on 127.0.0.1 on a compressed schedule; scoring threads off, because they run the built
+ * thread script and the TypeScript sources score in process.
+ */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig(TEST_ENV), ...overrides };
+}
+
+/** A request to the test server: JSON bodies are serialised, `key` becomes a bearer token. */
+export interface TestRequest {
+  method?: string;
+  key?: string;
+  /** Sent as JSON unless it is a string, which is sent as is; either way as application/json unless `headers` say otherwise. */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** An app listening on 127.0.0.1 on a free port, with a `fetch` bound to it. */
+export interface TestServer {
+  readonly url: string;
+  request(path: string, request?: TestRequest): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** Starts `createApp` on a free port: real HTTP, real storage. */
+export async function startTestServer(options: {
+  storage: Storage;
+  /** The features to serve; by default the ones wired once on `storage` (testFeatures). */
+  features?: Features;
+  config?: Partial<Config>;
+  logger?: Logger;
+  clock?: Clock;
+  secretBox?: SecretBox;
+  workers?: readonly BackgroundWorker[];
+  metrics?: Metrics;
+  lifecycle?: InstanceLifecycle;
+  logSigner?: CheckpointSigner;
+}): Promise<TestServer> {
+  // Warmed up as the runtime does before it listens, so tests see the same first-request behaviour.
+  const config = testConfig(options.config);
+  const contract = loadContract();
+  const validation = contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
+  await warmUpContractValidation(validation, contract);
+  const app = await createApp({
+    contract,
+    validation,
+    features: options.features ?? testFeatures(options.storage),
+    config,
+    logger: options.logger ?? silentLogger,
+    secretBox: options.secretBox ?? new SecretBox(randomBytes(32)),
+    ...(options.clock && { clock: options.clock }),
+    ...(options.workers && { workers: options.workers }),
+    ...(options.metrics && { metrics: options.metrics }),
+    ...(options.lifecycle && { lifecycle: options.lifecycle }),
+    ...(options.logSigner && { logSigner: options.logSigner }),
+  });
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    request(path, { method, key, body, headers = {} } = {}) {
+      const allHeaders: Record<string, string> = { ...headers };
+      if (key !== undefined) allHeaders.authorization = `Bearer ${key}`;
+      if (body !== undefined) allHeaders['content-type'] ??= 'application/json';
+      return fetch(`${url}${path}`, {
+        method: method ?? (body === undefined ? 'GET' : 'POST'),
+        headers: allHeaders,
+        ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      });
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}

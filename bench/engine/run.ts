@@ -1,0 +1,123 @@
+/**
+ * bench/engine: the engine's whole pipeline, `scoreAndLog` (validate, score, explain, levers, canonical
+ * record, CID), against its floor in the same run: `JSON.stringify` + sha256 of an equal, already built
+ * record. Prints µs/op of each (and of the pipeline's parts) and the ratio of `scoreAndLog` to the floor.
+ *
+ * `--compare <other build's packages/engine/dist/index.js>` adds that build's `scoreAndLog` as a task, to
+ * compare two versions of the engine in one run.
+ *
+ *   npm run bench:engine -- [--time 1000] [--records 1024] [--compare <index.js>]
+ */
+import { createHash } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import {
+  buildLogRecord,
+  canonicalBytes,
+  cidOfBytes,
+  effectivePolicy,
+  type LogRecord,
+  logRecordBytes,
+  type ScoreContext,
+  scoreAndLog,
+  scoreContext,
+} from '@scenario-scoring/engine';
+import { Bench } from 'tinybench';
+
+const { values: args } = parseArgs({
+  options: {
+    time: { type: 'string', default: '1000' },
+    records: { type: 'string', default: '1024' },
+    compare: { type: 'string' },
+  },
+});
+const TIME_MS = Number(args.time);
+const RECORDS = Number(args.records);
+
+const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR', 'GB'];
+/** Varied inputs like bench/runs': full files with plausible values, one in ten thin. */
+function contextOf(i: number): ScoreContext {
+  const jurisdiction = JURISDICTIONS[i % JURISDICTIONS.length] as string;
+  if (i % 10 === 0) return { jurisdiction };
+  return {
+    jurisdiction,
+    on_time_ratio: 0.85 + (i % 16) / 100,
+    utilization: (i % 10) / 20,
+    history_months: 12 + (i % 229),
+    debt_to_income: 0.05 + (i % 8) / 40,
+    inquiries_12m: i % 6,
+  };
+}
+const inputs = Array.from({ length: RECORDS }, (_, i) => ({
+  subject: `bench-engine-${i}`,
+  context: contextOf(i),
+}));
+// The floor's records: equal to what scoreAndLog logs, built once outside the timed loop.
+const records = inputs.map(({ subject, context }) => {
+  const policy = effectivePolicy(context.jurisdiction);
+  return buildLogRecord({
+    policy_version: policy.policy_version,
+    subject,
+    context,
+    result: scoreContext(context, policy),
+  });
+});
+const bytes = records.map((record) => canonicalBytes(record));
+
+let i = 0;
+const next = () => (i = (i + 1) % RECORDS);
+let sink: unknown;
+const bench = new Bench({ time: TIME_MS, warmup: true });
+bench
+  .add('floor: JSON.stringify + sha256', () => {
+    const n = next();
+    sink = createHash('sha256').update(JSON.stringify(records[n])).digest();
+  })
+  .add('scoreAndLog', () => {
+    const n = next();
+    const input = inputs[n] as (typeof inputs)[number];
+    sink = scoreAndLog(input.subject, input.context);
+  })
+  .add('  scoreContext (with policy)', () => {
+    const { context } = inputs[next()] as (typeof inputs)[number];
+    sink = scoreContext(context, effectivePolicy(context.jurisdiction));
+  })
+  .add('  logRecordBytes (the record shape)', () => {
+    sink = logRecordBytes(records[next()] as LogRecord);
+  })
+  .add('  canonicalBytes (generic)', () => {
+    sink = canonicalBytes(records[next()]);
+  })
+  .add('  cidOfBytes', () => {
+    sink = cidOfBytes(bytes[next()] as Uint8Array);
+  });
+
+if (args.compare !== undefined) {
+  const other = (await import(args.compare)) as { scoreAndLog: typeof scoreAndLog };
+  bench.add('scoreAndLog (before)', () => {
+    const input = inputs[next()] as (typeof inputs)[number];
+    sink = other.scoreAndLog(input.subject, input.context);
+  });
+}
+
+console.log(
+  `bench/engine: ${bench.tasks.length} tasks × ${TIME_MS} ms, ${RECORDS} distinct records, Node ${process.version}`,
+);
+await bench.run();
+void sink;
+
+const usPerOp = (name: string): number => {
+  const result = bench.getTask(name)?.result;
+  if (result === undefined || !('latency' in result)) throw new Error(`task ${name} did not run`);
+  return result.latency.mean * 1000;
+};
+const floor = usPerOp('floor: JSON.stringify + sha256');
+console.table(
+  bench.tasks.map((task) => ({
+    task: task.name,
+    'µs/op': Number(usPerOp(task.name).toFixed(2)),
+    'ratio to floor': Number((usPerOp(task.name) / floor).toFixed(2)),
+  })),
+);
+console.log(
+  `scoreAndLog ${usPerOp('scoreAndLog').toFixed(2)} µs/op, floor ${floor.toFixed(2)} µs/op, ratio ${(usPerOp('scoreAndLog') / floor).toFixed(2)} (goal ≤ 1.5)`,
+);

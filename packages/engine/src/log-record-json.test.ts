@@ -1,0 +1,188 @@
+import canonicalize from 'canonicalize';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FACTORS } from './factor-table.js';
+import { buildLogRecord, canonicalBytes, type LogRecord, logRecordBytes } from './log-record.js';
+import { logRecordJson } from './log-record-json.js';
+import { scoreAndLog } from './logged-scoring.js';
+
+/** More runs with FUZZ_RUNS (e.g. 100000), fewer by default so CI stays quick. */
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+/** Property runs are CPU-bound; on a shared, loaded machine they can take longer than vitest's 5 s. */
+const PROPERTY_TIMEOUT_MS = 120_000;
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+/** Any string: ASCII, full Unicode with astral characters, and JSON's escapes (controls, quotes, backslashes). */
+const anyString = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: fc.constantFrom('"', '\\', '\u0000', '\u001f', '\u007f', '\u2028', 'é', '⇈', '😀') }),
+);
+/** Any finite double, -0 and the extremes included, and small decimals like real inputs. */
+const anyNumber = fc.oneof(
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.integer({ min: 0, max: 1200 }),
+  fc.integer({ min: 0, max: 10_000 }).map((n) => n / 1000),
+);
+const context = fc.record(
+  {
+    jurisdiction: anyString,
+    on_time_ratio: anyNumber,
+    utilization: anyNumber,
+    history_months: anyNumber,
+    debt_to_income: anyNumber,
+    inquiries_12m: anyNumber,
+  },
+  { requiredKeys: ['jurisdiction'] },
+);
+const scenario = fc.record({
+  name: anyString,
+  score: anyNumber,
+  explain: fc.array(anyString, { maxLength: 5 }),
+});
+const lever = fc.record({ name: anyString, direction: anyString, delta: anyNumber, step: anyNumber });
+const record = fc.record({
+  schema: anyString,
+  model_version: anyString,
+  policy_version: anyString,
+  subject: anyString,
+  context,
+  result: fc.record({
+    scenarios: fc.array(scenario, { maxLength: 4 }),
+    levers: fc.array(lever, { maxLength: 4 }),
+  }),
+}) as fc.Arbitrary<LogRecord>;
+
+/** The generic serializer's answer: its text, or the fact that it threw. */
+function generic(value: unknown): string {
+  try {
+    return text(canonicalBytes(value));
+  } catch {
+    return 'threw';
+  }
+}
+function specialised(value: LogRecord): string {
+  try {
+    return text(logRecordBytes(value));
+  } catch {
+    return 'threw';
+  }
+}
+
+describe('logRecordJson', () => {
+  it(
+    'when given any record of the log record shape, then it writes what the canonicalize library writes',
+    () => {
+      fc.assert(
+        fc.property(record, (r) => {
+          expect(logRecordJson(r)).toBe(canonicalize(r));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+
+  it(
+    'when given real scorings, then its bytes are the canonicalize library’s',
+    () => {
+      fc.assert(
+        fc.property(
+          anyString,
+          fc.record(
+            Object.fromEntries(
+              FACTORS.map((f) => [
+                f.key,
+                f.integer
+                  ? fc.integer({ min: f.range[0], max: f.range[1] })
+                  : fc.double({ min: f.range[0], max: f.range[1], noNaN: true }),
+              ]),
+            ),
+            { requiredKeys: [] },
+          ),
+          fc.constantFrom('DE', 'US', 'US-CA', 'FR', 'GB', 'ZZ-123'),
+          (subject, inputs, jurisdiction) => {
+            const scoring = scoreAndLog(subject, { jurisdiction, ...inputs });
+            expect(text(scoring.logBytes)).toBe(canonicalize(JSON.parse(text(scoring.logBytes))));
+            const rebuilt = buildLogRecord({
+              policy_version: scoring.policy.policy_version,
+              subject,
+              context: { jurisdiction, ...inputs },
+              result: scoring.result,
+            });
+            expect(text(scoring.logBytes)).toBe(canonicalize(rebuilt));
+          },
+        ),
+        { numRuns: Math.ceil(RUNS / 4) },
+      );
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+
+  it(
+    'when a record strays from the shape, then it declines and logRecordBytes gives the generic bytes',
+    () => {
+      const strays = fc.oneof(
+        // A key too many, at every level.
+        record.map((r) => ({ ...r, extra: 1 })),
+        record.map((r) => ({ ...r, context: { ...r.context, utilisation: 0.3 } })),
+        record.map((r) => ({ ...r, result: { ...r.result, note: 'x' } })),
+        // A key missing, a wrong type, a number JSON cannot write, an undefined member.
+        record.map(({ subject: _, ...r }) => ({ ...r, other: 'x' })),
+        record.map((r) => ({ ...r, subject: 42 })),
+        record.map((r) => ({ ...r, context: { ...r.context, utilization: Number.NaN } })),
+        record.map((r) => ({ ...r, context: { ...r.context, utilization: Number.POSITIVE_INFINITY } })),
+        record.map((r) => ({ ...r, context: { ...r.context, utilization: undefined } })),
+        record.map((r) => ({ ...r, context: { ...r.context, jurisdiction: 7 } })),
+        // A lone surrogate, which RFC 8785 refuses.
+        record.map((r) => ({ ...r, subject: `${r.subject}\ud800` })),
+        // Not a plain object.
+        record.map((r) => Object.assign(new (class Rec {})(), r)),
+        record.map((r) => ({ ...r, result: { ...r.result, levers: [null] } })),
+      );
+      fc.assert(
+        fc.property(strays, (r) => {
+          const stray = r as unknown as LogRecord;
+          expect(specialised(stray)).toBe(generic(stray));
+        }),
+        { numRuns: Math.ceil(RUNS / 4) },
+      );
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+
+  it('when a scoring’s subject has a lone surrogate, then scoreAndLog does what the generic path does', () => {
+    const context = { jurisdiction: 'DE', utilization: 0.3 };
+    const outcome = (fn: () => Uint8Array) => {
+      try {
+        return text(fn());
+      } catch (error) {
+        return `threw ${String(error)}`;
+      }
+    };
+    const policy = scoreAndLog('x', context).policy;
+    const viaEngine = outcome(() => scoreAndLog('lone \ud800', context).logBytes);
+    const generic = outcome(() =>
+      canonicalBytes(
+        buildLogRecord({
+          policy_version: policy.policy_version,
+          subject: 'lone \ud800',
+          context,
+          result: scoreAndLog('x', context).result,
+        }),
+      ),
+    );
+    expect(viaEngine).toBe(generic);
+  });
+
+  it('when a context member is undefined, then it is left out as JSON leaves it out', () => {
+    const r = buildLogRecord({
+      policy_version: 'v',
+      subject: 's',
+      context: { jurisdiction: 'DE', utilization: undefined },
+      result: { scenarios: [] as unknown as LogRecord['result']['scenarios'], levers: [] },
+    });
+    expect(logRecordJson(r)).toBe(canonicalize(r));
+    expect(logRecordJson(r)).toContain('"context":{"jurisdiction":"DE"}');
+  });
+});

@@ -1,0 +1,158 @@
+import { MODEL_VERSION } from './factor-table.js';
+import type { LogRecord } from './log-record.js';
+import type { ScoreContext, ScoreResult } from './score-types.js';
+
+/** `String.prototype.isWellFormed` (ES2024, Node 20+), which the compiler's ES2022 library does not declare. */
+type WellFormedCheck = string & { isWellFormed(): boolean };
+
+/** The context's keys in UTF-16 code unit order, the order RFC 8785 §3.2.3 writes them in. */
+const CONTEXT_KEYS = [
+  'debt_to_income',
+  'history_months',
+  'inquiries_12m',
+  'jurisdiction',
+  'on_time_ratio',
+  'utilization',
+] as const;
+
+/** Thrown inside the serializer when the value is not the record shape it was specialised for. */
+const NOT_THE_SHAPE: unique symbol = Symbol('not the log record shape');
+
+/**
+ * The RFC 8785 canonical JSON of a log record: a copy of the record with every object's keys inserted in
+ * canonical (UTF-16 code unit) order, written by the native `JSON.stringify`. The record's shape is fixed,
+ * so that order is written out here instead of sorting keys at run time; strings and numbers are then
+ * serialised exactly as JCS asks (RFC 8785 §3.2.2 defers to ECMAScript's JSON.stringify for both).
+ * Gives `undefined` when the value is not exactly that shape (an extra or missing key, a wrong type, a
+ * non-finite number, a string with a lone surrogate, an object that is not plain), so the caller can fall
+ * back to the generic serializer; the tests compare both with the `canonicalize` library on random records.
+ */
+export function logRecordJson(record: LogRecord): string | undefined {
+  try {
+    return JSON.stringify(canonicalCopy(record));
+  } catch (error) {
+    if (error === NOT_THE_SHAPE) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The same JSON for a scoring the engine just made (`scoreAndLog`): its context passed `assertValidContext`
+ * (known keys, finite numbers, an ASCII jurisdiction) and its result was built by the engine, so the shape
+ * checks of `logRecordJson` are skipped; only the free-text subject and the policy version are checked for
+ * lone surrogates (undefined then, and the caller takes the generic path). `schema` is the record's tag.
+ */
+export function scoringRecordJson(
+  schema: string,
+  policyVersion: string,
+  subject: string,
+  context: ScoreContext,
+  result: ScoreResult,
+): string | undefined {
+  if (!(subject as WellFormedCheck).isWellFormed() || !(policyVersion as WellFormedCheck).isWellFormed())
+    return undefined;
+  const contextCopy: Record<string, unknown> = {};
+  for (const key of CONTEXT_KEYS) {
+    const value = context[key];
+    if (value !== undefined) contextCopy[key] = value;
+  }
+  const { levers, scenarios } = result;
+  const leverCopies = new Array(levers.length);
+  for (let i = 0; i < levers.length; i++) {
+    const lever = levers[i] as ScoreResult['levers'][number];
+    leverCopies[i] = { delta: lever.delta, direction: lever.direction, name: lever.name, step: lever.step };
+  }
+  const scenarioCopies = new Array(scenarios.length);
+  for (let i = 0; i < scenarios.length; i++) {
+    const scenario = scenarios[i] as ScoreResult['scenarios'][number];
+    scenarioCopies[i] = { explain: scenario.explain, name: scenario.name, score: scenario.score };
+  }
+  return JSON.stringify({
+    context: contextCopy,
+    model_version: MODEL_VERSION,
+    policy_version: policyVersion,
+    result: { levers: leverCopies, scenarios: scenarioCopies },
+    schema,
+    subject,
+  });
+}
+
+function canonicalCopy(record: LogRecord) {
+  plainWithKeys(record, 6);
+  if (record.schema === undefined || record.model_version === undefined) throw NOT_THE_SHAPE;
+  return {
+    context: contextCopy(record.context),
+    model_version: str(record.model_version),
+    policy_version: str(record.policy_version),
+    result: resultCopy(record.result),
+    schema: str(record.schema),
+    subject: str(record.subject),
+  };
+}
+
+function contextCopy(context: LogRecord['context']): Record<string, unknown> {
+  const values = context as unknown as Record<string, unknown>;
+  if (!isPlain(values)) throw NOT_THE_SHAPE;
+  let own = 0;
+  const copy: Record<string, unknown> = {};
+  for (const key of CONTEXT_KEYS) {
+    if (!Object.hasOwn(values, key)) continue;
+    own++;
+    const value = values[key];
+    if (value === undefined) continue; // JSON leaves out an undefined member
+    copy[key] = key === 'jurisdiction' ? str(value) : num(value);
+  }
+  if (own !== Object.keys(values).length) throw NOT_THE_SHAPE;
+  return copy;
+}
+
+function resultCopy(result: LogRecord['result']) {
+  plainWithKeys(result, 2);
+  const { levers, scenarios } = result;
+  if (!Array.isArray(levers) || !Array.isArray(scenarios)) throw NOT_THE_SHAPE;
+  const leverCopies = new Array(levers.length);
+  for (let i = 0; i < levers.length; i++) {
+    const lever = levers[i];
+    plainWithKeys(lever, 4);
+    leverCopies[i] = {
+      delta: num(lever.delta),
+      direction: str(lever.direction),
+      name: str(lever.name),
+      step: num(lever.step),
+    };
+  }
+  const scenarioCopies = new Array(scenarios.length);
+  for (let i = 0; i < scenarios.length; i++) {
+    const scenario = scenarios[i];
+    plainWithKeys(scenario, 3);
+    const { explain } = scenario;
+    if (!Array.isArray(explain)) throw NOT_THE_SHAPE;
+    for (let j = 0; j < explain.length; j++) str(explain[j]);
+    scenarioCopies[i] = { explain, name: str(scenario.name), score: num(scenario.score) };
+  }
+  return { levers: leverCopies, scenarios: scenarioCopies };
+}
+
+/** Checks that a value is a plain object with exactly `count` own enumerable keys. */
+function plainWithKeys<T>(value: T | undefined, count: number): asserts value is T {
+  if (!isPlain(value) || Object.keys(value).length !== count) throw NOT_THE_SHAPE;
+}
+
+function isPlain(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/** The string itself, when JSON.stringify writes it as JCS does. */
+function str(value: unknown): string {
+  // A lone surrogate is not Unicode text: RFC 8785 refuses it, so the generic path decides what happens.
+  if (typeof value !== 'string' || !(value as WellFormedCheck).isWellFormed()) throw NOT_THE_SHAPE;
+  return value;
+}
+
+/** The number itself, when JSON can write it. */
+function num(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw NOT_THE_SHAPE;
+  return value;
+}
