@@ -2,7 +2,7 @@ import type { Migration } from 'kysely/migration';
 import * as initial from './0001-initial.js';
 import * as eventsWebhooksIdempotency from './0002-events-webhooks-idempotency.js';
 import * as runs from './0003-runs.js';
-import * as transparencyLog from './0004-transparency-log.js';
+import * as transparencyLog from './0005-transparency-log.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -13,5 +13,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-initial': initial,
   '0002-events-webhooks-idempotency': eventsWebhooksIdempotency,
   '0003-runs': runs,
-  '0004-transparency-log': transparencyLog,
+  '0005-transparency-log': transparencyLog,
 };
