@@ -19,7 +19,7 @@ const SERVER_CLI = join(ROOT, 'apps/server/dist/cli.js');
 
 /** Where a benchmark's server keeps its data; `drop()` removes it. */
 export interface BenchDatabase {
-  /** DATA_DIR, and with PostgreSQL DATABASE_URL and SECRETS_KEY (or SECRETS_KEY whenever one is given). */
+  /** DATA_DIR, and with PostgreSQL DATABASE_URL, SECRETS_KEY and LOG_SIGNING_KEY (or SECRETS_KEY whenever one is given). */
   env: Record<string, string>;
   drop(): Promise<void>;
 }
@@ -38,6 +38,7 @@ export async function freshBenchDatabase(
       DATA_DIR: dataDir,
       ...(postgres && { DATABASE_URL: postgres.url }),
       ...(key !== undefined && { SECRETS_KEY: key }),
+      ...(postgres && { LOG_SIGNING_KEY: randomBytes(32).toString('base64') }),
     },
     async drop() {
       await postgres?.drop();

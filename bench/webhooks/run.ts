@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
+  CheckpointSigner,
   createMetrics,
   createWorkers,
   type Features,
@@ -161,6 +162,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
     logger: jsonLogger,
     clock: systemClock,
     metrics: createMetrics({ processMetrics: false }),
+    logSigner: new CheckpointSigner('bench', randomBytes(32)),
   });
   try {
     await createWebhook(storage, secretBox, 'throughput', receiverUrl);

@@ -7,9 +7,12 @@ export { insertEvents, newEvent, type OutboxEvent } from './events/event-outbox.
 export { type Features, wireFeatures } from './features.js';
 export { newId } from './ids.js';
 export { jsonLogger, type Logger, silentLogger } from './logging/logger.js';
+export { insertLogRows } from './logs/log-store.js';
 export { createMetrics, type Metrics } from './metrics/metrics.js';
 export { type Runtime, type RuntimeOptions, startRuntime } from './runtime.js';
 export { openStorage, type Storage, type StorageOptions } from './storage/storage.js';
+export { CheckpointSigner } from './transparency-log/checkpoint-signer.js';
+export { LogSequencer } from './transparency-log/log-sequencer.js';
 export { insertNewWebhook } from './webhooks/api/webhook-store.js';
 export { SecretBox } from './webhooks/outbound/secret-box.js';
 export { generateWebhookSecret, webhookHeaders } from './webhooks/outbound/webhook-signature.js';

@@ -13,6 +13,7 @@ import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import { openStorage } from './storage/storage.js';
+import { CheckpointSigner, loadLogSigningKey } from './transparency-log/checkpoint-signer.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
@@ -66,6 +67,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const secretBox = new SecretBox(
       await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
     );
+    const logSigner = new CheckpointSigner(
+      config.transparencyLog.keyName,
+      await loadLogSigningKey({ signingKey: config.transparencyLog.signingKey, dataDir: config.dataDir }),
+    );
     const metrics = createMetrics({ storage });
     const workers = (options.workers ?? createWorkers)({
       features,
@@ -74,6 +79,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       logger,
       clock: systemClock,
       metrics,
+      logSigner,
     });
     // A step of start-up: compile the validator of every operation now (a request per operation on a
     // loopback listener of its own), so no client's first request pays for it.
@@ -91,6 +97,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       workers,
       metrics,
       lifecycle,
+      logSigner,
     });
     const { port: metricsPort, ...metricsListener } = config.metrics;
     if (metricsPort !== undefined) {

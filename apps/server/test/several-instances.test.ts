@@ -18,6 +18,7 @@ it('three instances started at once on one fresh PostgreSQL all migrate safely, 
   const env = {
     DATABASE_URL: database.options.databaseUrl ?? '',
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    LOG_SIGNING_KEY: randomBytes(32).toString('base64'),
     DATA_DIR: database.options.dataDir,
     METRICS_PORT: '0',
   };

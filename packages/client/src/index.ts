@@ -1,7 +1,7 @@
 /**
  * @scenario-scoring/client — a typed client of the scenario-scoring API: openapi-fetch typed by the
- * contract, with auth, request ids and retries as middleware, problem types, log record verification
- * and webhook verification.
+ * contract, with auth, request ids and retries as middleware, problem types, log record and verifiable-log
+ * verification (checkpoints, inclusion and consistency proofs) and webhook verification.
  */
 
 export type { Middleware } from 'openapi-fetch';
@@ -14,6 +14,17 @@ export {
   type ScoringClient,
 } from './client-factory.js';
 export { CLIENT_VERSION } from './client-version.js';
+export { auditLog, type LogAuditOptions, type LogAuditResult } from './log-auditor.js';
+export {
+  type InclusionProofFields,
+  LogProofError,
+  logLeafHash,
+  parseVerifierKey,
+  type VerifiedCheckpoint,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyInclusion,
+} from './log-proof-verifier.js';
 export { computeLogCid, type LogRecordBytes, verifyLogRecord } from './log-record-verifier.js';
 export { isProblem, type Problem, type ProblemCode } from './problem-guard.js';
 export { randomRequestId, requestIdMiddleware } from './request-id-middleware.js';
@@ -38,6 +49,8 @@ export {
 } from './typed-calls.js';
 export {
   fetchVerifiedLogRecord,
+  type LogInclusion,
+  type LogProofFailure,
   type LogRecordMismatch,
   type VerifiedLogRecordResult,
 } from './verified-log-fetch.js';

@@ -1,5 +1,11 @@
 import type { Client } from 'openapi-fetch';
 import type { LogRecord, paths } from './api-types.js';
+import {
+  LogProofError,
+  type VerifiedCheckpoint,
+  verifyCheckpoint,
+  verifyInclusion,
+} from './log-proof-verifier.js';
 import { computeLogCid, parseCid } from './log-record-verifier.js';
 import type { Problem } from './problem-guard.js';
 
@@ -13,10 +19,28 @@ export interface LogRecordMismatch {
   computed_cid: string;
 }
 
+/** The error of {@link fetchVerifiedLogRecord} when the record is not proved in the signed log. */
+export interface LogProofFailure {
+  code: 'log_proof_failed';
+  /** What did not verify (the checkpoint's signature, or the inclusion, naming the leaf). */
+  detail: string;
+  cid: string;
+}
+
+/** Where the record is in the verifiable log: its leaf in the tree of a checkpoint that verified. */
+export interface LogInclusion {
+  leafIndex: number;
+  checkpoint: VerifiedCheckpoint;
+}
+
 /** The result of {@link fetchVerifiedLogRecord}: verified data, or an error as data (never both). */
 export type VerifiedLogRecordResult =
-  | { data: { bytes: Uint8Array; record: LogRecord }; error?: never; response: Response }
-  | { data?: never; error: Problem | LogRecordMismatch | undefined; response: Response };
+  | {
+      data: { bytes: Uint8Array; record: LogRecord; inclusion?: LogInclusion };
+      error?: never;
+      response: Response;
+    }
+  | { data?: never; error: Problem | LogRecordMismatch | LogProofFailure | undefined; response: Response };
 
 /**
  * Fetches `GET /v1/logs/{cid}` as raw bytes and checks that they hash to `cid`, which proves the record
@@ -30,15 +54,21 @@ export type VerifiedLogRecordResult =
  * if (data) console.log(await verifyLogRecord(data, cid));
  * ```
  *
- * HTTP failures come back as `error` (a problem); so does a mismatch, as a `log_record_mismatch`.
- * Throws a TypeError when `cid` is not a CID.
+ * With `verifierKey` (the log's key you pinned), it also proves that the record is in your signed log:
+ * it fetches `GET /v1/log/proofs/inclusion/{cid}`, verifies the checkpoint's signature and the inclusion
+ * of these exact bytes, and returns the leaf index and the checkpoint as `data.inclusion`. A record not
+ * sequenced yet comes back as the 409 `log_record_not_sequenced` problem (retry after a second).
+ *
+ * HTTP failures come back as `error` (a problem); so does a mismatch, as a `log_record_mismatch`, and a
+ * proof that fails, as a `log_proof_failed`. Throws a TypeError when `cid` is not a CID.
  */
 export async function fetchVerifiedLogRecord(
   client: Client<paths>,
   cid: string,
-  init: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+  options: { signal?: AbortSignal; headers?: Record<string, string>; verifierKey?: string } = {},
 ): Promise<VerifiedLogRecordResult> {
   const expected = parseCid(cid);
+  const { verifierKey, ...init } = options;
   const { data, error, response } = await client.GET('/v1/logs/{cid}', {
     params: { path: { cid } },
     parseAs: 'arrayBuffer',
@@ -52,5 +82,15 @@ export async function fetchVerifiedLogRecord(
     return { error: { code: 'log_record_mismatch', detail, cid, computed_cid: computed }, response };
   }
   const record = JSON.parse(new TextDecoder().decode(bytes)) as LogRecord;
-  return { data: { bytes, record }, response };
+  if (verifierKey === undefined) return { data: { bytes, record }, response };
+  const proof = await client.GET('/v1/log/proofs/inclusion/{cid}', { params: { path: { cid } }, ...init });
+  if (proof.data === undefined) return { error: proof.error, response: proof.response };
+  try {
+    const checkpoint = await verifyCheckpoint(proof.data.checkpoint.note, verifierKey);
+    await verifyInclusion(bytes, proof.data, checkpoint);
+    return { data: { bytes, record, inclusion: { leafIndex: proof.data.leaf_index, checkpoint } }, response };
+  } catch (failure) {
+    if (!(failure instanceof LogProofError)) throw failure;
+    return { error: { code: 'log_proof_failed', detail: failure.message, cid }, response: proof.response };
+  }
 }

@@ -29,6 +29,10 @@ const CONSUMER = `import {
   isProblem,
   registerWebhook,
   scoreSubject,
+  type VerifiedCheckpoint,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyInclusion,
   verifyLogRecord,
   verifyWebhook,
   WebhookVerificationError,
@@ -60,6 +64,16 @@ export async function typedCalls(): Promise<void> {
   await scoreSubject(client, { subject: 'x', context: { jurisdiction: 'DE', utilisation: 0.3 } });
   // @ts-expect-error event types are typed by name
   await registerWebhook(client, { url: 'https://receiver.test/', events: ['run.complete'] });
+}
+
+export async function prove(key: string, bytes: Uint8Array, cid: string, older: VerifiedCheckpoint) {
+  const { data } = await client.GET('/v1/log/proofs/inclusion/{cid}', { params: { path: { cid } } });
+  if (!data) return;
+  const checkpoint = await verifyCheckpoint(data.checkpoint.note, key);
+  await verifyInclusion(bytes, data, checkpoint);
+  // @ts-expect-error a consistency proof needs the newer checkpoint
+  await verifyConsistency(older, []);
+  await verifyConsistency(older, checkpoint, []);
 }
 
 export function receive(body: string, headers: Headers): string | undefined {
@@ -224,5 +238,9 @@ describe('the packed package', () => {
       .split('\n')
       .filter((line) => /\bwarn\b/i.test(line) && !/logged in|Unknown user config/.test(line));
     expect(warnings).toEqual([]);
+
+    // The log auditor is installed as a bin and runs from the tarball alone.
+    const audit = await run('node', ['node_modules/.bin/scenario-scoring-audit', '--help'], { cwd: project, env: cleanEnv });
+    expect(audit.stdout).toMatch(/^Usage: scenario-scoring-audit --url/);
   });
 });

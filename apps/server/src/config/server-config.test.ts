@@ -42,6 +42,13 @@ describe('loadConfig', () => {
         scoringThreads: expect.any(Number),
         maxClaims: 10,
       },
+      transparencyLog: {
+        origin: 'localhost/scenario-scoring',
+        keyName: 'localhost/scenario-scoring',
+        signingKey: undefined,
+        checkpointIntervalMs: 1000,
+        maxBatch: 100_000,
+      },
     });
   });
 
@@ -99,6 +106,9 @@ describe('loadConfig', () => {
         BODY_LIMIT_BYTES: '2048',
         RATE_LIMIT_PER_SECOND: '0',
         SECRETS_KEY: KEY,
+        LOG_SIGNING_KEY: KEY,
+        LOG_ORIGIN: 'scoring.example.com/log',
+        LOG_CHECKPOINT_INTERVAL: '250ms',
         WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32, 10.0.0.0/8',
         WEBHOOK_RETRY_SCHEDULE: '10ms,1s,2m',
         WEBHOOK_TIMEOUT: '2s',
@@ -120,7 +130,22 @@ describe('loadConfig', () => {
         disableAfterFailingMs: 3_600_000,
         secretsKey: KEY,
       },
+      transparencyLog: {
+        origin: 'scoring.example.com/log',
+        keyName: 'scoring.example.com/log',
+        signingKey: KEY,
+        checkpointIntervalMs: 250,
+      },
     });
+  });
+
+  it('requires LOG_SIGNING_KEY with DATABASE_URL, so every instance signs the log with one key', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://app@db/scoring', SECRETS_KEY: KEY })).toThrow(
+      /LOG_SIGNING_KEY is required with DATABASE_URL/,
+    );
+    expect(() => loadConfig({ LOG_SIGNING_KEY: 'c2hvcnQ=', LOG_ORIGIN: 'has space' })).toThrow(
+      /LOG_ORIGIN must have no spaces[\s\S]*LOG_SIGNING_KEY must be the base64 of a 32-byte Ed25519 private key/,
+    );
   });
 
   it('requires SECRETS_KEY with DATABASE_URL, so every instance encrypts webhook secrets alike', () => {

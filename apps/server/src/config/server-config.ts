@@ -1,6 +1,7 @@
 import { type LogConfig, readLogConfig } from '../logging/log-config.js';
 import { type MetricsConfig, readMetricsConfig } from '../metrics/metrics-config.js';
 import { type RunConfig, readRunConfig } from '../runs/run-config.js';
+import { readTransparencyLogConfig, type TransparencyLogConfig } from '../transparency-log/log-config.js';
 import { readWebhookConfig, type WebhookConfig } from '../webhooks/webhook-config.js';
 import { EnvReader } from './env-reader.js';
 
@@ -25,6 +26,8 @@ export interface Config {
   shutdown: ShutdownConfig;
   /** Batch scoring runs. */
   runs: RunConfig;
+  /** The verifiable log of every tenant's records. */
+  transparencyLog: TransparencyLogConfig;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -51,7 +54,7 @@ const MAX_PORT = 65_535;
  * Reads and validates the configuration: `PORT` (3000), `HOST` (0.0.0.0), `DATA_DIR` (./data),
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
  * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
- * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`). Throws a
+ * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`, the log's `LOG_ORIGIN`, `LOG_SIGNING_KEY`…). Throws a
  * ConfigError naming every bad variable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -77,6 +80,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graceMs: reader.durationMs('SHUTDOWN_GRACE', 10_000),
   };
   const runs = readRunConfig(reader);
+  const transparencyLog = readTransparencyLogConfig(reader, {
+    databaseUrl: postgresUrl ? databaseUrl : undefined,
+  });
 
   if (reader.problems.length > 0) throw new ConfigError(reader.problems);
   return {
@@ -92,5 +98,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics,
     shutdown,
     runs,
+    transparencyLog,
   };
 }

@@ -21,6 +21,9 @@ export const ERROR_CODES = {
   service_unavailable: { status: 503, title: 'Service unavailable' },
   run_deadline_exceeded: { status: 504, title: 'Run deadline exceeded' },
   storage_unavailable: { status: 503, title: 'Storage unavailable' },
+  checkpoint_not_found: { status: 404, title: 'Checkpoint not found' },
+  log_record_not_sequenced: { status: 409, title: 'Log record not sequenced' },
+  tree_size_too_small: { status: 422, title: 'Tree size too small' },
 } as const satisfies Record<ErrorCode, { status: number; title: string }>;
 
 export type { ErrorCode };

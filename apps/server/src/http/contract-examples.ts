@@ -24,8 +24,8 @@ function schemaExample(document: OpenApiDocument, schema: unknown): unknown {
 }
 
 /**
- * A request the contract itself says is valid for an operation: path parameters from their schemas'
- * examples and the body from the first request body example.
+ * A request the contract itself says is valid for an operation: path and required query parameters from
+ * their (schemas') examples and the body from the first request body example.
  */
 export function requestExample(
   operation: ContractOperation,
@@ -35,11 +35,16 @@ export function requestExample(
     resolve(document, p),
   );
   let url = operation.path;
+  const query = new URLSearchParams();
   for (const parameter of parameters) {
-    if (parameter?.in !== 'path') continue;
-    const value = parameter.example ?? schemaExample(document, parameter.schema);
-    url = url.replace(`{${String(parameter.name)}}`, encodeURIComponent(String(value)));
+    const value = parameter?.example ?? schemaExample(document, parameter?.schema);
+    if (parameter?.in === 'path') {
+      url = url.replace(`{${String(parameter.name)}}`, encodeURIComponent(String(value)));
+    } else if (parameter?.in === 'query' && parameter.required === true) {
+      query.set(String(parameter.name), String(value));
+    }
   }
+  if (query.size > 0) url += `?${query}`;
   const requestBody = resolve(document, operation.definition.requestBody);
   const media = (requestBody?.content as Json | undefined)?.['application/json'] as Json | undefined;
   let body: unknown;

@@ -28,6 +28,26 @@ export interface LogRecordsTable {
   bytes: Uint8Array;
   request_id: string;
   created_at: IsoTimestamp;
+  /** Its leaf in the tenant's verifiable log, set once by the sequencer; null until then (bigint: a string on PostgreSQL). */
+  leaf_index: ColumnType<number | string | null, never, number>;
+}
+
+/** The tenant's Merkle tree hashes as C2SP tlog-tiles: `width` hashes of tile level `level` (see transparency-log/). */
+export interface LogTilesTable {
+  tenant_id: string;
+  level: number;
+  tile_index: ColumnType<number | string, number, never>;
+  width: number;
+  hashes: Uint8Array;
+}
+
+/** A signed checkpoint (C2SP tlog-checkpoint as a signed note) of a tenant's log. */
+export interface LogCheckpointsTable {
+  tenant_id: string;
+  tree_size: ColumnType<number | string, number, never>;
+  root_hash: Uint8Array;
+  note: string;
+  created_at: IsoTimestamp;
 }
 
 /** 0 or 1: booleans are integers on both dialects. */
@@ -187,4 +207,6 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   runs: RunsTable;
   run_items: RunItemsTable;
+  log_tiles: LogTilesTable;
+  log_checkpoints: LogCheckpointsTable;
 }

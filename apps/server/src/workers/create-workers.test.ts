@@ -14,6 +14,7 @@ import {
 import { systemClock } from '../clock.js';
 import { silentLogger } from '../logging/logger.js';
 import { createMetrics } from '../metrics/metrics.js';
+import { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
 import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
 import { createWorkers } from './create-workers.js';
@@ -40,6 +41,7 @@ forEachDatabase('the workers of an instance', ({ storage }) => {
       logger: silentLogger,
       clock: systemClock,
       metrics,
+      logSigner: new CheckpointSigner('test', randomBytes(32)),
     });
     for (const worker of workers) worker.start();
     return metrics;

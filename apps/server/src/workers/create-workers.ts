@@ -5,6 +5,8 @@ import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createRunStore } from '../runs/run-store.js';
 import { RunWorker } from '../runs/run-worker.js';
+import type { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
+import { LogSequencer } from '../transparency-log/log-sequencer.js';
 import { DeliveryWorker } from '../webhooks/delivery/delivery-worker.js';
 import { checkedConnector } from '../webhooks/outbound/outbound-address-policy.js';
 import type { SecretBox } from '../webhooks/outbound/secret-box.js';
@@ -20,6 +22,8 @@ export interface WorkerDependencies {
   clock: Clock;
   /** The instance's Prometheus instruments (e.g. `metrics.deliveryAttempts`, `metrics.deliveryLagSeconds`). */
   metrics: Metrics;
+  /** Signs the checkpoints of the verifiable log. */
+  logSigner: CheckpointSigner;
 }
 
 /** The background workers of an instance, started by the runtime after the storage is open. */
@@ -30,6 +34,7 @@ export function createWorkers({
   logger,
   clock,
   metrics,
+  logSigner,
 }: WorkerDependencies): BackgroundWorker[] {
   const { webhooks } = config;
   const { storage } = features;
@@ -54,5 +59,6 @@ export function createWorkers({
       runQueue: features.runQueue,
       outbox: features.outbox,
     }),
+    new LogSequencer({ storage, signer: logSigner, config: config.transparencyLog, clock, logger }),
   ];
 }

@@ -3,7 +3,7 @@
  * folder starts, on the child-process watcher of the testkit (its output read and kept, killed if the test
  * process dies first).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +35,7 @@ export function requireBuiltServer(main = SERVER_MAIN): void {
 
 /**
  * The server's environment for a test database: DATA_DIR, and with PostgreSQL DATABASE_URL and the
- * SECRETS_KEY it requires. Pass `secretsKey` (base64) to share it with the test (to seal webhook secrets
+ * SECRETS_KEY and LOG_SIGNING_KEY it requires. Pass `secretsKey` (base64) to share it with the test (to seal webhook secrets
  * the server opens); it is then set with SQLite too.
  */
 export function databaseEnv(database: TestDatabase, secretsKey?: string): Record<string, string> {
@@ -45,7 +45,14 @@ export function databaseEnv(database: TestDatabase, secretsKey?: string): Record
     DATA_DIR: dataDir,
     ...(databaseUrl !== undefined && { DATABASE_URL: databaseUrl }),
     ...(key !== undefined && { SECRETS_KEY: key }),
+    // Every instance on one database signs the log with one key: derived from the database, so it is shared.
+    ...(databaseUrl !== undefined && { LOG_SIGNING_KEY: logSigningKeyOf(databaseUrl) }),
   };
+}
+
+/** The log signing key the instances on `databaseUrl` share in tests (base64 of 32 bytes). */
+export function logSigningKeyOf(databaseUrl: string): string {
+  return createHash('sha256').update(`log signing key of ${databaseUrl}`).digest('base64');
 }
 
 /** Runs the built CLI to completion with exactly `env` (plus PATH). */

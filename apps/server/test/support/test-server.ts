@@ -11,6 +11,7 @@ import { contractValidation, warmUpContractValidation } from '../../src/http/con
 import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import type { Storage } from '../../src/storage/storage.js';
+import type { CheckpointSigner } from '../../src/transparency-log/checkpoint-signer.js';
 import { SecretBox } from '../../src/webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from '../../src/workers/background-worker.js';
 import { testFeatures } from './test-features.js';
@@ -71,6 +72,8 @@ export async function startTestServer(options: {
   lifecycle?: InstanceLifecycle;
   /** The contract to serve and enforce (a test-only variant, say); by default the bundled one. */
   contract?: Contract;
+  /** Signs the tenants' log checkpoints; by default a fresh key. */
+  logSigner?: CheckpointSigner;
 }): Promise<TestServer> {
   // Warmed up as the runtime does before it listens, so tests see the same first-request behaviour.
   const config = testConfig(options.config);
@@ -88,6 +91,7 @@ export async function startTestServer(options: {
     ...(options.workers && { workers: options.workers }),
     ...(options.metrics && { metrics: options.metrics }),
     ...(options.lifecycle && { lifecycle: options.lifecycle }),
+    ...(options.logSigner && { logSigner: options.logSigner }),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

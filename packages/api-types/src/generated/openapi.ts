@@ -147,6 +147,120 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/log/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the latest signed checkpoint of your log
+         * @description Returns the latest signed checkpoint of the caller's tenant's log: a C2SP `tlog-checkpoint` (origin
+         *     `<LOG_ORIGIN>/<tenant>`, tree size, root hash) signed as a C2SP `signed-note` with the log's Ed25519
+         *     key. Verify `note` with the verifier key you pinned (`GET /log/verifier-key`, compared out of band),
+         *     then prove that it extends the last one you accepted with `GET /v1/log/proofs/consistency`. Records are
+         *     sequenced asynchronously: a new record is in a checkpoint within `LOG_CHECKPOINT_INTERVAL` (1 s by default).
+         */
+        get: operations["getLogCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/proofs/inclusion/{cid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prove that a record is in your log
+         * @description Returns the RFC 9162 inclusion proof of the record `cid` in the tree of a signed checkpoint of the
+         *     caller's log (the latest by default, or the one of `tree_size`), with that checkpoint: its leaf index
+         *     and audit path. Hash the record's bytes (`GET /v1/logs/{cid}`) as a leaf and walk the path: the result
+         *     must be the checkpoint's root hash. A record logged but not sequenced yet answers 409
+         *     `log_record_not_sequenced` with `Retry-After`; another tenant's CID answers 404, like an unknown one.
+         */
+        get: operations["getInclusionProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/proofs/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prove that your log only grew between two checkpoints
+         * @description Returns the RFC 9162 consistency proof between two signed checkpoints of the caller's log, with both:
+         *     it shows that the tree of `to` leaves holds the tree of `from` leaves unchanged, so nothing was removed
+         *     or rewritten in between. Both sizes must be sizes of signed checkpoints.
+         */
+        get: operations["getConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/tiles/{level}/{index}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a tile of your log's tree
+         * @description Returns a tile of the caller's log tree (C2SP tlog-tiles, height 8), so the log can be mirrored and
+         *     proofs computed without the server: by default the widest stored (256 hashes once full), or its first
+         *     `width` hashes. Tiles are written once and never changed; a partial tile's wider versions extend it.
+         */
+        get: operations["getLogTile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/log/verifier-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the log's verifier key
+         * @description Returns the public key that signs every tenant's checkpoints, as a C2SP signed-note verifier key. No
+         *     API key is needed. Pin it once, compared with the one your operator published out of band; an
+         *     auditor must never take it from the server it audits on each run.
+         */
+        get: operations["getLogVerifierKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/register": {
         parameters: {
             query?: never;
@@ -586,7 +700,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "tree_size_too_small";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
@@ -780,6 +894,79 @@ export type components = {
             subject: components["schemas"]["Subject"];
             context: components["schemas"]["ScoreContext"];
             result: components["schemas"]["ScoreResult"];
+        };
+        /**
+         * @description The number of leaves of a tenant's log tree at a signed checkpoint.
+         * @example 2
+         */
+        TreeSize: number;
+        /**
+         * @description A SHA-256 hash in standard base64 (RFC 4648 §4, padded), as in a C2SP tlog-checkpoint.
+         * @example jRBu+Zr4FTgdBmz7n6hdOe9+1m/sVe6ep6RPO4mlnRo=
+         */
+        LogHash: string;
+        /**
+         * @description A signed checkpoint of the caller's log: a C2SP `tlog-checkpoint` (origin, tree size, root hash) signed
+         *     as a C2SP `signed-note` with Ed25519. `note` is the authoritative text, to verify with the pinned
+         *     verifier key (the client's `verifyCheckpoint`, or Go's `note.Open`); the other fields repeat its body.
+         */
+        LogCheckpoint: {
+            /**
+             * @description The log's origin line, `<LOG_ORIGIN>/<tenant>`.
+             * @example localhost/scenario-scoring/default
+             */
+            origin: string;
+            tree_size: components["schemas"]["TreeSize"];
+            root_hash: components["schemas"]["LogHash"];
+            /** @description The checkpoint body, a blank line, and the signature line (`— <key name> <base64(key ID ‖ signature)>`). */
+            note: string;
+        };
+        /**
+         * @description RFC 9162 §2.1.3 inclusion proof of a record in the tree of `checkpoint`: hash the record's bytes as
+         *     leaf `leaf_index` (SHA-256(0x00 ‖ bytes)), combine it with `inclusion_path`, and the result must be the
+         *     checkpoint's root hash.
+         */
+        InclusionProof: {
+            log_cid: components["schemas"]["LogCid"];
+            /** @description The record's position in the tenant's log, from 0. */
+            leaf_index: number;
+            tree_size: components["schemas"]["TreeSize"];
+            /** @description The audit path, from the leaf's sibling up to the root's child. */
+            inclusion_path: components["schemas"]["LogHash"][];
+            checkpoint: components["schemas"]["LogCheckpoint"];
+        };
+        /**
+         * @description RFC 9162 §2.1.4 consistency proof: the tree of `to_checkpoint` holds the tree of `from_checkpoint`
+         *     unchanged as its first `from_size` leaves.
+         */
+        ConsistencyProof: {
+            from_size: components["schemas"]["TreeSize"];
+            to_size: components["schemas"]["TreeSize"];
+            consistency_path: components["schemas"]["LogHash"][];
+            from_checkpoint: components["schemas"]["LogCheckpoint"];
+            to_checkpoint: components["schemas"]["LogCheckpoint"];
+        };
+        /**
+         * @description One tile of the caller's log tree, as C2SP tlog-tiles defines it (tile height 8): the `width` hashes of
+         *     tile level `level` from position `index · 256`. Level 0 holds leaf hashes; level L the roots of the
+         *     subtrees of 256^L leaves. Writing each `hashes` entry's 32 bytes in order gives the static tile file
+         *     `tile/<level>/<index>` (or `….p/<width>` while partial), so a tenant can mirror its log.
+         */
+        LogTile: {
+            level: number;
+            index: number;
+            width: number;
+            hashes: components["schemas"]["LogHash"][];
+        };
+        /**
+         * @description The public key every checkpoint is signed with, as a C2SP signed-note verifier key
+         *     (`<name>+<key ID, 8 hex digits>+<base64(0x01 ‖ Ed25519 public key)>`, what Go's `note.NewVerifier`
+         *     parses). Pin it out of band: an auditor compares it with the one it was given, never trusts it blindly.
+         */
+        LogVerifierKey: {
+            verifier_key: string;
+            /** @description The name in every signature line. */
+            key_name: string;
         };
         /**
          * Format: uri
@@ -1168,6 +1355,37 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description No signed checkpoint of that tree size (or none yet) in this tenant's log, or no such record for this API key. */
+        CheckpointNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The record is logged but not sequenced yet; ask again after `Retry-After` seconds. */
+        LogRecordNotSequenced: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The tree sizes asked for cannot hold what is to be proved. */
+        TreeSizeTooSmall: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
@@ -1188,6 +1406,8 @@ export type components = {
         Cursor: string;
         /** @description The `log_cid` of a scoring. */
         Cid: components["schemas"]["LogCid"];
+        /** @description The tree size of a signed checkpoint to prove against; by default the latest checkpoint. */
+        TreeSize: components["schemas"]["TreeSize"];
         /** @description The page size. */
         Limit: number;
         /** @description The webhook's id. */
@@ -1253,6 +1473,13 @@ export type RunItemError = components['schemas']['RunItemError'];
 export type NextCursor = components['schemas']['NextCursor'];
 export type RunResultList = components['schemas']['RunResultList'];
 export type LogRecord = components['schemas']['LogRecord'];
+export type TreeSize = components['schemas']['TreeSize'];
+export type LogHash = components['schemas']['LogHash'];
+export type LogCheckpoint = components['schemas']['LogCheckpoint'];
+export type InclusionProof = components['schemas']['InclusionProof'];
+export type ConsistencyProof = components['schemas']['ConsistencyProof'];
+export type LogTile = components['schemas']['LogTile'];
+export type LogVerifierKey = components['schemas']['LogVerifierKey'];
 export type WebhookUrl = components['schemas']['WebhookUrl'];
 export type EventFilter = components['schemas']['EventFilter'];
 export type WebhookDescription = components['schemas']['WebhookDescription'];
@@ -1291,6 +1518,9 @@ export type ResponseInternalServerError = components['responses']['InternalServe
 export type ResponseBadRequest = components['responses']['BadRequest'];
 export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
 export type ResponseNotFound = components['responses']['NotFound'];
+export type ResponseCheckpointNotFound = components['responses']['CheckpointNotFound'];
+export type ResponseLogRecordNotSequenced = components['responses']['LogRecordNotSequenced'];
+export type ResponseTreeSizeTooSmall = components['responses']['TreeSizeTooSmall'];
 export type ParameterXRequestId = components['parameters']['X-Request-Id'];
 export type ParameterJurisdiction = components['parameters']['Jurisdiction'];
 export type ParameterIdempotencyKey = components['parameters']['Idempotency-Key'];
@@ -1298,6 +1528,7 @@ export type ParameterRunId = components['parameters']['RunId'];
 export type ParameterRunResultsLimit = components['parameters']['RunResultsLimit'];
 export type ParameterCursor = components['parameters']['Cursor'];
 export type ParameterCid = components['parameters']['Cid'];
+export type ParameterTreeSize = components['parameters']['TreeSize'];
 export type ParameterLimit = components['parameters']['Limit'];
 export type ParameterWebhookId = components['parameters']['WebhookId'];
 export type ParameterDeliveryId = components['parameters']['DeliveryId'];
@@ -1531,6 +1762,190 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getLogCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest signed checkpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogCheckpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["CheckpointNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getInclusionProof: {
+        parameters: {
+            query?: {
+                /** @description The tree size of a signed checkpoint to prove against; by default the latest checkpoint. */
+                tree_size?: components["parameters"]["TreeSize"];
+            };
+            header?: {
+                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /**
+                 * @description The `log_cid` of a scoring or of a run item.
+                 * @example bafkreiayofhlaqkaph3jjsfs6wjoujxsu665s7ehdjfl443rszjeaj77vu
+                 */
+                cid: components["schemas"]["LogCid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The inclusion proof and the checkpoint it proves against. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InclusionProof"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["CheckpointNotFound"];
+            409: components["responses"]["LogRecordNotSequenced"];
+            422: components["responses"]["TreeSizeTooSmall"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getConsistencyProof: {
+        parameters: {
+            query: {
+                /**
+                 * @description The tree size of the older checkpoint (the one you accepted last).
+                 * @example 1
+                 */
+                from: components["schemas"]["TreeSize"];
+                /**
+                 * @description The tree size of the newer checkpoint.
+                 * @example 2
+                 */
+                to: components["schemas"]["TreeSize"];
+            };
+            header?: {
+                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consistency proof and both checkpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsistencyProof"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["CheckpointNotFound"];
+            422: components["responses"]["TreeSizeTooSmall"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getLogTile: {
+        parameters: {
+            query?: {
+                /** @description How many hashes of the tile to return; by default all that are stored. */
+                width?: number;
+            };
+            header?: {
+                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /**
+                 * @description The tile level (0 holds leaf hashes).
+                 * @example 0
+                 */
+                level: number;
+                /**
+                 * @description The tile's index within its level.
+                 * @example 0
+                 */
+                index: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tile. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogTile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getLogVerifierKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verifier key. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogVerifierKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalServerError"];
         };
     };

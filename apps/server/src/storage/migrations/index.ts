@@ -3,6 +3,7 @@ import * as initial from './0001-initial.js';
 import * as eventsWebhooksIdempotency from './0002-events-webhooks-idempotency.js';
 import * as runs from './0003-runs.js';
 import * as attemptBodyReplaced from './0004-attempt-body-replaced.js';
+import * as transparencyLog from './0005-transparency-log.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -14,4 +15,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0002-events-webhooks-idempotency': eventsWebhooksIdempotency,
   '0003-runs': runs,
   '0004-attempt-body-replaced': attemptBodyReplaced,
+  '0005-transparency-log': transparencyLog,
 };

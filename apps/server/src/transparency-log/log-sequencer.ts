@@ -1,0 +1,129 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock } from '../clock.js';
+import { describeError, type Logger } from '../logging/logger.js';
+import type { Storage } from '../storage/storage.js';
+import type { BackgroundWorker } from '../workers/background-worker.js';
+import { type CheckpointSigner, checkpointBody } from './checkpoint-signer.js';
+import type { TransparencyLogConfig } from './log-config.js';
+import { leafHash } from './merkle-hash.js';
+import { tilesForAppend } from './tile-appender.js';
+import { TileTree } from './tile-tree.js';
+import {
+  assignLeafIndexes,
+  insertCheckpoint,
+  insertTiles,
+  lockTenantLog,
+  selectPendingRecords,
+  selectTenantsWithPendingRecords,
+  selectTile,
+  selectTreeSize,
+} from './transparency-log-store.js';
+
+/** What one tenant's sequencing transaction did. */
+export interface SequencedBatch {
+  tenantId: string;
+  /** Leaves added. */
+  leaves: number;
+  /** The tree size of the checkpoint it signed. */
+  treeSize: number;
+}
+
+/** What the sequencer works with. */
+export interface LogSequencerOptions {
+  storage: Pick<Storage, 'db' | 'kind'>;
+  signer: CheckpointSigner;
+  config: Pick<TransparencyLogConfig, 'origin' | 'checkpointIntervalMs' | 'maxBatch'>;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Gives committed records their leaf indexes off the request path: every interval, for each tenant with
+ * waiting records, one transaction takes the tenant's lock (an advisory lock on PostgreSQL, so one
+ * instance at a time sequences a tenant), appends up to `maxBatch` leaves, stores the new tiles and signs a
+ * checkpoint of the grown tree. Nothing is kept in memory between batches: the tree is read from its
+ * tiles each time, so a crash mid-batch leaves the last committed tree, and the next batch goes on from it.
+ */
+export class LogSequencer implements BackgroundWorker {
+  readonly name = 'log-sequencer';
+  readonly #options: LogSequencerOptions;
+  #running = false;
+  #stopping = new AbortController();
+  #loop: Promise<void> | undefined;
+
+  constructor(options: LogSequencerOptions) {
+    this.#options = options;
+  }
+
+  get running(): boolean {
+    return this.#running;
+  }
+
+  start(): void {
+    this.#running = true;
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#stopping.abort();
+    await this.#loop;
+  }
+
+  /** One round: sequences every tenant with waiting records, one transaction each. */
+  async sequenceOnce(): Promise<SequencedBatch[]> {
+    const { storage } = this.#options;
+    const batches: SequencedBatch[] = [];
+    for (const tenantId of await selectTenantsWithPendingRecords(storage.db)) {
+      const batch = await this.sequenceTenant(tenantId);
+      if (batch) batches.push(batch);
+    }
+    return batches;
+  }
+
+  /** Appends up to `maxBatch` of the tenant's waiting records and signs the new tree; undefined when another instance holds the tenant or nothing waits. */
+  async sequenceTenant(tenantId: string): Promise<SequencedBatch | undefined> {
+    const { storage, signer, config, clock } = this.#options;
+    return storage.db.transaction().execute(async (trx) => {
+      if (!(await lockTenantLog(trx, storage.kind, tenantId))) return undefined;
+      const size = await selectTreeSize(trx, tenantId);
+      const pending = await selectPendingRecords(trx, tenantId, config.maxBatch);
+      if (pending.length === 0) return undefined;
+      const tree = new TileTree((level, index) => selectTile(trx, tenantId, level, index));
+      const tiles = await tilesForAppend(
+        tree,
+        size,
+        pending.map((record) => leafHash(record.bytes)),
+      );
+      const treeSize = size + pending.length;
+      const rootHash = await tree.root(treeSize);
+      await insertTiles(trx, tenantId, tiles);
+      await assignLeafIndexes(
+        trx,
+        tenantId,
+        pending.map((record) => record.cid),
+        size,
+      );
+      const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
+      await insertCheckpoint(trx, tenantId, { treeSize, rootHash, note }, clock.now());
+      return { tenantId, leaves: pending.length, treeSize };
+    });
+  }
+
+  async #run(): Promise<void> {
+    const { config, logger } = this.#options;
+    while (this.#running) {
+      try {
+        await this.sequenceOnce();
+      } catch (error) {
+        // The batch rolled back as a whole; the next round retries from the stored tree.
+        logger.error('log sequencing failed', describeError(error));
+      }
+      try {
+        await sleep(config.checkpointIntervalMs, undefined, { signal: this.#stopping.signal });
+      } catch {
+        // Aborted by stop().
+      }
+    }
+  }
+}

@@ -1,0 +1,50 @@
+import type { Response } from 'express';
+import type { OperationHandler, OperationRoutes } from '../http/operation-route.js';
+import type { Storage } from '../storage/storage.js';
+import type { CheckpointSigner } from './checkpoint-signer.js';
+import { findCheckpoint, findTile, proveConsistency, proveInclusion } from './transparency-log-service.js';
+import {
+  checkpointView,
+  consistencyProofView,
+  inclusionProofView,
+  tileView,
+} from './transparency-log-views.js';
+
+const tenant = (res: Pick<Response, 'locals'>) => res.locals.apiKey.tenantId;
+// Express re-parses path parameters as strings after the validator ran, and the query may reach us
+// uncoerced: numbers are read with Number() (a no-op on what the validator already coerced).
+const optionalNumber = (value: number | undefined) => (value === undefined ? undefined : Number(value));
+
+/** The verifiable log's operations: checkpoints and proofs of the caller's tenant, and the public verifier key. */
+export function transparencyLogRoutes(deps: {
+  storage: Pick<Storage, 'db'>;
+  signer: Pick<CheckpointSigner, 'verifierKey' | 'name'>;
+}): OperationRoutes {
+  const { db } = deps.storage;
+  const checkpoint: OperationHandler<'getLogCheckpoint'> = async (_req, res) => {
+    res.json(checkpointView(await findCheckpoint(db, tenant(res))));
+  };
+  const inclusion: OperationHandler<'getInclusionProof'> = async (req, res) => {
+    const size = optionalNumber(req.query.tree_size);
+    res.json(inclusionProofView(await proveInclusion(db, tenant(res), req.params.cid, size)));
+  };
+  const consistency: OperationHandler<'getConsistencyProof'> = async (req, res) => {
+    const [from, to] = [Number(req.query.from), Number(req.query.to)];
+    res.json(consistencyProofView(await proveConsistency(db, tenant(res), from, to)));
+  };
+  const tile: OperationHandler<'getLogTile'> = async (req, res) => {
+    const [level, index] = [Number(req.params.level), Number(req.params.index)];
+    const width = optionalNumber(req.query.width);
+    res.json(tileView(await findTile(db, tenant(res), level, index, width)));
+  };
+  const verifierKey: OperationHandler<'getLogVerifierKey'> = (_req, res) => {
+    res.json({ verifier_key: deps.signer.verifierKey, key_name: deps.signer.name });
+  };
+  return {
+    getLogCheckpoint: checkpoint,
+    getInclusionProof: inclusion,
+    getConsistencyProof: consistency,
+    getLogTile: tile,
+    getLogVerifierKey: verifierKey,
+  };
+}

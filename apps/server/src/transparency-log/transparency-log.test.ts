@@ -1,0 +1,232 @@
+import { LogProofError, verifyConsistency, verifyInclusion } from '@scenario-scoring/client';
+import { sql } from 'kysely';
+import { beforeAll, expect, it } from 'vitest';
+import { type GoVerifierInput, goVerify } from '../../test/interop/go-log-verifier.js';
+import {
+  logRecords,
+  TEST_LOG_ORIGIN,
+  testRecord,
+  testSequencer,
+  verified,
+} from '../../test/support/log-fixtures.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { AppError } from '../errors/app-error.js';
+import { chunks } from '../storage/chunks.js';
+import { findCheckpoint, proveConsistency, proveInclusion } from './transparency-log-service.js';
+import { selectCheckpoint } from './transparency-log-store.js';
+import { inclusionProofView } from './transparency-log-views.js';
+
+/** Batches that cross tile edges (256) and powers of two, one checkpoint after each: 2000 records in all. */
+const BATCHES = [1, 1, 2, 250, 2, 256, 300, 211, 1, 700, 276];
+const TENANT = 'log-alice';
+
+forEachDatabase('the verifiable log', ({ storage, kind }) => {
+  const records = Array.from({ length: 2000 }, (_, n) => testRecord(TENANT, n));
+  const byCid = new Map(records.map((record) => [record.cid, record]));
+  let log: ReturnType<typeof testSequencer>;
+  const sizes: number[] = [];
+  beforeAll(async () => {
+    log = testSequencer(storage());
+    let offset = 0;
+    for (const size of BATCHES) {
+      await logRecords(storage(), records.slice(offset, offset + size));
+      offset += size;
+      const [batch] = await log.sequencer.sequenceOnce();
+      sizes.push(batch?.treeSize ?? -1);
+    }
+  }, 60_000);
+
+  it('gives every record a dense index and signs a checkpoint per batch, nothing else', async () => {
+    let total = 0;
+    expect(sizes).toEqual(BATCHES.map((size) => (total += size)));
+    expect(await log.sequencer.sequenceOnce()).toEqual([]);
+    const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer);
+    expect(latest).toMatchObject({ origin: `${TEST_LOG_ORIGIN}/${TENANT}`, treeSize: 2000 });
+  });
+
+  it('proves the inclusion of every record, with the client and with Go (tlog.CheckRecord)', async () => {
+    const go: GoVerifierInput = {
+      verifier_key: log.signer.verifierKey,
+      checkpoints: [],
+      inclusions: [],
+      consistencies: [],
+    };
+    const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer);
+    go.checkpoints.push(latest.note);
+    const seen = new Set<number>();
+    for (const chunk of chunks(records, 100)) {
+      await Promise.all(
+        chunk.map(async (record) => {
+          const proof = inclusionProofView(await proveInclusion(storage().db, TENANT, record.cid));
+          await verifyInclusion(record.bytes, proof, latest);
+          seen.add(proof.leaf_index);
+          go.inclusions.push({
+            record: Buffer.from(record.bytes).toString('base64'),
+            leaf_index: proof.leaf_index,
+            tree_size: proof.tree_size,
+            path: proof.inclusion_path,
+          });
+        }),
+      );
+    }
+    expect(seen.size).toBe(2000);
+    expect(await goVerify(go)).toBe('ok: 1 checkpoints, 2000 inclusion proofs, 0 consistency proofs');
+  }, 60_000);
+
+  it('proves every checkpoint consistent with every earlier one, with the client and with Go (tlog.CheckTree)', async () => {
+    const go: GoVerifierInput = {
+      verifier_key: log.signer.verifierKey,
+      checkpoints: [],
+      inclusions: [],
+      consistencies: [],
+    };
+    for (const size of sizes) go.checkpoints.push((await findCheckpoint(storage().db, TENANT, size)).note);
+    for (const [i, from] of sizes.entries()) {
+      for (const to of sizes.slice(i)) {
+        const proof = await proveConsistency(storage().db, TENANT, from, to);
+        await verifyConsistency(
+          await verified(proof.from, log.signer),
+          await verified(proof.to, log.signer),
+          proof.path.map((hash) => Buffer.from(hash).toString('base64')),
+        );
+        go.consistencies.push({
+          from,
+          to,
+          path: proof.path.map((hash) => Buffer.from(hash).toString('base64')),
+        });
+      }
+    }
+    expect(await goVerify(go)).toBe(
+      `ok: ${sizes.length} checkpoints, 0 inclusion proofs, ${go.consistencies.length} consistency proofs`,
+    );
+  });
+
+  it("answers a record not sequenced yet with 409 and Retry-After, and another tenant's CID with 404", async () => {
+    const pending = testRecord(TENANT, 10_000);
+    await logRecords(storage(), [pending]);
+    await expect(proveInclusion(storage().db, TENANT, pending.cid)).rejects.toMatchObject({
+      code: 'log_record_not_sequenced',
+      headers: { 'Retry-After': '1' },
+    });
+    const [cid] = byCid.keys();
+    await expect(proveInclusion(storage().db, 'log-bob', cid as string)).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    await expect(proveInclusion(storage().db, TENANT, cid as string, 1)).resolves.toMatchObject({
+      leafIndex: 0,
+    });
+    await expect(proveInclusion(storage().db, TENANT, records[5]?.cid as string, 4)).rejects.toMatchObject({
+      code: 'tree_size_too_small',
+    });
+    await expect(proveConsistency(storage().db, TENANT, 4, 1)).rejects.toMatchObject({
+      code: 'tree_size_too_small',
+    });
+    await expect(findCheckpoint(storage().db, TENANT, 3)).rejects.toBeInstanceOf(AppError);
+    await log.sequencer.sequenceOnce();
+    await expect(proveInclusion(storage().db, TENANT, pending.cid)).resolves.toMatchObject({
+      leafIndex: 2000,
+    });
+  });
+
+  it('refuses, in the database itself, to update or delete a sequenced record, a tile or a checkpoint', async () => {
+    const db = storage().db;
+    const [record] = records;
+    await expect(
+      db
+        .updateTable('log_records')
+        .set({ bytes: new Uint8Array([1]) })
+        .where('cid', '=', record?.cid as string)
+        .execute(),
+    ).rejects.toThrow(/append-only/);
+    await expect(
+      db
+        .deleteFrom('log_records')
+        .where('cid', '=', record?.cid as string)
+        .execute(),
+    ).rejects.toThrow(/append-only/);
+    await expect(
+      db.updateTable('log_tiles').set({ width: 1 }).where('tenant_id', '=', TENANT).execute(),
+    ).rejects.toThrow(/append-only/);
+    await expect(db.deleteFrom('log_checkpoints').where('tenant_id', '=', TENANT).execute()).rejects.toThrow(
+      /append-only/,
+    );
+  });
+
+  it('detects a record or a hash altered behind its back: inclusion and consistency fail, naming the leaf', async () => {
+    const tenant = 'log-tampered';
+    const own = Array.from({ length: 300 }, (_, n) => testRecord(tenant, n));
+    await logRecords(storage(), own.slice(0, 100));
+    await log.sequencer.sequenceOnce();
+    const before = await verified(await findCheckpoint(storage().db, tenant), log.signer);
+    await logRecords(storage(), own.slice(100));
+    await log.sequencer.sequenceOnce();
+    const db = storage().db;
+    // As someone with database access would: around the triggers.
+    const triggers = (on: boolean) =>
+      kind === 'postgres'
+        ? sql
+            .raw(
+              `ALTER TABLE log_records ${on ? 'ENABLE' : 'DISABLE'} TRIGGER USER; ALTER TABLE log_tiles ${on ? 'ENABLE' : 'DISABLE'} TRIGGER USER`,
+            )
+            .execute(db)
+        : on
+          ? Promise.resolve()
+          : sql
+              .raw('DROP TRIGGER log_records_sequenced_immutable')
+              .execute(db)
+              .then(() => sql.raw('DROP TRIGGER log_tiles_no_update').execute(db));
+    await triggers(false);
+    try {
+      const victim = own[42] as (typeof own)[number];
+      const altered = new TextEncoder().encode(
+        new TextDecoder().decode(victim.bytes).replace('"n":42', '"n":24'),
+      );
+      await db
+        .updateTable('log_records')
+        .set({ bytes: altered })
+        .where('tenant_id', '=', tenant)
+        .where('cid', '=', victim.cid)
+        .execute();
+      const proof = await proveInclusion(db, tenant, victim.cid);
+      const latest = await verified(proof.checkpoint, log.signer);
+      const stored = await db
+        .selectFrom('log_records')
+        .select('bytes')
+        .where('tenant_id', '=', tenant)
+        .where('cid', '=', victim.cid)
+        .executeTakeFirstOrThrow();
+      await expect(verifyInclusion(stored.bytes, inclusionProofView(proof), latest)).rejects.toThrow(
+        new RegExp(`^leaf ${proof.leafIndex}: `),
+      );
+
+      // A leaf hash rewritten in its tile: the tree no longer extends the checkpoint signed before.
+      const tile = await db
+        .selectFrom('log_tiles')
+        .selectAll()
+        .where('tenant_id', '=', tenant)
+        .where('level', '=', 0)
+        .orderBy('width', 'desc')
+        .executeTakeFirstOrThrow();
+      const hashes = Buffer.from(tile.hashes);
+      hashes[7 * 32] = (hashes[7 * 32] as number) ^ 0xff;
+      await db
+        .updateTable('log_tiles')
+        .set({ hashes })
+        .where('tenant_id', '=', tenant)
+        .where('level', '=', 0)
+        .where('width', '=', tile.width)
+        .execute();
+      const consistency = await proveConsistency(db, tenant, before.treeSize, latest.treeSize);
+      await expect(
+        verifyConsistency(
+          before,
+          latest,
+          consistency.path.map((hash) => Buffer.from(hash).toString('base64')),
+        ),
+      ).rejects.toThrow(LogProofError);
+    } finally {
+      if (kind === 'postgres') await triggers(true);
+    }
+    expect(await selectCheckpoint(db, tenant)).toMatchObject({ treeSize: 300 });
+  });
+});

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { type VerifiedCheckpoint, verifyCheckpoint } from '@scenario-scoring/client';
+import { cidOfBytes } from '@scenario-scoring/engine';
+import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/logging/logger.js';
+import { insertLogRows } from '../../src/logs/log-store.js';
+import type { Storage } from '../../src/storage/storage.js';
+import { CheckpointSigner } from '../../src/transparency-log/checkpoint-signer.js';
+import { LogSequencer } from '../../src/transparency-log/log-sequencer.js';
+import type { StoredCheckpoint } from '../../src/transparency-log/transparency-log-store.js';
+import { testFeatures } from './test-features.js';
+
+export const TEST_LOG_ORIGIN = 'test.example/scenario-scoring';
+
+/** A record of `tenant` with distinct bytes, as the score log stores one. */
+export function testRecord(
+  tenantId: string,
+  n: number,
+): { tenantId: string; cid: string; bytes: Uint8Array } {
+  const bytes = new TextEncoder().encode(JSON.stringify({ n, tenant: tenantId, schema: 'test-log/1' }));
+  return { tenantId, cid: cidOfBytes(bytes), bytes };
+}
+
+/**
+ * Logs records: the even ones as scorings do (the group commit), the odd ones as run batches do
+ * (`insertLogRows` in a transaction), so both paths end in the log.
+ */
+export async function logRecords(storage: Storage, records: ReturnType<typeof testRecord>[]): Promise<void> {
+  const now = new Date();
+  const scorings = records.filter((_, i) => i % 2 === 0);
+  const runItems = records.filter((_, i) => i % 2 === 1);
+  const { logs } = testFeatures(storage);
+  await Promise.all([
+    ...scorings.map((record) => logs.append({ ...record, requestId: 'req_test', createdAt: now })),
+    storage.db.transaction().execute((trx) =>
+      insertLogRows(
+        trx,
+        runItems.map((record) => ({
+          tenant_id: record.tenantId,
+          cid: record.cid,
+          bytes: record.bytes,
+          request_id: 'run_test',
+          created_at: now.toISOString(),
+        })),
+      ),
+    ),
+  ]);
+}
+
+/** A sequencer over `storage` with a fresh key, and that key. */
+export function testSequencer(storage: Storage, signer = new CheckpointSigner('test-log', randomBytes(32))) {
+  const sequencer = new LogSequencer({
+    storage,
+    signer,
+    config: { origin: TEST_LOG_ORIGIN, checkpointIntervalMs: 20, maxBatch: 100_000 },
+    clock: systemClock,
+    logger: silentLogger,
+  });
+  return { sequencer, signer };
+}
+
+/** A stored checkpoint verified by the client with the signer's verifier key. */
+export function verified(
+  checkpoint: StoredCheckpoint,
+  signer: CheckpointSigner,
+): Promise<VerifiedCheckpoint> {
+  return verifyCheckpoint(checkpoint.note, signer.verifierKey);
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env node
+/// <reference types="node" />
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { auditLog } from '../log-auditor.js';
+
+const USAGE = `Usage: scenario-scoring-audit --url <base URL> --key <verifier key> --state <file> [--origin <origin>] [--cid <cid>]...
+
+Audits your tenant's verifiable log: verifies the latest signed checkpoint with the pinned verifier key,
+proves it consistent with the checkpoint accepted last time (kept in --state), proves each --cid's record
+in it, then saves it as accepted. The API key is read from SCENARIO_SCORING_API_KEY. Exits 0 when every
+check held, 1 with one line per failure otherwise, 2 on bad usage.`;
+
+async function main(): Promise<number> {
+  let values: ReturnType<typeof parse>['values'];
+  try {
+    values = parse().values;
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const apiKey = process.env.SCENARIO_SCORING_API_KEY;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (!values.url || !values.key || !values.state || !apiKey) {
+    console.error(`--url, --key, --state and SCENARIO_SCORING_API_KEY are required.\n\n${USAGE}`);
+    return 2;
+  }
+  const previousNote = await readState(values.state);
+  const result = await auditLog({
+    baseUrl: values.url,
+    apiKey,
+    verifierKey: values.key,
+    ...(values.origin !== undefined && { origin: values.origin }),
+    cids: values.cid ?? [],
+    ...(previousNote !== undefined && { previousNote }),
+  });
+  if (result.failures.length > 0 || !result.checkpoint) {
+    for (const failure of result.failures) console.error(`FAIL ${failure}`);
+    return 1;
+  }
+  const { checkpoint, previous } = result;
+  // Written to a temp file and renamed, so a crash never leaves a half-written state.
+  await writeFile(`${values.state}.tmp`, `${JSON.stringify({ note: checkpoint.note })}\n`);
+  await rename(`${values.state}.tmp`, values.state);
+  const grew = previous ? ` (was ${previous.treeSize}, consistent)` : ' (first checkpoint, pinned)';
+  const cids = values.cid?.length ? `, ${values.cid.length} record(s) included` : '';
+  console.log(`OK ${checkpoint.origin} tree size ${checkpoint.treeSize}${grew}${cids}`);
+  return 0;
+}
+
+function parse() {
+  return parseArgs({
+    options: {
+      url: { type: 'string' },
+      key: { type: 'string' },
+      state: { type: 'string' },
+      origin: { type: 'string' },
+      cid: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+async function readState(file: string): Promise<string | undefined> {
+  try {
+    return (JSON.parse(await readFile(file, 'utf8')) as { note: string }).note;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`cannot read the state file ${file}: ${(error as Error).message}`);
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(`FAIL ${(error as Error).message}`);
+    process.exitCode = 1;
+  },
+);
