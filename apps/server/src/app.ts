@@ -109,7 +109,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId);
-  app.use(securityHeaders(contract.docsHtml));
+  app.use(securityHeaders());
   app.use(identifyOperation(operationLookup(operations)));
   app.use(deprecationHeaders(operations));
   app.use(observeRequests(logger, metrics));

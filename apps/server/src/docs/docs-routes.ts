@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Contract } from '../contract.js';
 import { AppError } from '../errors/app-error.js';
+import { docsContentSecurityPolicy } from '../http/security-headers.js';
 import { servedFile } from './served-docs.js';
 
 const methodNotAllowed = () => {
@@ -26,7 +27,13 @@ export function docsRoutes(contract: Contract): Router {
     // Compressed, with an ETag; the docs show the address of the server that serves them.
     router
       .route(path)
-      .get(servedFile(type, body, { showOrigin: path === '/docs' }))
+      .get(
+        servedFile(
+          type,
+          body,
+          path === '/docs' ? { showOrigin: true, contentSecurityPolicy: docsContentSecurityPolicy } : {},
+        ),
+      )
       .all(methodNotAllowed);
   }
   return router;

@@ -17,12 +17,14 @@ interface Prepared {
   body: Buffer;
   gzipped: Buffer;
   etag: string;
+  /** This body's own Content-Security-Policy, when the file has one. */
+  csp: string | undefined;
 }
 
-function prepare(text: string): Prepared {
+function prepare(text: string, csp: ((text: string) => string) | undefined): Prepared {
   const body = Buffer.from(text, 'utf8');
   const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-  return { body, gzipped: gzipSync(body), etag };
+  return { body, gzipped: gzipSync(body), etag, csp: csp?.(text) };
 }
 
 /** Whether the client takes gzip (`Accept-Encoding: gzip`, not with q=0). */
@@ -52,15 +54,19 @@ function requestOrigin(req: Request): string | undefined {
 export function servedFile(
   type: string,
   text: string,
-  options: { showOrigin?: boolean } = {},
+  options: {
+    showOrigin?: boolean;
+    /** The Content-Security-Policy of a body (computed once per origin's body, as its hashes differ). */
+    contentSecurityPolicy?: (text: string) => string;
+  } = {},
 ): RequestHandler {
-  const plain = prepare(text);
+  const plain = prepare(text, options.contentSecurityPolicy);
   const byOrigin = new Map<string, Prepared>();
   const forOrigin = (origin: string | undefined): Prepared => {
     if (!options.showOrigin || origin === undefined || origin === DOCS_PLACEHOLDER_ORIGIN) return plain;
     let prepared = byOrigin.get(origin);
     if (prepared === undefined) {
-      prepared = prepare(text.replaceAll(DOCS_PLACEHOLDER_ORIGIN, origin));
+      prepared = prepare(text.replaceAll(DOCS_PLACEHOLDER_ORIGIN, origin), options.contentSecurityPolicy);
       if (byOrigin.size >= MAX_ORIGINS) byOrigin.delete(byOrigin.keys().next().value as string);
       byOrigin.set(origin, prepared);
     }
@@ -72,6 +78,7 @@ export function servedFile(
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('Vary', 'Accept-Encoding, Host');
     res.setHeader('ETag', prepared.etag);
+    if (prepared.csp !== undefined) res.setHeader('Content-Security-Policy', prepared.csp);
     if (req.headers['if-none-match'] === prepared.etag) {
       res.status(304).end();
       return;

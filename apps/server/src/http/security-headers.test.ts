@@ -23,6 +23,12 @@ forEachDatabase('security headers', ({ storage }) => {
   it('sends nosniff, no X-Powered-By and a CSP fit for the docs on /docs, the API and its errors', async () => {
     const docs = await server.request('/docs');
     const html = await docs.text();
+    // The served page shows this server's address (not the built file's placeholder), so the hashes of its
+    // scripts are its own.
+    expect(html).toContain(server.url);
+    const docsCsp = docs.headers.get('content-security-policy') ?? '';
+    expect(inlineScriptHashes(html).length).toBeGreaterThan(0);
+    for (const hash of inlineScriptHashes(html)) expect(docsCsp).toContain(hash);
     for (const response of [
       docs,
       await server.request('/v1/scoring/policies/DE', { key }),
@@ -36,7 +42,7 @@ forEachDatabase('security headers', ({ storage }) => {
       expect(csp).toContain("frame-ancestors 'none'");
       expect(csp).toContain("object-src 'none'");
       expect(csp).not.toContain('unsafe-eval');
-      for (const hash of inlineScriptHashes(html)) expect(csp).toContain(hash);
+      expect(csp).not.toContain('https:');
     }
   });
 });

@@ -16,29 +16,45 @@ export function inlineScriptHashes(html: string): string[] {
 }
 
 /**
- * Security headers on every response (helmet): `nosniff`, no framing, no referrer, HSTS, and a Content
- * Security Policy that fits the docs page — its own inline scripts by hash, Redoc's inline styles, images
- * from itself, `data:` and Redoc's logo CDN — and allows nothing else. The API answers JSON, where the
- * same policy costs nothing. Express's `X-Powered-By` is off (see app.ts).
+ * The one Content Security Policy, with the inline scripts it allows by hash (none but the docs page's):
+ * Redoc's inline styles, images and fonts from the server itself or `data:` (the logo is inlined), and
+ * nothing from anywhere else.
  */
-export function securityHeaders(docsHtml: string): RequestHandler {
+function cspDirectives(scriptHashes: readonly string[]): Record<string, string[]> {
+  return {
+    'default-src': ["'self'"],
+    'script-src': ["'self'", ...scriptHashes],
+    'style-src': ["'self'", "'unsafe-inline'"],
+    'img-src': ["'self'", 'data:'],
+    'font-src': ["'self'", 'data:'],
+    'worker-src': ["'self'", 'blob:'],
+    'connect-src': ["'self'"],
+    'object-src': ["'none'"],
+    'base-uri': ["'none'"],
+    'form-action': ["'none'"],
+    'frame-ancestors': ["'none'"],
+  };
+}
+
+/**
+ * The policy for one served docs page: its own inline scripts by hash. The served page shows the address
+ * of the server it came from, so each address's page has its own hashes (see docs/served-docs.ts).
+ */
+export function docsContentSecurityPolicy(html: string): string {
+  return Object.entries(cspDirectives(inlineScriptHashes(html)))
+    .map(([name, sources]) => `${name} ${sources.join(' ')}`)
+    .join(';');
+}
+
+/**
+ * Security headers on every response (helmet): `nosniff`, no framing, no referrer, HSTS, and the Content
+ * Security Policy with no inline script allowed; the docs page replaces it with its own (the same policy
+ * plus the hashes of its scripts). The API answers JSON, where the policy costs nothing. Express's
+ * `X-Powered-By` is off (see app.ts).
+ */
+export function securityHeaders(): RequestHandler {
   return helmet({
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: {
-        defaultSrc: ["'self'"],
-        scriptSrc: ["'self'", ...inlineScriptHashes(docsHtml)],
-        styleSrc: ["'self'", "'unsafe-inline'"],
-        imgSrc: ["'self'", 'data:', 'https://cdn.redoc.ly'],
-        fontSrc: ["'self'", 'data:'],
-        workerSrc: ["'self'", 'blob:'],
-        connectSrc: ["'self'"],
-        objectSrc: ["'none'"],
-        baseUri: ["'none'"],
-        formAction: ["'none'"],
-        frameAncestors: ["'none'"],
-      },
-    },
+    contentSecurityPolicy: { useDefaults: false, directives: cspDirectives([]) },
     referrerPolicy: { policy: 'no-referrer' },
   });
 }
