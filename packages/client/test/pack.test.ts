@@ -240,7 +240,10 @@ describe('the packed package', () => {
     expect(warnings).toEqual([]);
 
     // The log auditor is installed as a bin and runs from the tarball alone.
-    const audit = await run('node', ['node_modules/.bin/scenario-scoring-audit', '--help'], { cwd: project, env: cleanEnv });
+    const audit = await run('node', ['node_modules/.bin/scenario-scoring-audit', '--help'], {
+      cwd: project,
+      env: cleanEnv,
+    });
     expect(audit.stdout).toMatch(/^Usage: scenario-scoring-audit --url/);
   });
 });
