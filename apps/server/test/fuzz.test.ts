@@ -273,6 +273,8 @@ for (const kind of DATABASE_KINDS) {
       await target.stop();
       // The counts of this run, for the report (per operation, this database).
       console.info(`fuzz counts (${kind}, FUZZ_RUNS=${RUNS}):`, Object.fromEntries(target.counts));
+      for (const phase of ['valid', 'invalid'] as const)
+        console.info(`fuzz ${phase} requests (${kind}):`, Object.fromEntries(target.exercised[phase]));
       expect(lines, JSON.stringify(lines.slice(0, 3))).toEqual([]);
     }, 60_000);
 

@@ -44,12 +44,12 @@ export class FuzzTarget {
   receiverUrl = '';
   /** Requests sent, by operationId-like key (`POST /v1/...`). */
   readonly counts = new Map<string, number>();
-  /** The test now sending; `exercised` holds, per phase, the operations (`get /v1/...`) it sent requests to. */
+  /** The test now sending; `exercised` counts, per phase, the requests sent to each operation (`get /v1/...`). */
   phase: FuzzPhase = 'valid';
-  readonly exercised: Record<FuzzPhase, Set<string>> = {
-    valid: new Set(),
-    invalid: new Set(),
-    chain: new Set(),
+  readonly exercised: Record<FuzzPhase, Map<string, number>> = {
+    valid: new Map(),
+    invalid: new Map(),
+    chain: new Map(),
   };
 
   constructor(kind: DatabaseKind) {
@@ -98,7 +98,9 @@ export class FuzzTarget {
   async send(request: FuzzRequest): Promise<FuzzAnswer> {
     const label = `${request.method} ${request.operation.path}`;
     this.counts.set(label, (this.counts.get(label) ?? 0) + 1);
-    this.exercised[this.phase].add(`${request.operation.method} ${request.operation.path}`);
+    const operation = `${request.operation.method} ${request.operation.path}`;
+    const exercised = this.exercised[this.phase];
+    exercised.set(operation, (exercised.get(operation) ?? 0) + 1);
     const headers: Record<string, string> = {
       ...(!request.anonymous && { authorization: `Bearer ${this.apiKey}` }),
       ...request.headers,
