@@ -13,8 +13,11 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContractOperation } from '../../../test/contract/src/harness/contract-validator.js';
-import { type FuzzRequest, FuzzTarget } from './support/fuzz-target.js';
+import type { OpenApiDocument } from '../src/contract.js';
+import { contractOperations } from '../src/http/contract-routes.js';
+import { type FuzzAnswer, type FuzzRequest, FuzzTarget } from './support/fuzz-target.js';
 import { hostileString, wrongTyped } from './support/hostile-values.js';
+import { badInteger, inPath, MAX_SAFE, TWO_POW_53 } from './support/log-fuzz-values.js';
 import { arbitraryOf, type Bundle, type Schema } from './support/schema-arbitrary.js';
 import { DATABASE_KINDS } from './support/test-databases.js';
 
@@ -146,6 +149,8 @@ for (const kind of DATABASE_KINDS) {
     const target = new FuzzTarget(kind);
     let bodies: ReturnType<typeof validBodies>;
     const ids = { run: '', cid: '', webhook: '', webhookForPatch: '', delivery: '' };
+    // The log as the suite saw it: sizes of signed checkpoints, and records with their leaf index.
+    const log = { sizes: new Set<number>(), records: [] as { cid: string; leaf: number }[] };
 
     const op = (method: ContractOperation['method'], path: ContractOperation['path']): ContractOperation => ({
       method,
@@ -184,6 +189,42 @@ for (const kind of DATABASE_KINDS) {
     const DELIVERIES = op('get', '/v1/webhooks/{id}/deliveries');
     const ATTEMPTS = op('get', '/v1/webhooks/{id}/deliveries/{delivery_id}/attempts');
     const REDELIVER = op('post', '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver');
+    const CHECKPOINT = op('get', '/v1/log/checkpoint');
+    const INCLUSION = op('get', '/v1/log/proofs/inclusion/{cid}');
+    const CONSISTENCY = op('get', '/v1/log/proofs/consistency');
+    const TILE = op('get', '/v1/log/tiles/{level}/{index}');
+    const VERIFIER_KEY = op('get', '/log/verifier-key');
+
+    /** The record's inclusion proof, waited for until a signed checkpoint holds it; records the sizes seen. */
+    const sequenced = async (cid: string) => {
+      for (let i = 0; i < 200; i++) {
+        const answer = await get(INCLUSION, `/v1/log/proofs/inclusion/${cid}`);
+        if (answer.status === 200) {
+          const proof = answer.body as { leaf_index: number; tree_size: number };
+          log.sizes.add(proof.tree_size);
+          log.records.push({ cid, leaf: proof.leaf_index });
+          return;
+        }
+        expectNotSequenced(answer);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error(`${cid} was not sequenced within 5 s`);
+    };
+    /** The documented answer for a record logged but not sequenced yet. */
+    const expectNotSequenced = (answer: FuzzAnswer) => {
+      expect(answer.status, JSON.stringify(answer.body)).toBe(409);
+      expect((answer.body as { code: string }).code).toBe('log_record_not_sequenced');
+      expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    };
+    /** The latest signed checkpoint's size, remembered as a signed size. */
+    const currentSize = async () => {
+      const answer = await get(CHECKPOINT, '/v1/log/checkpoint');
+      expect(answer.status).toBe(200);
+      const size = (answer.body as { tree_size: number }).tree_size;
+      log.sizes.add(size);
+      return size;
+    };
+    const signedSizes = () => [...log.sizes].sort((a, b) => a - b);
 
     beforeAll(async () => {
       await target.start();
@@ -215,6 +256,16 @@ for (const kind of DATABASE_KINDS) {
         if (ids.delivery === '') await new Promise((resolve) => setTimeout(resolve, 50));
       }
       expect(ids.delivery).toMatch(/^dlv_/);
+      // A few records, each waited for until a checkpoint holds it: several signed tree sizes to prove against.
+      await sequenced(ids.cid);
+      for (let i = 0; i < 3; i++) {
+        const scored = await post(SCORE, '/v1/scoring/score', {
+          subject: `log-${i}`,
+          context: { jurisdiction: 'FR' },
+        });
+        await sequenced((scored.body as { log_cid: string }).log_cid);
+      }
+      await currentSize();
     }, 120_000);
 
     afterAll(async () => {
@@ -222,6 +273,8 @@ for (const kind of DATABASE_KINDS) {
       await target.stop();
       // The counts of this run, for the report (per operation, this database).
       console.info(`fuzz counts (${kind}, FUZZ_RUNS=${RUNS}):`, Object.fromEntries(target.counts));
+      for (const phase of ['valid', 'invalid'] as const)
+        console.info(`fuzz ${phase} requests (${kind}):`, Object.fromEntries(target.exercised[phase]));
       expect(lines, JSON.stringify(lines.slice(0, 3))).toEqual([]);
     }, 60_000);
 
@@ -230,6 +283,7 @@ for (const kind of DATABASE_KINDS) {
 
     // --- Valid requests: accepted, every one.
     it('accepts every valid request to every operation', async () => {
+      target.phase = 'valid';
       const expectStatus = async (answer: Promise<{ status: number; body: unknown }>, status: number) => {
         const { status: actual, body } = await answer;
         expect(actual, JSON.stringify(body).slice(0, 300)).toBe(status);
@@ -334,6 +388,77 @@ for (const kind of DATABASE_KINDS) {
           ),
         ) as never,
       );
+      // The verifiable log: the latest checkpoint, proofs against signed checkpoints of records it holds,
+      // stored tiles, and the public verifier key (with or without an API key).
+      await check(
+        fc.asyncProperty(fc.constant(0), async () => {
+          expect(await currentSize()).toBeGreaterThanOrEqual(1);
+        }) as never,
+      );
+      let fresh = 0;
+      await check(
+        fc.asyncProperty(fc.nat(), fc.option(fc.nat()), fc.boolean(), async (pick, sizePick, justLogged) => {
+          if (justLogged) {
+            // A record just logged: proved, or the documented 409 with Retry-After until it is sequenced.
+            const scored = await post(SCORE, '/v1/scoring/score', {
+              subject: `fresh-${fresh++}`,
+              context: { jurisdiction: 'DE' },
+            });
+            const cid = (scored.body as { log_cid: string }).log_cid;
+            const answer = await get(INCLUSION, `/v1/log/proofs/inclusion/${cid}`);
+            if (answer.status !== 200) expectNotSequenced(answer);
+            return;
+          }
+          const record = log.records[pick % log.records.length] as { cid: string; leaf: number };
+          const sizes = signedSizes().filter((size) => size > record.leaf);
+          const size = sizePick === null ? undefined : sizes[sizePick % sizes.length];
+          const query = size === undefined ? '' : `?tree_size=${size}`;
+          const answer = await get(INCLUSION, `/v1/log/proofs/inclusion/${record.cid}${query}`);
+          expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(200);
+          expect(answer.body).toMatchObject({ log_cid: record.cid, leaf_index: record.leaf });
+          if (size !== undefined) expect(answer.body).toMatchObject({ tree_size: size });
+        }) as never,
+      );
+      await check(
+        fc.asyncProperty(fc.nat(), fc.nat(), fc.boolean(), async (fromPick, toPick, latest) => {
+          const sizes = signedSizes();
+          const to = latest ? await currentSize() : (sizes[toPick % sizes.length] as number);
+          const older = sizes.filter((size) => size <= to);
+          const from = older[fromPick % older.length] as number;
+          const answer = await get(CONSISTENCY, `/v1/log/proofs/consistency?from=${from}&to=${to}`);
+          expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(200);
+          expect(answer.body).toMatchObject({ from_size: from, to_size: to });
+        }) as never,
+      );
+      await check(
+        fc.asyncProperty(fc.nat(), fc.nat(), fc.option(fc.nat()), async (sizePick, indexPick, widthPick) => {
+          // Level 0 of a signed tree of `size` leaves: full tiles, then a partial one of size mod 256.
+          const sizes = signedSizes();
+          const size = sizes[sizePick % sizes.length] as number;
+          const last = Math.floor((size - 1) / 256);
+          const index = indexPick % (last + 1);
+          const stored = index < last ? 256 : ((size - 1) % 256) + 1;
+          const width = widthPick === null ? undefined : (widthPick % stored) + 1;
+          const answer = await get(
+            TILE,
+            `/v1/log/tiles/0/${index}${width === undefined ? '' : `?width=${width}`}`,
+          );
+          expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(200);
+          expect(answer.body).toMatchObject({ level: 0, index, ...(width !== undefined && { width }) });
+          expect((answer.body as { width: number }).width).toBeGreaterThanOrEqual(width ?? stored);
+        }) as never,
+      );
+      await check(
+        fc.asyncProperty(fc.boolean(), async (anonymous) => {
+          const answer = await send({
+            operation: VERIFIER_KEY,
+            url: '/log/verifier-key',
+            method: 'GET',
+            anonymous,
+          });
+          expect(answer.status).toBe(200);
+        }) as never,
+      );
       // The probes take no input: a few requests each, with or without a key, must answer 200.
       for (const path of ['/healthz', '/readyz'] as const) {
         for (let i = 0; i < 5; i++) await expectStatus(get(op('get', path), path), 200);
@@ -342,6 +467,7 @@ for (const kind of DATABASE_KINDS) {
 
     // --- Invalid and hostile requests: a documented 4xx, never a 5xx.
     it('refuses every invalid or hostile request with a documented 4xx', async () => {
+      target.phase = 'invalid';
       const refusing =
         (operation: ContractOperation, url: string, method: string) =>
         (m: { body: string | Buffer; mustRefuse: boolean; gzip?: boolean }) =>
@@ -391,6 +517,8 @@ for (const kind of DATABASE_KINDS) {
       await refusedGet(DELIVERIES, (s) => `/v1/webhooks/${s}/deliveries`);
       await refusedGet(ATTEMPTS, (s) => `/v1/webhooks/${ids.webhook}/deliveries/${s}/attempts`);
       await refusedGet(REDELIVER, (s) => `/v1/webhooks/${ids.webhook}/deliveries/${s}/redeliver`);
+      await refusedGet(INCLUSION, (s) => `/v1/log/proofs/inclusion/${s}`);
+      await invalidLog();
       for (const [operation, url] of [
         [LIST, '/v1/webhooks'],
         [RESULTS, `/v1/scoring/runs/${ids.run}/results`],
@@ -405,8 +533,152 @@ for (const kind of DATABASE_KINDS) {
       }
     }, 600_000);
 
+    /** The verifiable log's numbers at their edges and beyond, and its input-less operations with hostile headers. */
+    const invalidLog = async () => {
+      const expectStatus = (answer: FuzzAnswer, ...statuses: number[]): void => {
+        expect(statuses, `${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`).toContain(
+          answer.status,
+        );
+      };
+      // An unknown but well-formed CID is no record of this tenant.
+      await check(
+        fc.asyncProperty(fc.stringMatching(/^bafkrei[a-z2-7]{52}$/), async (cid) => {
+          expectStatus(await get(INCLUSION, `/v1/log/proofs/inclusion/${cid}`), 404);
+        }) as never,
+      );
+      const size = await currentSize();
+      /** A tree size at an edge, and the statuses a proof against it may answer for a record of leaf `leaf`. */
+      const edge = fc.constantFrom('0', '1', 'current', 'next', MAX_SAFE, TWO_POW_53, '-1', '0x10', '');
+      const edgeValue = (value: string) =>
+        value === 'current' ? String(size) : value === 'next' ? String(size + 1) : value;
+      const validSize = (value: string) =>
+        /^[1-9]\d*$/.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER;
+      const inclusionStatuses = (value: string, leaf: number) => {
+        if (!validSize(value)) return [400];
+        const n = Number(value);
+        // A size not seen signed may have been signed since: only the sizes seen have one answer.
+        if (log.sizes.has(n)) return [n > leaf ? 200 : 422];
+        return n > Number.MAX_SAFE_INTEGER / 2 ? [404] : [200, 404, 422];
+      };
+      await check(
+        fc.asyncProperty(
+          fc.nat(),
+          fc.oneof(edge.map(edgeValue), badInteger(1, Number.MAX_SAFE_INTEGER)),
+          async (pick, value) => {
+            const record = log.records[pick % log.records.length] as { cid: string; leaf: number };
+            const answer = await get(
+              INCLUSION,
+              `/v1/log/proofs/inclusion/${record.cid}?tree_size=${encodeURIComponent(value)}`,
+            );
+            expectStatus(answer, ...inclusionStatuses(value, record.leaf));
+          },
+        ) as never,
+      );
+      const sizeOrBad = fc.oneof(edge.map(edgeValue), badInteger(1, Number.MAX_SAFE_INTEGER));
+      await check(
+        fc.asyncProperty(fc.option(sizeOrBad), fc.option(sizeOrBad), async (from, to) => {
+          const query = [
+            ...(from === null ? [] : [`from=${encodeURIComponent(from)}`]),
+            ...(to === null ? [] : [`to=${encodeURIComponent(to)}`]),
+          ].join('&');
+          const answer = await get(CONSISTENCY, `/v1/log/proofs/consistency?${query}`);
+          if (from === null || to === null || !validSize(from) || !validSize(to)) expectStatus(answer, 400);
+          else if (Number(from) > Number(to)) expectStatus(answer, 422);
+          else if (log.sizes.has(Number(from)) && log.sizes.has(Number(to))) expectStatus(answer, 200);
+          else expectStatus(answer, 200, 404);
+        }) as never,
+      );
+      // Tiles: a bad level, index or width is 400; a tile or width not stored (yet) is 404.
+      const tileCase = fc.oneof(
+        badInteger(0, 7).map((level) => ({ level: inPath(level), index: '0', width: null, status: 400 })),
+        badInteger(0, Number.MAX_SAFE_INTEGER).map((index) => ({
+          level: '0',
+          index: inPath(index),
+          width: null,
+          status: 400,
+        })),
+        badInteger(1, 256).map((width) => ({ level: '0', index: '0', width, status: 400 })),
+        fc.constantFrom(
+          { level: '7', index: '0', width: null, status: 404 },
+          { level: '0', index: MAX_SAFE, width: null, status: 404 },
+          { level: '0', index: TWO_POW_53, width: null, status: 400 },
+          { level: '8', index: '0', width: null, status: 400 },
+          { level: '0', index: '0', width: '257', status: 400 },
+          { level: '0', index: '0', width: '0', status: 400 },
+        ),
+      );
+      await check(
+        fc.asyncProperty(tileCase, async ({ level, index, width, status }) => {
+          const query = width === null ? '' : `?width=${encodeURIComponent(width)}`;
+          expectStatus(await get(TILE, `/v1/log/tiles/${level}/${index}${query}`), status);
+        }) as never,
+      );
+      // A width wider than the tree is not stored yet: 404 (the tree is far below 256 leaves here).
+      if (size < 255) expectStatus(await get(TILE, `/v1/log/tiles/0/0?width=${size + 1}`), 404);
+
+      // Input-less operations: hostile request ids (the server makes its own), unknown query parameters,
+      // and a checkpoint asked without a key or with a wrong one.
+      const requestId = fc.constantFrom(
+        'x'.repeat(2000),
+        '',
+        ' ',
+        '\u00ff\u00e9',
+        '<script>',
+        '../..',
+        'a,b;c',
+      );
+      const declaresRequestId = (operation: ContractOperation) =>
+        JSON.stringify(
+          ((bundle.paths as Record<string, Record<string, { parameters?: unknown }>>)[operation.path]?.get
+            ?.parameters ?? []) as unknown,
+        ).includes('X-Request-Id');
+      const inputless = [CHECKPOINT, VERIFIER_KEY, op('get', '/healthz'), op('get', '/readyz')];
+      await check(
+        fc.asyncProperty(fc.constantFrom(...inputless), requestId, async (operation, id) => {
+          const answer = await send({
+            operation,
+            url: operation.path,
+            method: 'GET',
+            headers: { 'x-request-id': id },
+          });
+          // Beyond the declared parameter's maxLength (1024) it is refused; otherwise replaced by the server's own.
+          expectStatus(answer, id.length > 1024 && declaresRequestId(operation) ? 400 : 200);
+          expect(answer.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
+        }) as never,
+      );
+      for (const operation of inputless) {
+        expectStatus(await get(operation, `${operation.path}?tree_size=1`), 400);
+      }
+      expectStatus(
+        await send({ operation: CHECKPOINT, url: CHECKPOINT.path, method: 'GET', anonymous: true }),
+        401,
+      );
+      expectStatus(
+        await send({
+          operation: CHECKPOINT,
+          url: CHECKPOINT.path,
+          method: 'GET',
+          headers: { authorization: 'Bearer sk_not_a_key' },
+        }),
+        401,
+      );
+    };
+
+    // --- Every operation of the bundled contract, sent valid and invalid requests by this suite.
+    it('exercises every operation of the contract with valid and invalid requests', () => {
+      const operations = contractOperations(bundle as unknown as OpenApiDocument).map(
+        (operation) => `${operation.method} ${operation.path}`,
+      );
+      expect(operations.length).toBeGreaterThan(20);
+      for (const phase of ['valid', 'invalid'] as const) {
+        const missing = operations.filter((operation) => !target.exercised[phase].has(operation));
+        expect(missing, `operations the ${phase} fuzzing never sent a request to`).toEqual([]);
+      }
+    });
+
     // --- Stateful chains over one webhook's life.
     it('keeps every chain create → read → test → deliveries → attempts → redeliver → rotate → patch → delete → read consistent', async () => {
+      target.phase = 'chain';
       await fc.assert(
         fc.asyncProperty(bodies.register, bodies.rotate, bodies.update, async (register, rotate, update) => {
           const created = await post(REGISTER, '/v1/webhooks/register', register);

@@ -4,7 +4,16 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { collectTextViolations, textPolicyViolation } from './text-policy.js';
+import { loadContract } from '../contract.js';
+import { contractOperations } from './contract-routes.js';
+import { collectTextViolations, integerQueryParameters, textPolicyViolation } from './text-policy.js';
+
+it("finds the integer query parameters, whose schema is inline or a $ref (the log's tree sizes)", () => {
+  const { document } = loadContract();
+  const names = integerQueryParameters(contractOperations(document), document.components);
+  // `tree_size`, `from` and `to` are `$ref: TreeSize`: missed, `tree_size=0x10` was read as 16.
+  expect([...names].sort()).toEqual(['from', 'limit', 'to', 'tree_size', 'width']);
+});
 
 const CONTEXT = { jurisdiction: 'DE', utilization: 0.35 };
 const URL_A = 'http://127.0.0.1:9/a';
@@ -132,5 +141,26 @@ forEachDatabase('the text policy at the edge', ({ storage }) => {
       await expectFieldRefused(response, '/query/limit');
     }
     expect((await server.request('/v1/webhooks?limit=16', { key })).status).toBe(200);
+  });
+
+  // Found by the contract fuzzer: `tree_size=0x10` proved against tree 16 and `/v1/log/tiles/0/0x10` read
+  // tile 16, because the validator coerces any string Number() reads, in the path and in `$ref`'d schemas.
+  it("reads the log's tree sizes and tile coordinates as decimal only", async () => {
+    for (const bad of ['0x10', '1e1', '+5', ' 5', '0b11', '5.0']) {
+      const value = encodeURIComponent(bad);
+      const cid = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
+      await expectFieldRefused(
+        await server.request(`/v1/log/proofs/inclusion/${cid}?tree_size=${value}`, { key }),
+        '/query/tree_size',
+      );
+      await expectFieldRefused(
+        await server.request(`/v1/log/proofs/consistency?from=1&to=${value}`, { key }),
+        '/query/to',
+      );
+      await expectFieldRefused(await server.request(`/v1/log/tiles/${value}/0`, { key }), '/path/level');
+      await expectFieldRefused(await server.request(`/v1/log/tiles/0/${value}`, { key }), '/path/index');
+    }
+    // Decimal values pass to the operation: this key's log has no tile yet.
+    expect((await server.request('/v1/log/tiles/0/16', { key })).status).toBe(404);
   });
 });

@@ -57,17 +57,30 @@ export function collectTextViolations(value: unknown, path: string, into: Valida
   }
 }
 
-/** Query integers are decimal only: `limit=0x10`, `1e1` or ` 16` would otherwise be coerced to numbers. */
+/** Query and path integers are decimal only: `limit=0x10`, `1e1` or ` 16` would otherwise be coerced to numbers. */
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
 
 /**
  * Enforces the text policy on the parsed body and the query (runs after the body parser, before the
- * contract validator), and requires the integer query parameters `integerQuery` names to be decimal.
+ * contract validator), and requires the integer query parameters `integerQuery` names, and the integer
+ * path parameters of `integerPaths`, to be decimal.
  * Every violation is listed in one 400 `validation_failed`.
  */
-export function textPolicy(integerQuery: ReadonlySet<string>): RequestHandler {
+export function textPolicy(
+  integerQuery: ReadonlySet<string>,
+  integerPaths: readonly IntegerPathTemplate[] = [],
+): RequestHandler {
   return (req, _res, next) => {
     const errors: ValidationError[] = [];
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    for (const template of integerPaths) {
+      const match = template.method === method ? template.pattern.exec(req.path) : null;
+      for (const [i, name] of template.names.entries()) {
+        const segment = match?.[i + 1];
+        if (segment !== undefined && template.integers.has(name) && !DECIMAL_INTEGER.test(decoded(segment)))
+          errors.push({ path: `/path/${name}`, message: 'must be a decimal integer' });
+      }
+    }
     for (const [name, value] of Object.entries(req.query)) {
       const values = Array.isArray(value) ? value : [value];
       for (const item of values) {
@@ -85,7 +98,10 @@ export function textPolicy(integerQuery: ReadonlySet<string>): RequestHandler {
   };
 }
 
-/** The names of the contract's integer query parameters (`limit`), following `$ref`s to `components/parameters`. */
+/**
+ * The names of the contract's integer query parameters (`limit`, `tree_size`), following `$ref`s to
+ * `components/parameters` and, for their schema, to `components/schemas`.
+ */
 export function integerQueryParameters(
   operations: readonly { definition: Readonly<Record<string, unknown>> }[],
   components: Readonly<Record<string, unknown>> | undefined,
@@ -93,13 +109,75 @@ export function integerQueryParameters(
   const names = new Set<string>();
   for (const { definition } of operations) {
     for (const entry of (definition.parameters as Record<string, unknown>[] | undefined) ?? []) {
-      const ref = typeof entry.$ref === 'string' ? entry.$ref : undefined;
-      const parameter = (
-        ref ? (components?.parameters as Record<string, unknown>)?.[ref.split('/').pop() as string] : entry
-      ) as { in?: string; name?: string; schema?: { type?: unknown } } | undefined;
-      if (parameter?.in === 'query' && parameter.schema?.type === 'integer' && parameter.name)
+      const parameter = resolveParameter(entry, components);
+      if (parameter?.in === 'query' && parameter.name && integerSchema(parameter, components))
         names.add(parameter.name);
     }
   }
   return names;
+}
+
+type Parameter = { in?: string; name?: string; schema?: { type?: unknown; $ref?: unknown } };
+
+/** The parameter itself, or the `components/parameters` entry its `$ref` names. */
+function resolveParameter(
+  entry: Record<string, unknown>,
+  components: Readonly<Record<string, unknown>> | undefined,
+): Parameter | undefined {
+  const ref = typeof entry.$ref === 'string' ? entry.$ref : undefined;
+  return (
+    ref ? (components?.parameters as Record<string, unknown>)?.[ref.split('/').pop() as string] : entry
+  ) as Parameter | undefined;
+}
+
+/** Whether the parameter's schema, inline or a `$ref` to `components/schemas` (the log's `TreeSize`), is an integer. */
+function integerSchema(parameter: Parameter, components: Readonly<Record<string, unknown>> | undefined) {
+  const ref = parameter.schema?.$ref;
+  const schema = (
+    typeof ref === 'string'
+      ? (components?.schemas as Record<string, unknown>)?.[ref.split('/').pop() as string]
+      : parameter.schema
+  ) as { type?: unknown } | undefined;
+  return schema?.type === 'integer';
+}
+
+/** An operation with integer path parameters: its path, capturing every parameter's segment in order. */
+export interface IntegerPathTemplate {
+  method: string;
+  pattern: RegExp;
+  /** Every path parameter's name, in the order of the pattern's groups. */
+  names: string[];
+  integers: ReadonlySet<string>;
+}
+
+const decoded = (segment: string) => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+};
+
+/** The operations whose path has integer parameters (`/v1/log/tiles/{level}/{index}`), as matchers. */
+export function integerPathParameters(
+  operations: readonly { method: string; path: string; definition: Readonly<Record<string, unknown>> }[],
+  components: Readonly<Record<string, unknown>> | undefined,
+): IntegerPathTemplate[] {
+  const templates: IntegerPathTemplate[] = [];
+  for (const { method, path, definition } of operations) {
+    const integers = new Set<string>();
+    for (const entry of (definition.parameters as Record<string, unknown>[] | undefined) ?? []) {
+      const parameter = resolveParameter(entry, components);
+      if (parameter?.in === 'path' && parameter.name && integerSchema(parameter, components))
+        integers.add(parameter.name);
+    }
+    if (integers.size === 0) continue;
+    const names = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
+    const source = path
+      .split(/\{[^}]+\}/)
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('([^/]+)');
+    templates.push({ method: method.toUpperCase(), pattern: new RegExp(`^${source}/?$`), names, integers });
+  }
+  return templates;
 }

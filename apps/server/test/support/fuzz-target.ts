@@ -20,12 +20,18 @@ export interface FuzzRequest {
   method: string;
   body?: string | Buffer | undefined;
   headers?: Record<string, string>;
+  /** Sent without the API key (an unauthenticated operation, or a request that must be refused 401). */
+  anonymous?: boolean;
 }
+
+/** Which test of the suite a request belongs to: each operation must be sent valid and invalid requests. */
+export type FuzzPhase = 'valid' | 'invalid' | 'chain';
 
 /** The answer, its body parsed when it is JSON. */
 export interface FuzzAnswer {
   status: number;
   body: unknown;
+  headers: Headers;
 }
 
 export class FuzzTarget {
@@ -38,6 +44,13 @@ export class FuzzTarget {
   receiverUrl = '';
   /** Requests sent, by operationId-like key (`POST /v1/...`). */
   readonly counts = new Map<string, number>();
+  /** The test now sending; `exercised` counts, per phase, the requests sent to each operation (`get /v1/...`). */
+  phase: FuzzPhase = 'valid';
+  readonly exercised: Record<FuzzPhase, Map<string, number>> = {
+    valid: new Map(),
+    invalid: new Map(),
+    chain: new Map(),
+  };
 
   constructor(kind: DatabaseKind) {
     this.kind = kind;
@@ -59,6 +72,8 @@ export class FuzzTarget {
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
       WEBHOOK_MAX_PER_TENANT: '10000',
       WEBHOOK_RETRY_SCHEDULE: '1s',
+      // Records reach a signed checkpoint within 100 ms, so the log's operations have trees to prove.
+      LOG_CHECKPOINT_INTERVAL: '100ms',
     });
     this.baseUrl = await this.#server.baseUrl();
     await this.#server.waitUntilReady();
@@ -83,7 +98,13 @@ export class FuzzTarget {
   async send(request: FuzzRequest): Promise<FuzzAnswer> {
     const label = `${request.method} ${request.operation.path}`;
     this.counts.set(label, (this.counts.get(label) ?? 0) + 1);
-    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, ...request.headers };
+    const operation = `${request.operation.method} ${request.operation.path}`;
+    const exercised = this.exercised[this.phase];
+    exercised.set(operation, (exercised.get(operation) ?? 0) + 1);
+    const headers: Record<string, string> = {
+      ...(!request.anonymous && { authorization: `Bearer ${this.apiKey}` }),
+      ...request.headers,
+    };
     if (request.body !== undefined) headers['content-type'] ??= 'application/json';
     const response = await fetch(`${this.baseUrl}${request.url}`, {
       method: request.method,
@@ -96,6 +117,6 @@ export class FuzzTarget {
     const shown = `${label} ${request.url.slice(0, 200)} → ${response.status} ${text.slice(0, 300)}`;
     expect(response.status, shown).toBeLessThan(500);
     expectDocumentedResponse(request.operation, response, body);
-    return { status: response.status, body };
+    return { status: response.status, body, headers: response.headers };
   }
 }

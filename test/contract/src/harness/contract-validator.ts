@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { paths } from '@scenario-scoring/client';
+import type { ProblemCode, paths } from '@scenario-scoring/client';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import { expect } from 'vitest';
@@ -25,7 +25,7 @@ const bodies = contractAjv({ coerceTypes: false });
 // A header is text on the wire; an integer header (Retry-After) is checked as the number it spells.
 const headers = contractAjv({ coerceTypes: true });
 
-/** The fixed title of each problem code (the error guide's). */
+/** The fixed title of each problem code (the error guide's); `satisfies` makes a new code fail typecheck until listed. */
 const PROBLEM_TITLES: Record<string, string> = {
   validation_failed: 'Request validation failed',
   malformed_json: 'Malformed JSON',
@@ -46,7 +46,10 @@ const PROBLEM_TITLES: Record<string, string> = {
   service_unavailable: 'Service unavailable',
   storage_unavailable: 'Storage unavailable',
   run_deadline_exceeded: 'Run deadline exceeded',
-};
+  checkpoint_not_found: 'Checkpoint not found',
+  log_record_not_sequenced: 'Log record not sequenced',
+  tree_size_too_small: 'Tree size too small',
+} satisfies Record<ProblemCode, string>;
 
 const escapeSegment = (segment: string) => segment.replaceAll('~', '~0').replaceAll('/', '~1');
 
