@@ -23,7 +23,7 @@ import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
 import { securityHeaders } from './http/security-headers.js';
 import { createRateLimit } from './http/shared-rate-limit.js';
-import { integerQueryParameters, textPolicy } from './http/text-policy.js';
+import { integerPathParameters, integerQueryParameters, textPolicy } from './http/text-policy.js';
 import './http/locals.js';
 import { jsonLogger, type Logger } from './logging/logger.js';
 import { logRoute } from './logs/log-routes.js';
@@ -120,7 +120,12 @@ export async function createApp(options: AppOptions): Promise<Express> {
     app.use('/v1', await createRateLimit(storage, config.rateLimitPerSecond));
   app.use(requireDeclaredContentEncoding);
   app.use(jsonBody(config.bodyLimitBytes));
-  app.use(textPolicy(integerQueryParameters(operations, contract.document.components)));
+  app.use(
+    textPolicy(
+      integerQueryParameters(operations, contract.document.components),
+      integerPathParameters(operations, contract.document.components),
+    ),
+  );
   app.use(validation);
   for (const operation of operations) {
     const route = implemented[operation.operationId as OperationId];

@@ -133,4 +133,32 @@ forEachDatabase('the text policy at the edge', ({ storage }) => {
     }
     expect((await server.request('/v1/webhooks?limit=16', { key })).status).toBe(200);
   });
+
+  // Review: from, to and tree_size share the `TreeSize` schema by `$ref`, so `from=0x10` was read as 16
+  // and `tree_size=1e3` as 1000; a tile's `index=0x1` in the path as 1.
+  it("reads the log's tree sizes and tile coordinates as decimal only", async () => {
+    const cid = `bafkrei${'a'.repeat(52)}`;
+    for (const bad of ['0x10', '1e3', '+1', '1.0', '0b1']) {
+      const size = encodeURIComponent(bad);
+      await expectFieldRefused(
+        await server.request(`/v1/log/proofs/consistency?from=${size}&to=4`, { key }),
+        '/query/from',
+      );
+      await expectFieldRefused(
+        await server.request(`/v1/log/proofs/consistency?from=1&to=${size}`, { key }),
+        '/query/to',
+      );
+      await expectFieldRefused(
+        await server.request(`/v1/log/proofs/inclusion/${cid}?tree_size=${size}`, { key }),
+        '/query/tree_size',
+      );
+      await expectFieldRefused(await server.request(`/v1/log/tiles/0/${size}`, { key }), '/path/index');
+      await expectFieldRefused(await server.request(`/v1/log/tiles/${size}/0`, { key }), '/path/level');
+    }
+    // Decimal sizes reach the log (this tenant's is empty: no checkpoint, no tile).
+    const decimal = await server.request('/v1/log/proofs/consistency?from=1&to=4', { key });
+    expect(decimal.status).toBe(404);
+    expect(((await decimal.json()) as Problem).code).toBe('checkpoint_not_found');
+    expect((await server.request('/v1/log/tiles/0/0', { key })).status).toBe(404);
+  });
 });
