@@ -120,9 +120,11 @@ export async function createApp(options: AppOptions): Promise<Express> {
     app.use('/v1', await createRateLimit(storage, config.rateLimitPerSecond));
   app.use(requireDeclaredContentEncoding);
   app.use(jsonBody(config.bodyLimitBytes));
-  const { components } = contract.document;
   app.use(
-    textPolicy(integerQueryParameters(operations, components), integerPathParameters(operations, components)),
+    textPolicy(
+      integerQueryParameters(operations, contract.document.components),
+      integerPathParameters(operations, contract.document.components),
+    ),
   );
   app.use(validation);
   for (const operation of operations) {

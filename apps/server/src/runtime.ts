@@ -7,6 +7,7 @@ import type { Config } from './config/server-config.js';
 import { loadContract } from './contract.js';
 import { wireFeatures } from './features.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
+import { answerClientErrors } from './http/client-error.js';
 import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
 import { closeGracefully } from './http/graceful-close.js';
 import type { Logger } from './logging/logger.js';
@@ -106,6 +107,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const server = app.listen(config.port, config.host);
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = REQUEST_TIMEOUT_MS;
+    answerClientErrors(server);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     for (const worker of workers) worker.start();
     lifecycle.markRunning();

@@ -24,6 +24,9 @@ export const ERROR_CODES = {
   checkpoint_not_found: { status: 404, title: 'Checkpoint not found' },
   log_record_not_sequenced: { status: 409, title: 'Log record not sequenced' },
   tree_size_too_small: { status: 422, title: 'Tree size too small' },
+  malformed_request: { status: 400, title: 'Malformed request' },
+  headers_too_large: { status: 431, title: 'Headers too large' },
+  request_timeout: { status: 408, title: 'Request timeout' },
 } as const satisfies Record<ErrorCode, { status: number; title: string }>;
 
 export type { ErrorCode };

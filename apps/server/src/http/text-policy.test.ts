@@ -143,24 +143,31 @@ forEachDatabase('the text policy at the edge', ({ storage }) => {
     expect((await server.request('/v1/webhooks?limit=16', { key })).status).toBe(200);
   });
 
-  // Found by the contract fuzzer: `tree_size=0x10` proved against tree 16 and `/v1/log/tiles/0/0x10` read
-  // tile 16, because the validator coerces any string Number() reads, in the path and in `$ref`'d schemas.
+  // Found by the contract fuzzer and by review: from, to and tree_size share the `TreeSize` schema by `$ref`,
+  // so `from=0x10` was read as 16 and `tree_size=1e3` as 1000; a tile's `index=0x1` in the path as 1.
   it("reads the log's tree sizes and tile coordinates as decimal only", async () => {
-    for (const bad of ['0x10', '1e1', '+5', ' 5', '0b11', '5.0']) {
-      const value = encodeURIComponent(bad);
-      const cid = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
+    const cid = `bafkrei${'a'.repeat(52)}`;
+    for (const bad of ['0x10', '1e1', '1e3', '+1', ' 5', '1.0', '5.0', '0b1']) {
+      const size = encodeURIComponent(bad);
       await expectFieldRefused(
-        await server.request(`/v1/log/proofs/inclusion/${cid}?tree_size=${value}`, { key }),
-        '/query/tree_size',
+        await server.request(`/v1/log/proofs/consistency?from=${size}&to=4`, { key }),
+        '/query/from',
       );
       await expectFieldRefused(
-        await server.request(`/v1/log/proofs/consistency?from=1&to=${value}`, { key }),
+        await server.request(`/v1/log/proofs/consistency?from=1&to=${size}`, { key }),
         '/query/to',
       );
-      await expectFieldRefused(await server.request(`/v1/log/tiles/${value}/0`, { key }), '/path/level');
-      await expectFieldRefused(await server.request(`/v1/log/tiles/0/${value}`, { key }), '/path/index');
+      await expectFieldRefused(
+        await server.request(`/v1/log/proofs/inclusion/${cid}?tree_size=${size}`, { key }),
+        '/query/tree_size',
+      );
+      await expectFieldRefused(await server.request(`/v1/log/tiles/0/${size}`, { key }), '/path/index');
+      await expectFieldRefused(await server.request(`/v1/log/tiles/${size}/0`, { key }), '/path/level');
     }
-    // Decimal values pass to the operation: this key's log has no tile yet.
-    expect((await server.request('/v1/log/tiles/0/16', { key })).status).toBe(404);
+    // Decimal sizes reach the log (this tenant's is empty: no checkpoint, no tile).
+    const decimal = await server.request('/v1/log/proofs/consistency?from=1&to=4', { key });
+    expect(decimal.status).toBe(404);
+    expect(((await decimal.json()) as Problem).code).toBe('checkpoint_not_found');
+    expect((await server.request('/v1/log/tiles/0/0', { key })).status).toBe(404);
   });
 });

@@ -57,30 +57,24 @@ export function collectTextViolations(value: unknown, path: string, into: Valida
   }
 }
 
-/** Query and path integers are decimal only: `limit=0x10`, `1e1` or ` 16` would otherwise be coerced to numbers. */
+/** Query integers are decimal only: `limit=0x10`, `1e1` or ` 16` would otherwise be coerced to numbers. */
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/** Where an operation's integer path parameters sit: the `/`-separated segments of its template. */
+export type IntegerPathSegments = ReadonlyMap<string, readonly { index: number; name: string }[]>;
 
 /**
  * Enforces the text policy on the parsed body and the query (runs after the body parser, before the
  * contract validator), and requires the integer query parameters `integerQuery` names, and the integer
- * path parameters of `integerPaths`, to be decimal.
+ * path parameters `integerPath` places, to be decimal (the validator would coerce `0x10` or `1e3`).
  * Every violation is listed in one 400 `validation_failed`.
  */
 export function textPolicy(
   integerQuery: ReadonlySet<string>,
-  integerPaths: readonly IntegerPathTemplate[] = [],
+  integerPath: IntegerPathSegments = new Map(),
 ): RequestHandler {
-  return (req, _res, next) => {
+  return (req, res, next) => {
     const errors: ValidationError[] = [];
-    const method = req.method === 'HEAD' ? 'GET' : req.method;
-    for (const template of integerPaths) {
-      const match = template.method === method ? template.pattern.exec(req.path) : null;
-      for (const [i, name] of template.names.entries()) {
-        const segment = match?.[i + 1];
-        if (segment !== undefined && template.integers.has(name) && !DECIMAL_INTEGER.test(decoded(segment)))
-          errors.push({ path: `/path/${name}`, message: 'must be a decimal integer' });
-      }
-    }
     for (const [name, value] of Object.entries(req.query)) {
       const values = Array.isArray(value) ? value : [value];
       for (const item of values) {
@@ -91,6 +85,15 @@ export function textPolicy(
           errors.push({ path: `/query/${name}`, message: 'must be a decimal integer' });
       }
     }
+    const segments = integerPath.get(res.locals.operationId ?? '');
+    if (segments !== undefined) {
+      const parts = req.path.split('/');
+      for (const { index, name } of segments) {
+        // Percent-encoded digits are not digits either: the raw segment must be decimal.
+        if (!DECIMAL_INTEGER.test(parts[index] ?? ''))
+          errors.push({ path: `/path/${name}`, message: 'must be a decimal integer' });
+      }
+    }
     if (req.body !== undefined) collectTextViolations(req.body, '/body', errors);
     if (errors.length > 0)
       throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
@@ -98,86 +101,64 @@ export function textPolicy(
   };
 }
 
-/**
- * The names of the contract's integer query parameters (`limit`, `tree_size`), following `$ref`s to
- * `components/parameters` and, for their schema, to `components/schemas`.
- */
+interface ParameterObject {
+  in?: string;
+  name?: string;
+  schema?: { type?: unknown; $ref?: unknown };
+}
+
+/** A parameter with its `$ref` (to `components/parameters`) and its schema's `$ref` (to `components/schemas`) followed. */
+function resolvedParameters(
+  definition: Readonly<Record<string, unknown>>,
+  components: Readonly<Record<string, unknown>> | undefined,
+): ParameterObject[] {
+  const lastSegment = (ref: string) => ref.split('/').pop() as string;
+  const parameters: ParameterObject[] = [];
+  for (const entry of (definition.parameters as Record<string, unknown>[] | undefined) ?? []) {
+    const ref = typeof entry.$ref === 'string' ? entry.$ref : undefined;
+    const parameter = (
+      ref ? (components?.parameters as Record<string, unknown>)?.[lastSegment(ref)] : entry
+    ) as ParameterObject | undefined;
+    if (parameter === undefined) continue;
+    let schema = parameter.schema;
+    // A shared schema (`TreeSize`) is a `$ref`, possibly to another `$ref`; a few hops at most.
+    for (let hop = 0; hop < 8 && typeof schema?.$ref === 'string'; hop++)
+      schema = (components?.schemas as Record<string, ParameterObject['schema']>)?.[lastSegment(schema.$ref)];
+    parameters.push({ ...parameter, schema });
+  }
+  return parameters;
+}
+
+/** The names of the contract's integer query parameters (`limit`, `from`), following `$ref`s. */
 export function integerQueryParameters(
   operations: readonly { definition: Readonly<Record<string, unknown>> }[],
   components: Readonly<Record<string, unknown>> | undefined,
 ): Set<string> {
   const names = new Set<string>();
-  for (const { definition } of operations) {
-    for (const entry of (definition.parameters as Record<string, unknown>[] | undefined) ?? []) {
-      const parameter = resolveParameter(entry, components);
-      if (parameter?.in === 'query' && parameter.name && integerSchema(parameter, components))
+  for (const { definition } of operations)
+    for (const parameter of resolvedParameters(definition, components))
+      if (parameter.in === 'query' && parameter.schema?.type === 'integer' && parameter.name)
         names.add(parameter.name);
-    }
-  }
   return names;
 }
 
-type Parameter = { in?: string; name?: string; schema?: { type?: unknown; $ref?: unknown } };
-
-/** The parameter itself, or the `components/parameters` entry its `$ref` names. */
-function resolveParameter(
-  entry: Record<string, unknown>,
-  components: Readonly<Record<string, unknown>> | undefined,
-): Parameter | undefined {
-  const ref = typeof entry.$ref === 'string' ? entry.$ref : undefined;
-  return (
-    ref ? (components?.parameters as Record<string, unknown>)?.[ref.split('/').pop() as string] : entry
-  ) as Parameter | undefined;
-}
-
-/** Whether the parameter's schema, inline or a `$ref` to `components/schemas` (the log's `TreeSize`), is an integer. */
-function integerSchema(parameter: Parameter, components: Readonly<Record<string, unknown>> | undefined) {
-  const ref = parameter.schema?.$ref;
-  const schema = (
-    typeof ref === 'string'
-      ? (components?.schemas as Record<string, unknown>)?.[ref.split('/').pop() as string]
-      : parameter.schema
-  ) as { type?: unknown } | undefined;
-  return schema?.type === 'integer';
-}
-
-/** An operation with integer path parameters: its path, capturing every parameter's segment in order. */
-export interface IntegerPathTemplate {
-  method: string;
-  pattern: RegExp;
-  /** Every path parameter's name, in the order of the pattern's groups. */
-  names: string[];
-  integers: ReadonlySet<string>;
-}
-
-const decoded = (segment: string) => {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-};
-
-/** The operations whose path has integer parameters (`/v1/log/tiles/{level}/{index}`), as matchers. */
+/** Per operationId, the template segments of its integer path parameters (`/v1/log/tiles/{level}/{index}`). */
 export function integerPathParameters(
-  operations: readonly { method: string; path: string; definition: Readonly<Record<string, unknown>> }[],
+  operations: readonly { operationId: string; path: string; definition: Readonly<Record<string, unknown>> }[],
   components: Readonly<Record<string, unknown>> | undefined,
-): IntegerPathTemplate[] {
-  const templates: IntegerPathTemplate[] = [];
-  for (const { method, path, definition } of operations) {
-    const integers = new Set<string>();
-    for (const entry of (definition.parameters as Record<string, unknown>[] | undefined) ?? []) {
-      const parameter = resolveParameter(entry, components);
-      if (parameter?.in === 'path' && parameter.name && integerSchema(parameter, components))
-        integers.add(parameter.name);
-    }
-    if (integers.size === 0) continue;
-    const names = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
-    const source = path
-      .split(/\{[^}]+\}/)
-      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-      .join('([^/]+)');
-    templates.push({ method: method.toUpperCase(), pattern: new RegExp(`^${source}/?$`), names, integers });
+): Map<string, { index: number; name: string }[]> {
+  const places = new Map<string, { index: number; name: string }[]>();
+  for (const { operationId, path, definition } of operations) {
+    const integers = new Set(
+      resolvedParameters(definition, components)
+        .filter((p) => p.in === 'path' && p.schema?.type === 'integer' && p.name)
+        .map((p) => p.name as string),
+    );
+    const segments = path
+      .split('/')
+      .map((segment, index) => ({ index, name: segment.slice(1, -1) }))
+      .filter(({ name }) => integers.has(name));
+    if (segments.length > 0) places.set(operationId, segments);
   }
-  return templates;
+  return places;
 }

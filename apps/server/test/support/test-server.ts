@@ -7,6 +7,7 @@ import { type Config, loadConfig } from '../../src/config/server-config.js';
 import { type Contract, loadContract } from '../../src/contract.js';
 import type { Features } from '../../src/features.js';
 import type { InstanceLifecycle } from '../../src/health/instance-lifecycle.js';
+import { answerClientErrors } from '../../src/http/client-error.js';
 import { contractValidation, warmUpContractValidation } from '../../src/http/contract-validation.js';
 import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
@@ -94,6 +95,7 @@ export async function startTestServer(options: {
     ...(options.logSigner && { logSigner: options.logSigner }),
   });
   const server: Server = app.listen(0, '127.0.0.1');
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

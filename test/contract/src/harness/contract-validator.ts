@@ -49,6 +49,9 @@ const PROBLEM_TITLES: Record<string, string> = {
   checkpoint_not_found: 'Checkpoint not found',
   log_record_not_sequenced: 'Log record not sequenced',
   tree_size_too_small: 'Tree size too small',
+  malformed_request: 'Malformed request',
+  headers_too_large: 'Headers too large',
+  request_timeout: 'Request timeout',
 } satisfies Record<ProblemCode, string>;
 
 const escapeSegment = (segment: string) => segment.replaceAll('~', '~0').replaceAll('/', '~1');

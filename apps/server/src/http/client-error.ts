@@ -1,0 +1,48 @@
+import { maxHeaderSize, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { ErrorCode } from '../errors/error-codes.js';
+import { ERROR_CODES } from '../errors/error-codes.js';
+import { problem } from '../errors/problem.js';
+
+/** The problem for an error of Node's HTTP parser, by its code (the statuses Node itself would answer). */
+function parserProblem(code: string | undefined): { code: ErrorCode; detail: string } {
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return {
+      code: 'headers_too_large',
+      detail: `The request line and headers exceed the limit of ${maxHeaderSize} bytes.`,
+    };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { code: 'request_timeout', detail: 'The request did not arrive within the request timeout.' };
+  return {
+    code: 'malformed_request',
+    detail: `The request is not valid HTTP/1.1 (${code ?? 'unparseable'}), for example a control character in a header.`,
+  };
+}
+
+/**
+ * Answers what Node's HTTP parser refuses — a control character in a header, 16 KiB of headers, a
+ * request that never finishes — with a problem+json like every other error, instead of Node's bare
+ * `400 Bad Request` without a body. Express never sees these requests, so the answer is written to the
+ * socket here, and the connection closed (the parser cannot find where a next request would start).
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // As Node's default handler: nothing can be answered on a reset socket or once a response began.
+    const started = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+    if (error.code === 'ECONNRESET' || !socket.writable || started) {
+      socket.destroy();
+      return;
+    }
+    const { code, detail } = parserProblem(error.code);
+    const body = JSON.stringify(problem(code, { detail }));
+    const { status, title } = ERROR_CODES[code];
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\n` +
+        'Content-Type: application/problem+json; charset=utf-8\r\n' +
+        'X-Content-Type-Options: nosniff\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  });
+}
