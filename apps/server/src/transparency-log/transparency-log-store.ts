@@ -95,7 +95,8 @@ export async function claimPendingRecords(
   const key = kind === 'sqlite' ? sql`rowid` : sql`cid`;
   // SQLite's planner prefers the (tenant_id, leaf_index) index, where waiting records are NULLs, then
   // reads every row and sorts; the partial index holds exactly the waiting records in batch order.
-  const waiting = kind === 'sqlite' ? sql`log_records indexed by log_records_unsequenced_idx` : sql`log_records`;
+  const waiting =
+    kind === 'sqlite' ? sql`log_records indexed by log_records_unsequenced_idx` : sql`log_records`;
   const { rows } = await sql<{ leaf_index: number | string | bigint; cid: string; bytes: Uint8Array }>`
     with batch as (
       select ${key} as record_key, created_at, cid from ${waiting}
