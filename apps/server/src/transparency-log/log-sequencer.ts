@@ -9,11 +9,10 @@ import { leafHash } from './merkle-hash.js';
 import { tilesForAppend } from './tile-appender.js';
 import { TileTree } from './tile-tree.js';
 import {
-  assignLeafIndexes,
+  claimPendingRecords,
   insertCheckpoint,
   insertTiles,
   lockTenantLog,
-  selectPendingRecords,
   selectTenantsWithPendingRecords,
   selectTile,
   selectTreeSize,
@@ -87,7 +86,7 @@ export class LogSequencer implements BackgroundWorker {
     return storage.db.transaction().execute(async (trx) => {
       if (!(await lockTenantLog(trx, storage.kind, tenantId))) return undefined;
       const size = await selectTreeSize(trx, tenantId);
-      const pending = await selectPendingRecords(trx, tenantId, config.maxBatch);
+      const pending = await claimPendingRecords(trx, storage.kind, tenantId, size, config.maxBatch);
       if (pending.length === 0) return undefined;
       const tree = new TileTree((level, index) => selectTile(trx, tenantId, level, index));
       const tiles = await tilesForAppend(
@@ -98,12 +97,6 @@ export class LogSequencer implements BackgroundWorker {
       const treeSize = size + pending.length;
       const rootHash = await tree.root(treeSize);
       await insertTiles(trx, tenantId, tiles);
-      await assignLeafIndexes(
-        trx,
-        tenantId,
-        pending.map((record) => record.cid),
-        size,
-      );
       const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
       await insertCheckpoint(trx, tenantId, { treeSize, rootHash, note }, clock.now());
       return { tenantId, leaves: pending.length, treeSize };

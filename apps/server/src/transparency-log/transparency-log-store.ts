@@ -76,48 +76,51 @@ export async function selectTreeSize(db: Kysely<Database>, tenantId: string): Pr
   return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
 }
 
-/** Up to `limit` of the tenant's unsequenced records, oldest first (ties by CID, so the order is stable). */
-export async function selectPendingRecords(
-  db: Kysely<Database>,
+/**
+ * Gives up to `limit` of the tenant's unsequenced records, oldest first (ties by CID, so the order is
+ * stable), the leaf indexes `firstIndex, firstIndex + 1, …` and answers them in that order. One statement:
+ * the batch is read from the partial index of waiting records, numbered, updated and returned, so no record
+ * is looked up twice and no CID goes back to the database as a parameter. The caller holds the tenant's
+ * sequencing lock; an already sequenced record cannot be renumbered anyway (the migration's trigger refuses
+ * it, failing the batch).
+ */
+export async function claimPendingRecords(
+  trx: Transaction<Database>,
+  kind: 'sqlite' | 'postgres',
   tenantId: string,
+  firstIndex: number,
   limit: number,
 ): Promise<PendingRecord[]> {
-  return db
-    .selectFrom('log_records')
-    .select(['cid', 'bytes'])
-    .where('tenant_id', '=', tenantId)
-    .where('leaf_index', 'is', null)
-    .orderBy('created_at')
-    .orderBy('cid')
-    .limit(limit)
-    .execute();
-}
-
-/**
- * Gives `cids` the leaf indexes `firstIndex, firstIndex + 1, …`, in multi-row UPDATEs. No `leaf_index is
- * null` condition: on SQLite it would make the planner scan every waiting record per row; a record that
- * already has an index cannot be updated anyway (the migration's trigger refuses it, failing the batch).
- */
-export async function assignLeafIndexes(
-  trx: Transaction<Database>,
-  tenantId: string,
-  cids: readonly string[],
-  firstIndex: number,
-): Promise<void> {
-  const indexed = cids.map((cid, offset) => ({ cid, index: firstIndex + offset }));
-  for (const chunk of chunks(indexed, ROWS_PER_STATEMENT)) {
-    const values = sql.join(chunk.map((row) => sql`(${row.cid}, cast(${row.index} as bigint))`));
-    const result = await sql`
-      with assigned(cid, leaf_index) as (values ${values})
-      update log_records set leaf_index = assigned.leaf_index from assigned
-      where log_records.tenant_id = ${tenantId} and log_records.cid = assigned.cid
-    `.execute(trx);
-    if (Number(result.numAffectedRows) !== chunk.length) {
-      throw new Error(
-        `sequencing ${tenantId}: ${chunk.length - Number(result.numAffectedRows)} records changed under the sequencer`,
-      );
+  // SQLite joins on the rowid the partial index already holds; PostgreSQL on the primary key.
+  const key = kind === 'sqlite' ? sql`rowid` : sql`cid`;
+  // SQLite's planner prefers the (tenant_id, leaf_index) index, where waiting records are NULLs, then
+  // reads every row and sorts; the partial index holds exactly the waiting records in batch order.
+  const waiting =
+    kind === 'sqlite' ? sql`log_records indexed by log_records_unsequenced_idx` : sql`log_records`;
+  const { rows } = await sql<{ leaf_index: number | string | bigint; cid: string; bytes: Uint8Array }>`
+    with batch as (
+      select ${key} as record_key, created_at, cid from ${waiting}
+      where tenant_id = ${tenantId} and leaf_index is null
+      order by created_at, cid
+      limit ${limit}
+    ), numbered as (
+      select record_key, cast(${firstIndex} as bigint) + row_number() over (order by created_at, cid) - 1 as leaf_index
+      from batch
+    )
+    update log_records set leaf_index = numbered.leaf_index from numbered
+    where log_records.tenant_id = ${tenantId} and log_records.${key} = numbered.record_key
+    returning log_records.leaf_index, log_records.cid, log_records.bytes
+  `.execute(trx);
+  // RETURNING gives no order: place each record at its leaf index.
+  const records = new Array<PendingRecord>(rows.length);
+  for (const row of rows) {
+    const offset = Number(row.leaf_index) - firstIndex;
+    if (!(offset >= 0 && offset < rows.length) || records[offset] !== undefined) {
+      throw new Error(`sequencing ${tenantId}: leaf index ${row.leaf_index} outside the batch`);
     }
+    records[offset] = { cid: row.cid, bytes: row.bytes };
   }
+  return records;
 }
 
 /** Stores new tiles; each (level, index, width) is written once. */
