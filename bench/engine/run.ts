@@ -17,11 +17,11 @@ import {
   effectivePolicy,
   type LogRecord,
   logRecordBytes,
-  type ScoreContext,
   scoreAndLog,
   scoreContext,
 } from '@scenario-scoring/engine';
 import { Bench } from 'tinybench';
+import { benchContext } from '../lib/bench-inputs.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,22 +34,10 @@ const TIME_MS = Number(args.time);
 const RECORDS = Number(args.records);
 
 const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR', 'GB'];
-/** Varied inputs like bench/runs': full files with plausible values, one in ten thin. */
-function contextOf(i: number): ScoreContext {
-  const jurisdiction = JURISDICTIONS[i % JURISDICTIONS.length] as string;
-  if (i % 10 === 0) return { jurisdiction };
-  return {
-    jurisdiction,
-    on_time_ratio: 0.85 + (i % 16) / 100,
-    utilization: (i % 10) / 20,
-    history_months: 12 + (i % 229),
-    debt_to_income: 0.05 + (i % 8) / 40,
-    inquiries_12m: i % 6,
-  };
-}
 const inputs = Array.from({ length: RECORDS }, (_, i) => ({
   subject: `bench-engine-${i}`,
-  context: contextOf(i),
+  // Varied inputs, the same as bench/runs sends.
+  context: benchContext(i, JURISDICTIONS[i % JURISDICTIONS.length] as string),
 }));
 // The floor's records: equal to what scoreAndLog logs, built once outside the timed loop.
 const records = inputs.map(({ subject, context }) => {

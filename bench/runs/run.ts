@@ -10,6 +10,7 @@
  *   npm run bench:runs -- [--rounds 3] [--db both|sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
  */
 import { parseArgs } from 'node:util';
+import { benchContext } from '../lib/bench-inputs.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
 import { measure, median } from '../lib/load-report.ts';
 
@@ -34,17 +35,7 @@ let subjects = 0;
  */
 function runBody(): string {
   const items = Array.from({ length: ITEMS_PER_RUN }, (_, i) => {
-    const jurisdiction = JURISDICTIONS[i % 4];
-    if (i % 10 === 0) return { subject: `bench-run-${subjects++}`, context: { jurisdiction } };
-    const context = {
-      jurisdiction,
-      on_time_ratio: 0.85 + (i % 16) / 100,
-      utilization: (i % 10) / 20,
-      history_months: 12 + (i % 229),
-      debt_to_income: 0.05 + (i % 8) / 40,
-      inquiries_12m: i % 6,
-    };
-    return { subject: `bench-run-${subjects++}`, context };
+    return { subject: `bench-run-${subjects++}`, context: benchContext(i, JURISDICTIONS[i % 4] as string) };
   });
   return JSON.stringify({ items });
 }

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { chromiumLaunchOptions } from '@scenario-scoring/testkit';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -15,16 +16,6 @@ import {
   redocSlug,
 } from './contract-bundle.js';
 
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const VIEWPORT = { width: 1400, height: 900 };
 const RENDER_TIMEOUT_MS = 15_000;
 /** A blank 1400×900 PNG is a few kilobytes; a rendered page of text and code is far larger. */
@@ -101,7 +92,7 @@ function guideStatuses(doc: Bundle): Map<string, number> {
 }
 
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  browser = await chromium.launch(chromiumLaunchOptions('--disable-quic'));
   const context = await browser.newContext({ viewport: VIEWPORT, serviceWorkers: 'block' });
   // Everything but the file itself is refused, so the docs must work with no network at all.
   await context.route('**/*', (route) => {

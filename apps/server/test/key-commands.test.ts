@@ -1,78 +1,72 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './support/built-server.js';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
+import { beforeAll, expect, it } from 'vitest';
+import {
+  BuiltServer,
+  forEachServerDatabase,
+  requireBuiltServer,
+  runBuiltCli,
+} from './support/built-server.js';
 
 beforeAll(() => requireBuiltServer());
 
-for (const kind of DATABASE_KINDS) {
-  describe(`the key commands of the built CLI (${kind})`, () => {
-    let database: TestDatabase;
-    let env: Record<string, string>;
-    beforeAll(async () => {
-      database = await createTestDatabase(kind);
-      env = databaseEnv(database);
+forEachServerDatabase('the key commands of the built CLI', (env) => {
+  it('lists keys without showing them, and a revoked key (by id prefix or by itself) is refused', async () => {
+    const first = (await runBuiltCli(['create-key', '--tenant', 'acme'], env())).stdout.trim();
+    const second = (await runBuiltCli(['create-key', '--tenant', 'globex'], env())).stdout.trim();
+
+    const listed = await runBuiltCli(['list-keys'], env());
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    const lines = listed.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+TENANT\s+CREATED\s+STATUS$/);
+    expect(lines.slice(1).map((line) => line.split(/\s+/)[1])).toEqual(['acme', 'globex']);
+    expect(listed.stdout).not.toContain(first);
+    const ids = lines.slice(1).map((line) => line.split(/\s+/)[0] as string);
+
+    const server = new BuiltServer(env());
+    try {
+      const base = await server.baseUrl();
+      const policy = (key: string) =>
+        fetch(`${base}/v1/scoring/policies/DE`, { headers: { authorization: `Bearer ${key}` } }).then(
+          (r) => r.status,
+        );
+      // Revoked before the server used them: refused at once (only keys found are cached).
+      const byPrefix = await runBuiltCli(['revoke-key', (ids[0] as string).slice(0, 20)], env());
+      expect(byPrefix).toMatchObject({ code: 0, stdout: `revoked ${ids[0]}\n` });
+      expect(await policy(first)).toBe(401);
+      expect(await policy(second)).toBe(200);
+
+      const byKey = await runBuiltCli(['revoke-key', second], env());
+      expect(byKey).toMatchObject({ code: 0, stdout: `revoked ${ids[1]}\n` });
+      const again = await runBuiltCli(['revoke-key', ids[1] as string], env());
+      expect(again.stdout).toBe(`${ids[1]} was already revoked\n`);
+    } finally {
+      await server.stop();
+    }
+
+    const active = await runBuiltCli(['list-keys', '--active', '--tenant', 'acme'], env());
+    expect(active.stdout.trim().split('\n')).toHaveLength(1);
+    const all = await runBuiltCli(['list-keys', '--tenant', 'acme'], env());
+    expect(all.stdout).toMatch(/acme\s+\S+\s+revoked \d{4}-/);
+  }, 60_000);
+
+  it('refuses an ambiguous or unknown reference, saying why', async () => {
+    await runBuiltCli(['create-key', '--tenant', 'initech'], env());
+    await runBuiltCli(['create-key', '--tenant', 'initech'], env());
+    const [, id] = (await runBuiltCli(['list-keys', '--tenant', 'initech'], env())).stdout.split('\n');
+    // Two keys made a moment apart share the first characters of their ULIDs (the time).
+    const shared = (id as string).slice(0, 'key_'.length + 4);
+    expect(await runBuiltCli(['revoke-key', shared], env())).toMatchObject({
+      code: 1,
+      stderr: `error: "${shared}" matches several keys: give more of the id\n`,
     });
-    afterAll(() => database.dispose());
-
-    it('lists keys without showing them, and a revoked key (by id prefix or by itself) is refused', async () => {
-      const first = (await runBuiltCli(['create-key', '--tenant', 'acme'], env)).stdout.trim();
-      const second = (await runBuiltCli(['create-key', '--tenant', 'globex'], env)).stdout.trim();
-
-      const listed = await runBuiltCli(['list-keys'], env);
-      expect(listed).toMatchObject({ code: 0, stderr: '' });
-      const lines = listed.stdout.trim().split('\n');
-      expect(lines[0]).toMatch(/^ID\s+TENANT\s+CREATED\s+STATUS$/);
-      expect(lines.slice(1).map((line) => line.split(/\s+/)[1])).toEqual(['acme', 'globex']);
-      expect(listed.stdout).not.toContain(first);
-      const ids = lines.slice(1).map((line) => line.split(/\s+/)[0] as string);
-
-      const server = new BuiltServer(env);
-      try {
-        const base = await server.baseUrl();
-        const policy = (key: string) =>
-          fetch(`${base}/v1/scoring/policies/DE`, { headers: { authorization: `Bearer ${key}` } }).then(
-            (r) => r.status,
-          );
-        // Revoked before the server used them: refused at once (only keys found are cached).
-        const byPrefix = await runBuiltCli(['revoke-key', (ids[0] as string).slice(0, 20)], env);
-        expect(byPrefix).toMatchObject({ code: 0, stdout: `revoked ${ids[0]}\n` });
-        expect(await policy(first)).toBe(401);
-        expect(await policy(second)).toBe(200);
-
-        const byKey = await runBuiltCli(['revoke-key', second], env);
-        expect(byKey).toMatchObject({ code: 0, stdout: `revoked ${ids[1]}\n` });
-        const again = await runBuiltCli(['revoke-key', ids[1] as string], env);
-        expect(again.stdout).toBe(`${ids[1]} was already revoked\n`);
-      } finally {
-        await server.stop();
-      }
-
-      const active = await runBuiltCli(['list-keys', '--active', '--tenant', 'acme'], env);
-      expect(active.stdout.trim().split('\n')).toHaveLength(1);
-      const all = await runBuiltCli(['list-keys', '--tenant', 'acme'], env);
-      expect(all.stdout).toMatch(/acme\s+\S+\s+revoked \d{4}-/);
-    }, 60_000);
-
-    it('refuses an ambiguous or unknown reference, saying why', async () => {
-      await runBuiltCli(['create-key', '--tenant', 'initech'], env);
-      await runBuiltCli(['create-key', '--tenant', 'initech'], env);
-      const [, id] = (await runBuiltCli(['list-keys', '--tenant', 'initech'], env)).stdout.split('\n');
-      // Two keys made a moment apart share the first characters of their ULIDs (the time).
-      const shared = (id as string).slice(0, 'key_'.length + 4);
-      expect(await runBuiltCli(['revoke-key', shared], env)).toMatchObject({
-        code: 1,
-        stderr: `error: "${shared}" matches several keys: give more of the id\n`,
-      });
-      expect((await runBuiltCli(['revoke-key', 'key_0'], env)).stderr).toContain('is neither a key id');
-      expect(await runBuiltCli(['revoke-key', 'key_ZZZZZZ'], env)).toMatchObject({
-        code: 1,
-        stderr: 'error: no key id starts with "key_ZZZZZZ"\n',
-      });
-      expect(await runBuiltCli(['revoke-key', 'hello'], env)).toMatchObject({
-        code: 1,
-        stderr: expect.stringContaining('is neither a key id'),
-      });
-      expect((await runBuiltCli(['revoke-key'], env)).code).toBe(2);
+    expect((await runBuiltCli(['revoke-key', 'key_0'], env())).stderr).toContain('is neither a key id');
+    expect(await runBuiltCli(['revoke-key', 'key_ZZZZZZ'], env())).toMatchObject({
+      code: 1,
+      stderr: 'error: no key id starts with "key_ZZZZZZ"\n',
     });
+    expect(await runBuiltCli(['revoke-key', 'hello'], env())).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('is neither a key id'),
+    });
+    expect((await runBuiltCli(['revoke-key'], env())).code).toBe(2);
   });
-}
+});

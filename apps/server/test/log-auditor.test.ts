@@ -8,7 +8,13 @@ import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Database } from '../src/storage/database.js';
 import { CheckpointSigner } from '../src/transparency-log/checkpoint-signer.js';
-import { logRecords, TEST_LOG_ORIGIN, testRecord, testSequencer } from './support/log-fixtures.js';
+import {
+  logRecords,
+  TEST_LOG_ORIGIN,
+  testRecord,
+  testSequencer,
+  widestLeafTile,
+} from './support/log-fixtures.js';
 import { forEachDatabase } from './support/test-databases.js';
 import { testFeatures } from './support/test-features.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
@@ -96,13 +102,7 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
         .where('cid', '=', deleted?.cid as string)
         .execute();
       // A rewritten leaf hash: the tree no longer extends the checkpoint the auditor accepted.
-      const tile = await db
-        .selectFrom('log_tiles')
-        .selectAll()
-        .where('tenant_id', '=', tenant)
-        .where('level', '=', 0)
-        .orderBy('width', 'desc')
-        .executeTakeFirstOrThrow();
+      const tile = await widestLeafTile(db, tenant);
       const hashes = Buffer.from(tile.hashes);
       hashes[0] = (hashes[0] as number) ^ 0xff;
       await db

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { chromiumLaunchOptions } from '@scenario-scoring/testkit';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
@@ -11,15 +12,6 @@ import { createTestDatabase, type TestDatabase } from './support/test-databases.
  * operation panel is the real one (not `{base_url}`, not `…/docs/{base_url}` after a navigation), and
  * the page needs nothing from the network.
  */
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const RENDER_TIMEOUT_MS = 20_000;
 /** A screenshot of a line of text is a few hundred bytes at least; a blank box is far less. */
 const MIN_TEXT_SCREENSHOT_BYTES = 600;
@@ -36,7 +28,7 @@ beforeAll(async () => {
   database = await createTestDatabase('sqlite');
   server = new BuiltServer(databaseEnv(database));
   origin = await server.baseUrl();
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  browser = await chromium.launch(chromiumLaunchOptions());
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   await page.route('**/*', (route) => {
     const url = route.request().url();

@@ -1,73 +1,62 @@
 import { join } from 'node:path';
 import type { ScoreResponse } from '@scenario-scoring/api-types';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   BuiltServer,
-  databaseEnv,
+  forEachServerDatabase,
   requireBuiltServer,
   runBuiltCli,
   SERVER_DIR,
 } from './support/built-server.js';
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const SCORE = { subject: 'process-test', context: { jurisdiction: 'DE', utilization: 0.4 } };
 
 beforeAll(() => requireBuiltServer());
 
-for (const kind of DATABASE_KINDS) {
-  describe(`the built server (${kind})`, () => {
-    let database: TestDatabase;
-    let env: Record<string, string>;
-    beforeAll(async () => {
-      database = await createTestDatabase(kind);
-      env = databaseEnv(database);
-    });
-    afterAll(() => database.dispose());
-
-    it('creates and prints a first key, listens on the real port, scores, and exits 0 on SIGTERM', async () => {
-      const server = new BuiltServer(env);
-      try {
-        const [, key] = await server.waitFor(
-          /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/,
-        );
-        const [, port] = await server.waitFor(
-          /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at http:\/\/localhost:\1\/docs\n/,
-        );
-        expect(Number(port)).toBeGreaterThan(0);
-        const response = await fetch(`http://127.0.0.1:${port}/v1/scoring/score`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(SCORE),
-        });
-        expect(response.status).toBe(200);
-        expect(((await response.json()) as ScoreResponse).status).toBe('ok');
-      } finally {
-        server.kill('SIGTERM');
-      }
-      expect(await server.exited).toEqual({ code: 0, signal: null });
-    });
-
-    it('creates no key when one exists, and a key made by the CLI works at once', async () => {
-      const server = new BuiltServer(env);
-      try {
-        const [, port] = await server.waitFor(/listening on http:\/\/localhost:(\d+)/);
-        expect(server.output).not.toMatch(/Created an API key/);
-
-        const created = await runBuiltCli(['create-key', '--tenant', 'acme'], env);
-        expect(created).toMatchObject({ code: 0, stderr: '' });
-        expect(created.stdout).toMatch(/^sk_[0-9A-Za-z]{40}\n$/);
-
-        const response = await fetch(`http://127.0.0.1:${port}/v1/scoring/policies/DE`, {
-          headers: { authorization: `Bearer ${created.stdout.trim()}` },
-        });
-        expect(response.status).toBe(200);
-      } finally {
-        server.kill('SIGINT');
-      }
-      expect((await server.exited).code).toBe(0);
-    });
+forEachServerDatabase('the built server', (env) => {
+  it('creates and prints a first key, listens on the real port, scores, and exits 0 on SIGTERM', async () => {
+    const server = new BuiltServer(env());
+    try {
+      const [, key] = await server.waitFor(
+        /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/,
+      );
+      const [, port] = await server.waitFor(
+        /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at http:\/\/localhost:\1\/docs\n/,
+      );
+      expect(Number(port)).toBeGreaterThan(0);
+      const response = await fetch(`http://127.0.0.1:${port}/v1/scoring/score`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(SCORE),
+      });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as ScoreResponse).status).toBe('ok');
+    } finally {
+      server.kill('SIGTERM');
+    }
+    expect(await server.exited).toEqual({ code: 0, signal: null });
   });
-}
+
+  it('creates no key when one exists, and a key made by the CLI works at once', async () => {
+    const server = new BuiltServer(env());
+    try {
+      const [, port] = await server.waitFor(/listening on http:\/\/localhost:(\d+)/);
+      expect(server.output).not.toMatch(/Created an API key/);
+
+      const created = await runBuiltCli(['create-key', '--tenant', 'acme'], env());
+      expect(created).toMatchObject({ code: 0, stderr: '' });
+      expect(created.stdout).toMatch(/^sk_[0-9A-Za-z]{40}\n$/);
+
+      const response = await fetch(`http://127.0.0.1:${port}/v1/scoring/policies/DE`, {
+        headers: { authorization: `Bearer ${created.stdout.trim()}` },
+      });
+      expect(response.status).toBe(200);
+    } finally {
+      server.kill('SIGINT');
+    }
+    expect((await server.exited).code).toBe(0);
+  });
+});
 
 describe('the built CLI', () => {
   it('prints its usage on --help', async () => {

@@ -4,7 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type FileSnapshot, type PrismServer, snapshotFile, startPrism } from '@scenario-scoring/testkit';
+import {
+  chromiumLaunchOptions,
+  type FileSnapshot,
+  type PrismServer,
+  snapshotFile,
+  startPrism,
+} from '@scenario-scoring/testkit';
 import { build } from 'esbuild';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,15 +19,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * The client in a browser: esbuild bundles a small page that uses it (as a web app's bundler would), and
  * headless Chromium runs that page against the mock of the API (cross-origin, as a web app calls an API).
  */
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const CONTRACT = fileURLToPath(new URL('../../../openapi/dist/openapi.yaml', import.meta.url));
 const CLIENT_ENTRY = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const HELLO_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
@@ -70,7 +67,7 @@ beforeAll(async () => {
     else res.writeHead(200, { 'content-type': 'text/html' }).end(html);
   });
   await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  browser = await chromium.launch(chromiumLaunchOptions());
 }, 90_000);
 
 afterAll(async () => {

@@ -3,25 +3,21 @@ import type { Request, RequestHandler, Response } from 'express';
 
 type Operation<Id extends OperationId> = operations[Id];
 
-/** The path parameters of an operation (`{}` when it has none). */
-export type OperationParams<Id extends OperationId> =
+/** An operation's parameters `in` the path or the query (`{}` when it has none there). */
+type OperationParameters<Id extends OperationId, In extends 'path' | 'query'> =
   Operation<Id> extends {
-    parameters: { path: infer P };
+    parameters: { [K in In]?: infer P };
   }
     ? [P] extends [undefined | never]
       ? Record<string, never>
       : NonNullable<P>
     : Record<string, never>;
 
+/** The path parameters of an operation (`{}` when it has none). */
+export type OperationParams<Id extends OperationId> = OperationParameters<Id, 'path'>;
+
 /** The query of an operation, as the contract validator coerced it (`{}` when it has none). */
-export type OperationQuery<Id extends OperationId> =
-  Operation<Id> extends {
-    parameters: { query?: infer Q };
-  }
-    ? [Q] extends [undefined | never]
-      ? Record<string, never>
-      : NonNullable<Q>
-    : Record<string, never>;
+export type OperationQuery<Id extends OperationId> = OperationParameters<Id, 'query'>;
 
 /** The JSON body of an operation (validated before the handler runs), `undefined` when it takes none. */
 export type OperationBody<Id extends OperationId> =

@@ -8,6 +8,7 @@ import {
   testRecord,
   testSequencer,
   verified,
+  widestLeafTile,
 } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
@@ -200,13 +201,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
       );
 
       // A leaf hash rewritten in its tile: the tree no longer extends the checkpoint signed before.
-      const tile = await db
-        .selectFrom('log_tiles')
-        .selectAll()
-        .where('tenant_id', '=', tenant)
-        .where('level', '=', 0)
-        .orderBy('width', 'desc')
-        .executeTakeFirstOrThrow();
+      const tile = await widestLeafTile(db, tenant);
       const hashes = Buffer.from(tile.hashes);
       hashes[7 * 32] = (hashes[7 * 32] as number) ^ 0xff;
       await db

@@ -13,7 +13,13 @@ import {
   startNodeProcess,
   type WatchedProcess,
 } from '@scenario-scoring/testkit';
-import type { TestDatabase } from './test-databases.js';
+import { afterAll, beforeAll, describe } from 'vitest';
+import {
+  createTestDatabase,
+  DATABASE_KINDS,
+  type DatabaseKind,
+  type TestDatabase,
+} from './test-databases.js';
 
 /** The server package's folder. */
 export const SERVER_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -48,6 +54,32 @@ export function databaseEnv(database: TestDatabase, secretsKey?: string): Record
     // Every instance on one database signs the log with one key: derived from the database, so it is shared.
     ...(databaseUrl !== undefined && { LOG_SIGNING_KEY: logSigningKeyOf(databaseUrl) }),
   };
+}
+
+/**
+ * Registers `suite` once per database (`<name> (sqlite)`, `<name> (postgres)`), each with its own fresh
+ * database made in beforeAll and dropped in afterAll; `env()` is the built server's environment for it
+ * (valid inside tests and hooks).
+ */
+export function forEachServerDatabase(
+  name: string,
+  suite: (env: () => Record<string, string>, kind: DatabaseKind) => void,
+): void {
+  for (const kind of DATABASE_KINDS) {
+    describe(`${name} (${kind})`, () => {
+      let database: TestDatabase | undefined;
+      let env: Record<string, string> | undefined;
+      beforeAll(async () => {
+        database = await createTestDatabase(kind);
+        env = databaseEnv(database);
+      });
+      afterAll(() => database?.dispose());
+      suite(() => {
+        if (env === undefined) throw new Error('used outside a test: the database is made in beforeAll');
+        return env;
+      }, kind);
+    });
+  }
 }
 
 /** The log signing key the instances on `databaseUrl` share in tests (base64 of 32 bytes). */

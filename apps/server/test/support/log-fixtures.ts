@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { type VerifiedCheckpoint, verifyCheckpoint } from '@scenario-scoring/client';
 import { cidOfBytes } from '@scenario-scoring/engine';
+import type { Kysely } from 'kysely';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { insertLogRows } from '../../src/logs/log-store.js';
+import type { Database } from '../../src/storage/database.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { CheckpointSigner } from '../../src/transparency-log/checkpoint-signer.js';
 import { LogSequencer } from '../../src/transparency-log/log-sequencer.js';
@@ -65,4 +67,15 @@ export function verified(
   signer: CheckpointSigner,
 ): Promise<VerifiedCheckpoint> {
   return verifyCheckpoint(checkpoint.note, signer.verifierKey);
+}
+
+/** The tenant's widest level-0 tile (the leaf hashes), which the tamper tests rewrite. */
+export function widestLeafTile(db: Kysely<Database>, tenantId: string) {
+  return db
+    .selectFrom('log_tiles')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('level', '=', 0)
+    .orderBy('width', 'desc')
+    .executeTakeFirstOrThrow();
 }
