@@ -45,12 +45,10 @@ function referenceScore(context: ScoreContext, policy: Pick<Policy, 'weights'>):
     const after = scoreBreakdown({ ...context, [f.key]: moved }, policy);
     const delta = Math.round((after.score.p50 - before.score.p50) * 10) / 10;
     if (delta <= 0) continue;
-    levers.push({
-      name: f.name,
-      direction: spec.direction,
-      delta,
-      step: Math.round(Math.abs(moved - value) * 1e6) / 1e6,
-    });
+    const step = Math.round(Math.abs(moved - value) * 1e6) / 1e6;
+    // An input within 5e-7 of its bound moves by a step that rounds to 0: no lever (the contract: step > 0).
+    if (step <= 0) continue;
+    levers.push({ name: f.name, direction: spec.direction, delta, step });
   }
   levers.sort((a, b) => b.delta - a.delta || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { scenarios, levers: levers.slice(0, 3) };
