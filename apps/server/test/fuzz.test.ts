@@ -3,7 +3,7 @@
  * generated from the bundled contract's schemas (fast-check), valid ones — which must be accepted — and
  * invalid or hostile ones — which must be refused with a documented 4xx — plus stateful chains over the
  * webhook resources. Every answer must be documented by the contract for its operation and valid against
- * it, and none may be a 5xx. FUZZ_RUNS (default 60) sets the runs per property; each operation gets two
+ * it, and none may be a 5xx. FUZZ_RUNS (default 150) sets the runs per property; each operation gets two
  * properties (valid and invalid), so about 2 × FUZZ_RUNS requests per operation per database.
  */
 import { readFileSync } from 'node:fs';
@@ -21,7 +21,7 @@ import { badInteger, inPath, MAX_SAFE, TWO_POW_53 } from './support/log-fuzz-val
 import { arbitraryOf, type Bundle, type Schema } from './support/schema-arbitrary.js';
 import { DATABASE_KINDS } from './support/test-databases.js';
 
-const RUNS = Number(process.env.FUZZ_RUNS || 60);
+const RUNS = Number(process.env.FUZZ_RUNS || 150);
 const require = createRequire(import.meta.url);
 const bundle = JSON.parse(
   readFileSync(
