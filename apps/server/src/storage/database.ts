@@ -30,11 +30,13 @@ export interface LogRecordsTable {
   created_at: IsoTimestamp;
 }
 
-/** A leaf of a tenant's verifiable log: the record `cid` is leaf `leaf_index` (bigint: a string on PostgreSQL). Written once. */
+/** A leaf of a tenant's verifiable log: the record (created_at, `cid`) is leaf `leaf_index` (bigint: a string on PostgreSQL). Written once. */
 export interface LogLeavesTable {
   tenant_id: string;
-  leaf_index: ColumnType<number | string, number, never>;
+  /** The record's created_at: with the tenant and CID, the key (the order leaves are appended in). */
+  created_at: IsoTimestamp;
   cid: string;
+  leaf_index: ColumnType<number | string, number, never>;
 }
 
 /**

@@ -124,11 +124,12 @@ export async function appendQueuedLeaves(
         where queued.tenant_id = ${tenantId} and queued.created_at = batch.created_at and queued.cid = batch.cid
         returning queued.created_at, queued.cid, queued.leaf_hash
       ), numbered as (
-        select cid, leaf_hash,
+        select created_at, cid, leaf_hash,
           cast(${firstIndex} as bigint) + row_number() over (order by created_at, cid) - 1 as leaf_index
         from claimed
       ), appended as (
-        insert into log_leaves (tenant_id, leaf_index, cid) select ${tenantId}, leaf_index, cid from numbered
+        insert into log_leaves (tenant_id, created_at, cid, leaf_index)
+        select ${tenantId}, created_at, cid, leaf_index from numbered
       )
       select leaf_index, leaf_hash from numbered
     `.execute(trx);
@@ -144,8 +145,8 @@ export async function appendQueuedLeaves(
     return hashes;
   }
   const appended = await sql`
-    insert into log_leaves (tenant_id, leaf_index, cid)
-    select tenant_id, ${firstIndex} + row_number() over (order by created_at, cid) - 1, cid
+    insert into log_leaves (tenant_id, created_at, cid, leaf_index)
+    select tenant_id, created_at, cid, ${firstIndex} + row_number() over (order by created_at, cid) - 1
     from (
       select tenant_id, created_at, cid from log_leaf_queue where tenant_id = ${tenantId}
       order by created_at, cid limit ${limit}
@@ -248,6 +249,8 @@ export async function selectLeafIndex(
     .leftJoin('log_leaves', (join) =>
       join
         .onRef('log_leaves.tenant_id', '=', 'log_records.tenant_id')
+        // The leaves' key: one lookup by primary key in each table.
+        .onRef('log_leaves.created_at', '=', 'log_records.created_at')
         .onRef('log_leaves.cid', '=', 'log_records.cid'),
     )
     .select('log_leaves.leaf_index')

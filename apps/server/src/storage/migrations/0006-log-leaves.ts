@@ -5,7 +5,7 @@ import { bytesColumnType } from './column-types.js';
 /**
  * The verifiable log's leaves move out of `log_records` into an insert-only table, so sequencing a record
  * no longer rewrites its row (its bytes included) and two of its indexes: `log_leaves` holds (tenant,
- * leaf index, CID), written once per leaf; `log_leaf_queue` holds the records waiting for one, in the
+ * created_at, CID, leaf index), written once per leaf; `log_leaf_queue` holds the records waiting for one, in the
  * order they are given leaves (created_at, CID), each with its RFC 9162 leaf hash, computed when the
  * record is committed. A record's commit inserts its queue row in the same transaction; the sequencer
  * inserts the leaves and deletes their queue rows in one transaction. `log_records` becomes entirely
@@ -21,18 +21,22 @@ export async function up(db: Kysely<any>): Promise<void> {
   // SQLite: rowid-less tables, stored in their primary key's order (no rowid b-tree beside it).
   const clustered = sql`${sql.raw(postgres ? '' : 'without rowid')}`;
 
+  // Keyed like the queue (and found from a record's row by its created_at and CID): leaves are appended in
+  // that order, so both of its b-trees grow at their right edge. A key of (tenant, CID), random, would
+  // dirty about one page per leaf.
   await db.schema
     .createTable('log_leaves')
     .addColumn('tenant_id', 'text', (col) => col.notNull())
-    .addColumn('leaf_index', 'bigint', (col) => col.notNull())
+    .addColumn('created_at', 'text', (col) => col.notNull())
     .addColumn('cid', 'text', (col) => col.notNull())
-    .addPrimaryKeyConstraint('log_leaves_pk', ['tenant_id', 'leaf_index'])
+    .addColumn('leaf_index', 'bigint', (col) => col.notNull())
+    .addPrimaryKeyConstraint('log_leaves_pk', ['tenant_id', 'created_at', 'cid'])
     .modifyEnd(clustered)
     .execute();
   await db.schema
-    .createIndex('log_leaves_cid_idx')
+    .createIndex('log_leaves_leaf_index_idx')
     .on('log_leaves')
-    .columns(['tenant_id', 'cid'])
+    .columns(['tenant_id', 'leaf_index'])
     .unique()
     .execute();
   await db.schema
@@ -45,8 +49,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .modifyEnd(clustered)
     .execute();
 
-  await sql`insert into log_leaves (tenant_id, leaf_index, cid)
-    select tenant_id, leaf_index, cid from log_records where leaf_index is not null`.execute(db);
+  await sql`insert into log_leaves (tenant_id, created_at, cid, leaf_index)
+    select tenant_id, created_at, cid, leaf_index from log_records where leaf_index is not null`.execute(db);
   // The records still waiting: few (one interval's worth), hashed here as the log store hashes them.
   const { rows: waiting } = await sql<{
     tenant_id: string;
@@ -107,7 +111,8 @@ export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('log_records').addColumn('leaf_index', 'bigint').execute();
   await sql`update log_records set leaf_index = (
       select leaf_index from log_leaves
-      where log_leaves.tenant_id = log_records.tenant_id and log_leaves.cid = log_records.cid
+      where log_leaves.tenant_id = log_records.tenant_id and log_leaves.created_at = log_records.created_at
+        and log_leaves.cid = log_records.cid
     )`.execute(db);
   await db.schema
     .createIndex('log_records_leaf_index_idx')
