@@ -3,7 +3,6 @@ import { insertEvents, type OutboxEvent, type OutboxSignal } from '../events/eve
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
-import { queueLeaves } from '../transparency-log/transparency-log-store.js';
 
 /**
  * Rows per INSERT statement: 5 parameters a row stays far below SQLite's 32766 and PostgreSQL's 65535
@@ -62,10 +61,9 @@ export async function insertLogRecords(
 
 /**
  * Inserts log rows in the caller's transaction, in multi-row INSERTs, leaving a (tenant, CID) already
- * present alone (the CID is the hash of the bytes), and queues each row it did insert for its leaf in the
- * tenant's verifiable log (in the same transaction: a committed record is always queued, and only once).
- * In key order: CIDs are random, and sorted inserts touch fewer pages of the (tenant_id, cid) index. The
- * sort is stable, so of two equal rows the first wins.
+ * present alone (the CID is the hash of the bytes). The database queues each row inserted for its leaf in
+ * the tenant's verifiable log, in the same statement (a trigger, migration 0006). In key order: CIDs are random, and sorted inserts
+ * touch fewer pages of the (tenant_id, cid) index. The sort is stable, so of two equal rows the first wins.
  */
 export async function insertLogRows(
   trx: Transaction<Database>,
@@ -73,23 +71,11 @@ export async function insertLogRows(
 ): Promise<void> {
   const sorted = [...rows].sort((a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid));
   for (const chunk of chunks(sorted, ROWS_PER_STATEMENT)) {
-    const inserted = await trx
+    await trx
       .insertInto('log_records')
       .values(chunk)
       .onConflict((conflict) => conflict.columns(['tenant_id', 'cid']).doNothing())
-      .returning(['tenant_id', 'cid'])
       .execute();
-    if (inserted.length === 0) continue;
-    if (inserted.length === chunk.length) {
-      await queueLeaves(trx, chunk);
-      continue;
-    }
-    // RETURNING names the rows inserted (not those already present), in no promised order.
-    const byKey = new Map(chunk.map((row) => [`${row.tenant_id}/${row.cid}`, row]));
-    await queueLeaves(
-      trx,
-      inserted.map((key) => byKey.get(`${key.tenant_id}/${key.cid}`) as Insertable<LogRecordsTable>),
-    );
   }
 }
 

@@ -1,5 +1,6 @@
+import { hash } from 'node:crypto';
 import { join } from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type SQLOutputValue } from 'node:sqlite';
 import { SqliteAdapter, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
 import { createOwnerOnlyFile, secureDataDir } from './owner-only-files.js';
 
@@ -83,6 +84,8 @@ export function openSqliteDialect(dataDir: string): SqliteDialect {
   createOwnerOnlyFile(join(dataDir, SQLITE_FILE_NAME));
   const database = new DatabaseSync(join(dataDir, SQLITE_FILE_NAME));
   try {
+    // Before anything runs: the trigger that queues each log record for its leaf calls it (migration 0006).
+    database.function('log_leaf_hash', { deterministic: true }, logLeafHash);
     database.exec('PRAGMA journal_mode = WAL');
     database.exec('PRAGMA synchronous = FULL');
     database.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
@@ -95,4 +98,18 @@ export function openSqliteDialect(dataDir: string): SqliteDialect {
     throw error;
   }
   return new NodeSqliteDialect({ database: toKyselySqlite(database) });
+}
+
+/**
+ * `log_leaf_hash(bytes)`, the RFC 9162 leaf hash SHA-256(0x00 ‖ bytes) of a log record, for the SQLite
+ * trigger that queues each record inserted for its leaf in the verifiable log (PostgreSQL's trigger uses
+ * its built-in sha256). SQLite has no SHA-256 of its own; a connection without this function cannot insert
+ * log records ("no such function"), so none is ever inserted unqueued.
+ */
+function logLeafHash(bytes: SQLOutputValue): Uint8Array {
+  if (!(bytes instanceof Uint8Array)) throw new TypeError('log_leaf_hash takes the record bytes (a BLOB)');
+  const input = Buffer.allocUnsafe(bytes.length + 1);
+  input[0] = 0x00;
+  input.set(bytes, 1);
+  return hash('sha256', input, 'buffer');
 }

@@ -1,7 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
-import { leafHash } from './merkle-hash.js';
 import type { NewTile } from './tile-appender.js';
 
 /** Rows per multi-row statement: at most 5 parameters a row, far below both databases' bounds. */
@@ -31,37 +30,6 @@ export async function selectTile(
     .limit(1)
     .executeTakeFirst();
   return row?.hashes;
-}
-
-/** A log record to queue for its leaf, as `insertLogRows` inserted it. */
-export interface RecordToQueue {
-  tenant_id: string;
-  cid: string;
-  bytes: Uint8Array;
-  created_at: string;
-}
-
-/**
- * Queues records just inserted (in the caller's transaction) for their leaves, each with its RFC 9162
- * leaf hash, so the sequencer reads 32 bytes of a narrow table per leaf instead of each record's row.
- */
-export async function queueLeaves(
-  trx: Transaction<Database>,
-  records: readonly RecordToQueue[],
-): Promise<void> {
-  for (const chunk of chunks(records, ROWS_PER_STATEMENT)) {
-    await trx
-      .insertInto('log_leaf_queue')
-      .values(
-        chunk.map((record) => ({
-          tenant_id: record.tenant_id,
-          created_at: record.created_at,
-          cid: record.cid,
-          leaf_hash: leafHash(record.bytes),
-        })),
-      )
-      .execute();
-  }
 }
 
 /** Tenants with records waiting for their leaves. */

@@ -3,16 +3,15 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import { bytesColumnType } from './column-types.js';
 
 /**
- * The verifiable log's leaves move out of `log_records` into an insert-only table, so sequencing a record
- * no longer rewrites its row (its bytes included) and two of its indexes: `log_leaves` holds (tenant,
- * created_at, CID, leaf index), written once per leaf; `log_leaf_queue` holds the records waiting for one, in the
- * order they are given leaves (created_at, CID), each with its RFC 9162 leaf hash, computed when the
- * record is committed. A record's commit inserts its queue row in the same transaction; the sequencer
- * inserts the leaves and deletes their queue rows in one transaction. `log_records` becomes entirely
- * immutable (no UPDATE at all, no DELETE as before), `log_leaves` append-only like the tiles and
- * checkpoints; the queue accepts no UPDATE (a waiting row leaves it only by being sequenced).
- * Existing leaf indexes and waiting records are carried over; then `log_records.leaf_index`, its two
- * indexes and its trigger are dropped.
+ * The verifiable log's leaves move out of `log_records` into insert-only tables, so sequencing a record no
+ * longer rewrites its row (its bytes included) and two of its indexes. `log_leaves` holds (tenant,
+ * created_at, CID, leaf index), written once per leaf; `log_leaf_queue` the records waiting for one, in
+ * the order they are given leaves (created_at, CID), each with its RFC 9162 leaf hash. A trigger on
+ * `log_records` queues every record inserted, in the inserting statement; the sequencer inserts the leaves
+ * and deletes their queue rows in one transaction. `log_records` becomes entirely immutable (no UPDATE at
+ * all, no DELETE as before), `log_leaves` append-only like the tiles and checkpoints; the queue accepts no
+ * UPDATE (a waiting row leaves it only by being sequenced). Existing leaf indexes and waiting records are
+ * carried over; then `log_records.leaf_index`, its two indexes and its trigger are dropped.
  */
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function up(db: Kysely<any>): Promise<void> {
@@ -89,6 +88,32 @@ export async function up(db: Kysely<any>): Promise<void> {
       )
       .execute(db);
   }
+  // The database queues each record an INSERT inserted (not those ON CONFLICT left alone) with its leaf
+  // hash, in that statement: whatever code inserts a record, it is queued, once, with no second statement
+  // on the scoring's commit. PostgreSQL hashes with its built-in sha256 (PostgreSQL 11+), once per
+  // statement from its transition table; SQLite with `log_leaf_hash`, which every connection of the
+  // server registers (storage/sqlite-database.ts): SQLite has no SHA-256 of its own.
+  if (postgres) {
+    await sql
+      .raw(`CREATE FUNCTION queue_log_leaves() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO log_leaf_queue (tenant_id, created_at, cid, leaf_hash)
+          SELECT tenant_id, created_at, cid, sha256(decode('00', 'hex') || bytes) FROM inserted_records;
+          RETURN NULL;
+        END $$`)
+      .execute(db);
+    await sql
+      .raw(`CREATE TRIGGER log_records_queue_leaves AFTER INSERT ON log_records
+        REFERENCING NEW TABLE AS inserted_records FOR EACH STATEMENT EXECUTE FUNCTION queue_log_leaves()`)
+      .execute(db);
+  } else {
+    await sql
+      .raw(`CREATE TRIGGER log_records_queue_leaves AFTER INSERT ON log_records BEGIN
+        INSERT INTO log_leaf_queue (tenant_id, created_at, cid, leaf_hash)
+        VALUES (NEW.tenant_id, NEW.created_at, NEW.cid, log_leaf_hash(NEW.bytes));
+      END`)
+      .execute(db);
+  }
 }
 
 /** As in 0005: the message every refused change gives. */
@@ -108,6 +133,8 @@ export async function down(db: Kysely<any>): Promise<void> {
   for (const [name, table] of TRIGGERS) {
     await sql.raw(`DROP TRIGGER IF EXISTS ${name}${postgres ? ` ON ${table}` : ''}`).execute(db);
   }
+  await sql.raw(`DROP TRIGGER log_records_queue_leaves${postgres ? ' ON log_records' : ''}`).execute(db);
+  if (postgres) await sql.raw('DROP FUNCTION queue_log_leaves()').execute(db);
   await db.schema.alterTable('log_records').addColumn('leaf_index', 'bigint').execute();
   await sql`update log_records set leaf_index = (
       select leaf_index from log_leaves
