@@ -63,14 +63,22 @@ describe('the SQLite connection in its own thread', () => {
     expect(returned).toEqual([{ n: 5 }]);
   });
 
-  it('keeps bytes as bytes', async () => {
+  it('keeps bytes as bytes, views on a larger buffer (pooled Buffers) included', async () => {
     const db = openDb();
-    await sql`create table b (data blob)`.execute(db);
-    const bytes = Uint8Array.from([0, 1, 2, 255]);
-    await sql`insert into b (data) values (${bytes})`.execute(db);
-    const { rows } = await sql<{ data: Uint8Array }>`select data from b`.execute(db);
-    expect(rows[0]?.data).toBeInstanceOf(Uint8Array);
-    expect([...(rows[0]?.data ?? [])]).toEqual([0, 1, 2, 255]);
+    await sql`create table b (n integer, data blob)`.execute(db);
+    const whole = Uint8Array.from([0, 1, 2, 255]);
+    const pooled = Buffer.from('pooled'); // a view on Node's shared pool
+    expect(pooled.byteLength).toBeLessThan(pooled.buffer.byteLength);
+    await sql`insert into b (n, data) values (1, ${whole}), (2, ${pooled}), (3, ${whole.subarray(1, 3)})`.execute(
+      db,
+    );
+    const { rows } = await sql<{ data: Uint8Array }>`select data from b order by n`.execute(db);
+    for (const row of rows) expect(row.data).toBeInstanceOf(Uint8Array);
+    expect(rows.map((row) => Buffer.from(row.data).toString('hex'))).toEqual([
+      '000102ff',
+      Buffer.from('pooled').toString('hex'),
+      '0102',
+    ]);
   });
 
   it("fails a statement with SQLite's own error, and goes on working", async () => {

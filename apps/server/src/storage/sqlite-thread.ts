@@ -101,6 +101,17 @@ function sqliteError(described: SqliteError): Error {
   });
 }
 
+/**
+ * Bytes that view part of a larger buffer, copied to a buffer of their own. Cloning a view for another
+ * thread copies its whole underlying buffer, and a small Buffer is a view on Node's shared 8 KiB pool:
+ * a 1 KiB log record would cost 8 KiB a message.
+ */
+function compactBytes(value: unknown): unknown {
+  if (value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength)
+    return new Uint8Array(value);
+  return value;
+}
+
 /** What opening the thread's connection needs. */
 export interface SqliteThreadOptions {
   file: string;
@@ -150,7 +161,7 @@ class SqliteThreadConnection implements DatabaseConnection {
     return new Promise<Reply>((resolve, reject) => {
       if (this.#pending.size === 0) this.#worker.ref();
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, sql, parameters });
+      this.#worker.postMessage({ id, sql, parameters: parameters.map(compactBytes) });
     });
   }
 
