@@ -33,7 +33,7 @@ describe('the express-openapi-validator patch', () => {
 
   it('when installed, then both changes are applied', () => {
     expect(source('openapi.metadata.js')).toContain(
-      'const regexpObj = compiledRoute(expressRoute, pathOpts);',
+      'for (const { expressRoute, openApiRoute, pathKey, regexp, paramKeys } of routeTable(pathOpts)) {',
     );
     expect(source('parsers/req.parameter.mutator.js')).toContain("req.originalUrl.includes('?')");
   });
