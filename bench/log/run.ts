@@ -10,8 +10,8 @@
  *  3. Cost on the hot path: POST /v1/scoring/score with sequencing every second vs. sequencing idle (an
  *     interval of one hour), alternated over rounds; prints requests/s and the ratio.
  *
- *     Also the CPU time of the server's main thread (the event loop) and of the whole process per request,
- *     read from /proc, which a shared machine disturbs far less than requests/s.
+ *     Also (bench/lib/load-report) the CPU time per request of the server's process and of its main thread
+ *     (the event loop), read from /proc, which a shared machine disturbs far less than requests/s.
  *  With `--compare <another build's apps/server/dist>`, 1 and 3 also run that build, alternated with this one
  *  (1: `--seq-rounds` rounds each, on fresh databases).
  *
@@ -20,7 +20,6 @@
  *                        [--commit-groups 400] [--skip latency,cost]
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -45,19 +44,6 @@ const { values: args } = parseArgs({
     skip: { type: 'string', default: '' },
   },
 });
-/** Clock ticks (USER_HZ, 100 on Linux) in µs. */
-const TICK_US = 10_000;
-
-/** CPU ticks (user + system) so far of the process's main thread (its first task) and of the whole process. */
-function cpuTicks(pid: number): { main: number; process: number } {
-  const ticks = (path: string) => {
-    // Fields after the command name's closing parenthesis: utime and stime are the 12th and 13th.
-    const fields = readFileSync(path, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return Number(fields[11]) + Number(fields[12]);
-  };
-  return { main: ticks(`/proc/${pid}/task/${pid}/stat`), process: ticks(`/proc/${pid}/stat`) };
-}
-
 const skip = new Set(args.skip.split(','));
 type ServerModule = typeof thisBuild;
 const builds: { name: string; server: ServerModule; main?: string }[] = [
@@ -75,7 +61,7 @@ if (args.compare) {
 console.log(`bench/log (${args.db}); Node ${process.version}`);
 
 // 1. Sequencing throughput, and the sequencer's CPU per leaf in batches of one interval's size.
-function benchRows(server: ServerModule, from: number, to: number) {
+function benchRows(from: number, to: number) {
   const now = new Date().toISOString();
   const rows: Parameters<ServerModule['insertLogRows']>[1][number][] = [];
   for (let n = from; n < to; n++) {
@@ -109,7 +95,7 @@ async function sequencingThroughput({ name, server }: (typeof builds)[number]): 
   });
   try {
     for (let start = 0; start < count; start += 10_000) {
-      const rows = benchRows(server, start, Math.min(count, start + 10_000));
+      const rows = benchRows(start, Math.min(count, start + 10_000));
       await storage.db.transaction().execute((trx) => insertLogRows(trx, rows));
     }
     const sequencer = new LogSequencer({
@@ -136,7 +122,7 @@ async function sequencingThroughput({ name, server }: (typeof builds)[number]): 
     let cpuUs = 0;
     let leaves = 0;
     for (let b = 0; b < Number(args['steady-batches']); b++) {
-      const rows = benchRows(server, count + b * size, count + (b + 1) * size);
+      const rows = benchRows(count + b * size, count + (b + 1) * size);
       await storage.db.transaction().execute((trx) => insertLogRows(trx, rows));
       const cpu = process.threadCpuUsage();
       const wall = performance.now();
@@ -169,7 +155,7 @@ async function commitCost({ name, server }: (typeof builds)[number]): Promise<vo
   });
   try {
     const groups = Array.from({ length: Number(args['commit-groups']) }, (_, g) =>
-      benchRows(server, g * 50, (g + 1) * 50),
+      benchRows(g * 50, (g + 1) * 50),
     );
     let cpuUs = 0;
     for (const rows of groups) {
@@ -283,40 +269,24 @@ if (!skip.has('cost')) {
       url: `${server.url}/v1/scoring/score`,
       headers: server.headers,
       body: (n: number) => JSON.stringify({ subject: `bench-${name}-${n}`, context }),
-      pid: server.process.pid as number,
+      pid: server.process.pid,
     }));
     for (const warm of targets) await measure(warm, Number(args.connections), 1);
     const rounds: Round[] = [];
-    const cpu = new Map(targets.map((t) => [t.name, { main: 0, process: 0, requests: 0 }]));
     for (let round = 0; round < Number(args.rounds); round++) {
-      for (const each of targets) {
-        const before = cpuTicks(each.pid);
-        const measured = await measure(each, Number(args.connections), Number(args.duration));
-        const after = cpuTicks(each.pid);
-        rounds.push(measured);
-        const sum = cpu.get(each.name) as { main: number; process: number; requests: number };
-        sum.main += after.main - before.main;
-        sum.process += after.process - before.process;
-        sum.requests += measured.rps * Number(args.duration);
-      }
+      for (const each of targets)
+        rounds.push(await measure(each, Number(args.connections), Number(args.duration)));
     }
+    // The table has each server's CPU time per request, of the process and of its main thread (/proc).
     printSummary(rounds, 'sequencing idle');
-    console.table(
-      [...cpu].map(([target, sum]) => ({
-        target,
-        'main thread CPU µs/request': Math.round((sum.main * TICK_US) / sum.requests),
-        'process CPU µs/request': Math.round((sum.process * TICK_US) / sum.requests),
-      })),
-    );
     for (const [i, build] of builds.entries()) {
       const suffix = i === 0 ? '' : ` (${build.name})`;
-      const rps = (name: string) => median(rounds.filter((r) => r.target === name).map((r) => r.rps));
-      const mainCpu = (name: string) => {
-        const sum = cpu.get(name) as { main: number; requests: number };
-        return sum.main / sum.requests;
-      };
+      const of = (name: string, value: (r: Round) => number) =>
+        median(rounds.filter((r) => r.target === name).map(value));
+      const on = `sequencing on${suffix}`;
+      const idle = `sequencing idle${suffix}`;
       console.log(
-        `${build.name}: sequencing on / idle: ${((rps(`sequencing on${suffix}`) / rps(`sequencing idle${suffix}`)) * 100).toFixed(1)} % of the requests/s (goal ≥ 95 %); main-thread CPU per request idle / on: ${((mainCpu(`sequencing idle${suffix}`) / mainCpu(`sequencing on${suffix}`)) * 100).toFixed(1)} %`,
+        `${build.name}: sequencing on / idle: ${((of(on, (r) => r.rps) / of(idle, (r) => r.rps)) * 100).toFixed(1)} % of the requests/s (goal ≥ 95 %); main-thread CPU per request idle / on: ${((of(idle, (r) => r.mainThreadUs ?? 0) / of(on, (r) => r.mainThreadUs ?? 0)) * 100).toFixed(1)} %`,
       );
     }
   } finally {
