@@ -31,9 +31,12 @@ describe('the express-openapi-validator patch', () => {
     expect(patchFile).toBe(`express-openapi-validator+${installed}.patch`);
   });
 
-  it('when installed, then both changes are applied', () => {
+  it('when installed, then all three changes are applied', () => {
+    expect(readFileSync(join(packageRoot, 'dist/openapi.validator.js'), 'utf8')).toContain(
+      'return withContext(next, ({ context: { apiDoc } }) => {',
+    );
     expect(source('openapi.metadata.js')).toContain(
-      'const regexpObj = compiledRoute(expressRoute, pathOpts);',
+      'for (const { expressRoute, openApiRoute, pathKey, regexp, paramKeys } of routeTable(pathOpts)) {',
     );
     expect(source('parsers/req.parameter.mutator.js')).toContain("req.originalUrl.includes('?')");
   });

@@ -8,8 +8,9 @@ import type { Database } from './database.js';
  * the WAL is written in order. For writes nothing is acknowledged on: a worker's lease on a delivery or a
  * run. Such a write still survives kill -9 (it is in the WAL); only a power loss or an OS crash can undo
  * it, and then the worker that held the lease is gone too, and the row is simply claimable again, as when
- * a lease expires. It saves a disk flush (milliseconds, on the event loop, since node:sqlite is
- * synchronous) per claim. On PostgreSQL the write runs as is: its commits do not block the event loop.
+ * a lease expires. It saves a disk flush (milliseconds on a busy disk) per claim on the one connection,
+ * which every other statement waits behind. On PostgreSQL the write runs as is: its commits share WAL
+ * flushes with other connections' and hold up nothing else.
  *
  * The connection is held for the whole call, so no other query (an acknowledged commit above all) runs
  * under NORMAL; FULL is set back even when `write` fails.
