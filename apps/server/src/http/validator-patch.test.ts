@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * patches/express-openapi-validator+<version>.patch (applied by patch-package on `npm install`) removes two
  * per-request costs of the validator: compiling a path-to-regexp matcher for every route of the document on
  * every request, and calling the deprecated `url.parse` (which walks the stack each time) for requests
- * without a query. These tests fail when an upgrade makes the patch moot (another version is installed:
+ * without a query; and a start-up cost: compiling the OpenAPI schema even when `validateApiSpec` is false
+ * (a production start, see contract-validation.ts). These tests fail when an upgrade makes the patch moot
+ * (another version is installed:
  * check whether upstream fixed it, then regenerate or drop the patch) or wrong (it is not applied, or the
  * patched validator matches routes, path parameters or queries differently).
  */
@@ -31,11 +33,55 @@ describe('the express-openapi-validator patch', () => {
     expect(patchFile).toBe(`express-openapi-validator+${installed}.patch`);
   });
 
-  it('when installed, then both changes are applied', () => {
+  it('when installed, then every change is applied', () => {
     expect(source('openapi.metadata.js')).toContain(
       'const regexpObj = compiledRoute(expressRoute, pathOpts);',
     );
     expect(source('parsers/req.parameter.mutator.js')).toContain("req.originalUrl.includes('?')");
+    // The OpenAPI schema's validator is built inside `if (validateApiSpec)`, not before it.
+    const framework = readFileSync(join(packageRoot, 'dist/framework/index.js'), 'utf8');
+    expect(framework).toMatch(/if \(validateApiSpec\) \{\s*(\/\/[^\n]*\s*)*const validator = new/);
+  });
+
+  describe('when the document is malformed', () => {
+    // An `info` without its required `title`: refused only by the check of the document.
+    const malformed = {
+      openapi: '3.1.0',
+      info: { version: '1' },
+      paths: { '/items': { get: { responses: { 200: { description: 'ok' } } } } },
+    };
+    const firstAnswer = async (validateApiSpec: boolean) => {
+      const app = express();
+      app.use(OpenApiValidator.middleware({ apiSpec: malformed as never, validateApiSpec }));
+      app.get('/items', (_req, res) => {
+        res.json({ items: [] });
+      });
+      app.use(((error, _req, res, _next) => {
+        res.status(500).json({ message: error.message });
+      }) as express.ErrorRequestHandler);
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      try {
+        const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/items`);
+        return { status: response.status, body: await response.json() };
+      } finally {
+        server.close();
+      }
+    };
+
+    it('then the validator still refuses it with validateApiSpec, and serves without', async () => {
+      const logged = console.error;
+      console.error = () => {};
+      try {
+        expect(await firstAnswer(true)).toEqual({
+          status: 500,
+          body: { message: 'openapi.validator: args.apiDoc was invalid.  See the output.' },
+        });
+      } finally {
+        console.error = logged;
+      }
+      expect(await firstAnswer(false)).toEqual({ status: 200, body: { items: [] } });
+    });
   });
 
   describe('when the patched validator serves requests', () => {
