@@ -5,13 +5,15 @@ import { dirname, join } from 'node:path';
 import express from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadContract } from '../contract.js';
 
 /**
  * patches/express-openapi-validator+<version>.patch (applied by patch-package on `npm install`) removes two
  * per-request costs of the validator: compiling a path-to-regexp matcher for every route of the document on
  * every request, and calling the deprecated `url.parse` (which walks the stack each time) for requests
- * without a query; and a start-up cost: compiling the OpenAPI schema even when `validateApiSpec` is false
- * (a production start, see contract-validation.ts). These tests fail when an upgrade makes the patch moot
+ * without a query; and two start-up costs: compiling the OpenAPI schema even when `validateApiSpec` is
+ * false (a production start, see contract-validation.ts), and compiling every component schema in the
+ * schema preprocessor only to read the schema back. These tests fail when an upgrade makes the patch moot
  * (another version is installed:
  * check whether upstream fixed it, then regenerate or drop the patch) or wrong (it is not applied, or the
  * patched validator matches routes, path parameters or queries differently).
@@ -41,6 +43,30 @@ describe('the express-openapi-validator patch', () => {
     // The OpenAPI schema's validator is built inside `if (validateApiSpec)`, not before it.
     const framework = readFileSync(join(packageRoot, 'dist/framework/index.js'), 'utf8');
     expect(framework).toMatch(/if \(validateApiSpec\) \{\s*(\/\/[^\n]*\s*)*const validator = new/);
+    expect(source('parsers/schema.preprocessor.js')).toContain(
+      'let res = (ref ? this.addedSchema(ref) : schema);',
+    );
+  });
+
+  it('when the preprocessor reads a component schema, then it is the one getSchema would compile to read', () => {
+    const { SchemaPreprocessor } = require(
+      join(packageRoot, 'dist/middlewares/parsers/schema.preprocessor.js'),
+    );
+    const document = structuredClone(loadContract().document) as unknown as {
+      components: { schemas: Record<string, unknown> };
+    };
+    const preprocessor = new SchemaPreprocessor(
+      document,
+      { formats: {}, serDesMap: {}, validateFormats: false },
+      false,
+    );
+    const refs = Object.keys(document.components.schemas).map((name) => `#/components/schemas/${name}`);
+    expect(refs.length).toBeGreaterThan(10);
+    for (const ref of refs) {
+      const read = preprocessor.addedSchema(ref);
+      expect(read, ref).toBeDefined();
+      expect(read, ref).toBe(preprocessor.ajv.getSchema(ref).schema);
+    }
   });
 
   describe('when the document is malformed', () => {
