@@ -1,4 +1,5 @@
 /** Running autocannon rounds and printing them beside a baseline. */
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
 /** One measured round of one target. */
@@ -9,6 +10,10 @@ export interface Round {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU time of the target's process per answered request (all its threads), µs; when its pid is known. */
+  cpuUs?: number;
+  /** The same for its main thread alone, µs. */
+  mainThreadUs?: number;
 }
 
 /** What autocannon sends to a target. */
@@ -18,6 +23,30 @@ export interface LoadTarget {
   headers: Record<string, string>;
   /** The body of the n-th request, so each one can differ (every score log record is then new). */
   body: (n: number) => string;
+  /** The target's process (Linux): its CPU time per request is then measured too. */
+  pid?: number;
+}
+
+/**
+ * CPU time (user + system) used so far by a process, all threads, and by its main thread, in µs, from
+ * /proc; undefined where there is no /proc. Unlike requests/s, CPU time per request hardly moves with
+ * what else runs on the machine.
+ */
+function cpuTimes(pid: number | undefined): { all: number; main: number } | undefined {
+  if (pid === undefined) return undefined;
+  const ticks = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  try {
+    // USER_HZ is 100 on Linux.
+    return {
+      all: ticks(`/proc/${pid}/stat`) * 10_000,
+      main: ticks(`/proc/${pid}/task/${pid}/stat`) * 10_000,
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs one autocannon round against a target. */
@@ -27,6 +56,7 @@ export async function measure(
   durationSeconds: number,
 ): Promise<Round> {
   let n = 0;
+  const before = cpuTimes(target.pid);
   const result = await autocannon({
     url: target.url,
     method: 'POST',
@@ -35,6 +65,8 @@ export async function measure(
     headers: target.headers,
     requests: [{ setupRequest: (req) => ({ ...req, body: target.body(n++) }) }],
   });
+  const after = cpuTimes(target.pid);
+  const answered = result.requests.total;
   return {
     target: target.name,
     rps: result.requests.average,
@@ -42,6 +74,9 @@ export async function measure(
     p99: result.latency.p99,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
+    ...(before && after && answered > 0
+      ? { cpuUs: (after.all - before.all) / answered, mainThreadUs: (after.main - before.main) / answered }
+      : {}),
   };
 }
 
@@ -69,6 +104,10 @@ export function printSummary(rounds: Round[], baselines: string | string[]): voi
       'p50 ms': median(mine.map((r) => r.p50)),
       'p99 ms': median(mine.map((r) => r.p99)),
       ...Object.fromEntries(bases.map((b) => [`ratio to ${b.name}`, Number((rps / b.rps).toFixed(3))])),
+      ...(mine.every((r) => r.cpuUs !== undefined) && {
+        'CPU µs/req': Math.round(median(mine.map((r) => r.cpuUs ?? 0))),
+        'main thread µs/req': Math.round(median(mine.map((r) => r.mainThreadUs ?? 0))),
+      }),
       errors: mine.reduce((sum, r) => sum + r.errors, 0),
       'non-2xx': mine.reduce((sum, r) => sum + r.non2xx, 0),
     };

@@ -78,14 +78,33 @@ try {
   const express = await baseline('bare-express.ts');
   const fastify = await baseline('bare-fastify.ts');
   const targets: LoadTarget[] = [
-    { name: 'bare node:http', url: `${bare.url}/v1/scoring/score`, headers, body: requestBody },
-    { name: 'bare express+json', url: `${express.url}/v1/scoring/score`, headers, body: requestBody },
-    { name: 'fastify+schema', url: `${fastify.url}/v1/scoring/score`, headers, body: requestBody },
+    {
+      name: 'bare node:http',
+      url: `${bare.url}/v1/scoring/score`,
+      headers,
+      body: requestBody,
+      pid: bare.pid,
+    },
+    {
+      name: 'bare express+json',
+      url: `${express.url}/v1/scoring/score`,
+      headers,
+      body: requestBody,
+      pid: express.pid,
+    },
+    {
+      name: 'fastify+schema',
+      url: `${fastify.url}/v1/scoring/score`,
+      headers,
+      body: requestBody,
+      pid: fastify.pid,
+    },
     ...servers.map(({ name, server }) => ({
       name,
       url: `${server.url}/v1/scoring/score`,
       headers: server.headers,
       body: requestBody,
+      pid: server.process.pid,
     })),
   ];
   if (!args['no-prism']) {
@@ -107,7 +126,7 @@ try {
       const r = await measure(target, CONNECTIONS, DURATION_S);
       rounds.push(r);
       console.log(
-        `round ${round} ${r.target.padEnd(26)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}`,
+        `round ${round} ${r.target.padEnd(26)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}${r.cpuUs === undefined ? '' : `  CPU ${Math.round(r.cpuUs)} µs/req (main thread ${Math.round(r.mainThreadUs ?? 0)})`}`,
       );
     }
   }

@@ -16,6 +16,7 @@ import { allowedMethodsLookup, contractOperations } from './http/contract-routes
 import { contractValidation } from './http/contract-validation.js';
 import { deprecationHeaders } from './http/deprecation-headers.js';
 import { jsonBody } from './http/json-body.js';
+import { inSequence } from './http/middleware-sequence.js';
 import { notImplemented } from './http/not-implemented.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { expressHandler, type OperationRoutes } from './http/operation-route.js';
@@ -111,25 +112,37 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(requestId);
-  app.use(securityHeaders());
-  app.use(identifyOperation(operationLookup(operations)));
-  app.use(deprecationHeaders(operations));
-  app.use(observeRequests(logger, metrics));
-  app.use(closeConnectionsWhileDraining(lifecycle));
-  app.use(docsRoutes(contract));
-  app.use('/v1', authenticate(features.keys));
-  if (config.rateLimitPerSecond > 0)
-    app.use('/v1', await createRateLimit(storage, config.rateLimitPerSecond));
-  app.use(requireDeclaredContentEncoding);
-  app.use(jsonBody(config.bodyLimitBytes));
+  // The app-wide middlewares run as three layers (see inSequence): what every answer carries, the API
+  // key under /v1, then the body and the contract.
   app.use(
-    textPolicy(
-      integerQueryParameters(operations, contract.document.components),
-      integerPathParameters(operations, contract.document.components),
-    ),
+    inSequence([
+      requestId,
+      securityHeaders(),
+      identifyOperation(operationLookup(operations)),
+      deprecationHeaders(operations),
+      observeRequests(logger, metrics),
+      closeConnectionsWhileDraining(lifecycle),
+      docsRoutes(contract),
+    ]),
   );
-  app.use(validation);
+  app.use(
+    '/v1',
+    inSequence([
+      authenticate(features.keys),
+      ...(config.rateLimitPerSecond > 0 ? [await createRateLimit(storage, config.rateLimitPerSecond)] : []),
+    ]),
+  );
+  app.use(
+    inSequence([
+      requireDeclaredContentEncoding,
+      ...jsonBody(config.bodyLimitBytes),
+      textPolicy(
+        integerQueryParameters(operations, contract.document.components),
+        integerPathParameters(operations, contract.document.components),
+      ),
+      ...validation,
+    ]),
+  );
   for (const operation of operations) {
     const route = implemented[operation.operationId as OperationId];
     const handler = route ? expressHandler(route) : notImplemented(operation);

@@ -30,6 +30,15 @@ forEachDatabase('the published contract', ({ storage }) => {
     expect(await yaml.text()).toMatch(/^openapi: 3\.1\.0/);
   });
 
+  it('are found as Express routes are: in any case and with a trailing slash, and nothing else is', async () => {
+    for (const path of ['/DOCS', '/docs/', '/OpenAPI.json/']) {
+      expect((await server.request(path)).status, path).toBe(200);
+    }
+    for (const path of ['/docsx', '/docs//', '/xdocs']) {
+      expect((await server.request(path)).status, path).toBe(404);
+    }
+  });
+
   it('refuses to be written to, with 405 and Allow', async () => {
     const response = await server.request('/openapi.json', { method: 'PUT', body: {} });
     expect(response.status).toBe(405);

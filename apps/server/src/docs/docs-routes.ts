@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import type { Contract } from '../contract.js';
 import { AppError } from '../errors/app-error.js';
 import { docsContentSecurityPolicy } from '../http/security-headers.js';
@@ -15,7 +15,7 @@ const methodNotAllowed = () => {
  * The published contract, outside authentication: `/docs` (the Redoc reference with the error guide that
  * problem `type`s link to), `/openapi.json` and `/openapi.yaml`.
  */
-export function docsRoutes(contract: Contract): Router {
+export function docsRoutes(contract: Contract): RequestHandler {
   const router = Router();
   const files: [path: string, type: string, body: string][] = [
     ['/docs', 'text/html; charset=utf-8', contract.docsHtml],
@@ -36,5 +36,12 @@ export function docsRoutes(contract: Contract): Router {
       )
       .all(methodNotAllowed);
   }
-  return router;
+  // Only the three paths enter the router (matched as Express matches them: any case, one trailing
+  // slash allowed); every other request passes on at the cost of one lookup.
+  const paths = new Set(files.map(([path]) => path));
+  return (req, res, next) => {
+    const path = req.path.toLowerCase();
+    if (paths.has(path.endsWith('/') ? path.slice(0, -1) : path)) router(req, res, next);
+    else next();
+  };
 }

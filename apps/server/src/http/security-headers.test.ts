@@ -1,14 +1,46 @@
 import { createHash } from 'node:crypto';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+import type { Request, RequestHandler, Response } from 'express';
+import helmet from 'helmet';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { inlineScriptHashes } from './security-headers.js';
+import { HELMET_OPTIONS, headersSetBy, inlineScriptHashes, securityHeaders } from './security-headers.js';
 
 it('hashes each inline script, and only inline ones', () => {
   const html = '<script>a()</script><script type="module">b()</script><script src="/x.js"></script>';
   const hash = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
   expect(inlineScriptHashes(html)).toEqual([hash('a()'), hash('b()')]);
+});
+
+/** The headers `middleware` leaves on a real Node response. */
+function headersOnAResponse(middleware: RequestHandler): Record<string, unknown> {
+  const req = new IncomingMessage(new Socket());
+  const res = new ServerResponse(req);
+  res.setHeader('X-Powered-By', 'Express');
+  let passed = false;
+  middleware(req as Request, res as unknown as Response, () => {
+    passed = true;
+  });
+  expect(passed).toBe(true);
+  return res.getHeaders();
+}
+
+it("sets exactly the headers helmet sets, computed once (helmet's X-Powered-By removal aside)", () => {
+  const fromHelmet = headersOnAResponse(helmet(HELMET_OPTIONS));
+  expect(fromHelmet['x-powered-by']).toBeUndefined();
+  const ours = headersOnAResponse(securityHeaders());
+  expect(ours['x-powered-by']).toBe('Express');
+  delete ours['x-powered-by'];
+  expect(ours).toEqual(fromHelmet);
+  expect(Object.keys(ours).length).toBeGreaterThan(10);
+});
+
+it('refuses a middleware that does not pass the request on at once', () => {
+  expect(() => headersSetBy(() => {})).toThrow(/did not pass the request on/);
+  expect(() => headersSetBy((_req, _res, next) => next(new Error('no')))).toThrow('no');
 });
 
 forEachDatabase('security headers', ({ storage }) => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { RequestHandler } from 'express';
-import helmet from 'helmet';
+import type { Request, RequestHandler, Response } from 'express';
+import helmet, { type HelmetOptions } from 'helmet';
 
 /** The sha256 CSP sources of every inline `<script>` in `html`, so the docs page runs them and nothing else. */
 export function inlineScriptHashes(html: string): string[] {
@@ -46,6 +46,12 @@ export function docsContentSecurityPolicy(html: string): string {
     .join(';');
 }
 
+/** helmet's options for every response. */
+export const HELMET_OPTIONS: HelmetOptions = {
+  contentSecurityPolicy: { useDefaults: false, directives: cspDirectives([]) },
+  referrerPolicy: { policy: 'no-referrer' },
+};
+
 /**
  * Security headers on every response (helmet): `nosniff`, no framing, no referrer, HSTS, and the Content
  * Security Policy with no inline script allowed; the docs page replaces it with its own (the same policy
@@ -53,8 +59,30 @@ export function docsContentSecurityPolicy(html: string): string {
  * `X-Powered-By` is off (see app.ts).
  */
 export function securityHeaders(): RequestHandler {
-  return helmet({
-    contentSecurityPolicy: { useDefaults: false, directives: cspDirectives([]) },
-    referrerPolicy: { policy: 'no-referrer' },
+  const headers = headersSetBy(helmet(HELMET_OPTIONS));
+  return (_req, res, next) => {
+    for (const [name, value] of headers) res.setHeader(name, value);
+    next();
+  };
+}
+
+/**
+ * The headers a request-independent middleware sets, found by running it once on a stand-in response.
+ * helmet computes the same values for every request here (no directive is a function of the request),
+ * but as a dozen middlewares walking their options each time: applying its result is one loop.
+ * `X-Powered-By`, which helmet removes, is never set (app.ts disables it).
+ */
+export function headersSetBy(middleware: RequestHandler): [string, string][] {
+  const headers = new Map<string, string>();
+  let passed = false;
+  const standIn = {
+    setHeader: (name: string, value: unknown) => headers.set(name, String(value)),
+    removeHeader: (name: string) => headers.delete(name),
+  };
+  middleware({ headers: {} } as Request, standIn as unknown as Response, (error?: unknown) => {
+    if (error !== undefined) throw error;
+    passed = true;
   });
+  if (!passed) throw new Error('the header middleware did not pass the request on synchronously');
+  return [...headers];
 }

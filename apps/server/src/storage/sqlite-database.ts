@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { SqliteAdapter, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
+import type { Dialect } from 'kysely';
 import { createOwnerOnlyFile, secureDataDir } from './owner-only-files.js';
+import { SqliteThreadDialect } from './sqlite-thread.js';
 
 /** The SQLite file inside DATA_DIR. */
 export const SQLITE_FILE_NAME = 'scenario-scoring.sqlite';
@@ -22,77 +22,26 @@ const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
 const STATEMENT_CACHE_SIZE = 100;
 
 /**
- * Gives a `node:sqlite` database the better-sqlite3 shape Kysely's SqliteDialect expects, reusing the
- * prepared statements of the most recent SQL texts (least recently used ones are dropped).
- * `begin` becomes `begin immediate`: every transaction here writes, and taking the write lock up front lets
- * busy_timeout wait for another process instead of failing with SQLITE_BUSY when a deferred read lock
- * cannot be upgraded.
- */
-export function toKyselySqlite(database: DatabaseSync): SqliteDatabase {
-  const cache = new Map<string, SqliteStatement>();
-  const args = (parameters: ReadonlyArray<unknown>) => parameters as SQLInputValue[];
-  const prepareNew = (sql: string): SqliteStatement => {
-    const text = sql.trim().toLowerCase() === 'begin' ? 'begin immediate' : sql;
-    const statement = database.prepare(text);
-    return {
-      reader: statement.columns().length > 0,
-      all: (parameters) => statement.all(...args(parameters)),
-      run: (parameters) => statement.run(...args(parameters)),
-      // An iteration stays open across awaits, so it gets a statement of its own, never a shared one.
-      iterate: (parameters) => database.prepare(text).iterate(...args(parameters)),
-    };
-  };
-  return {
-    close: () => database.close(),
-    prepare(sql: string): SqliteStatement {
-      let statement = cache.get(sql);
-      if (statement) {
-        // Most recently used last, so the first key is the one to drop.
-        cache.delete(sql);
-      } else {
-        statement = prepareNew(sql);
-        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-      }
-      cache.set(sql, statement);
-      return statement;
-    },
-  };
-}
-
-/** Kysely's SQLite adapter says DDL is not transactional; SQLite's is, so migrations run in one transaction. */
-class TransactionalDdlSqliteAdapter extends SqliteAdapter {
-  override get supportsTransactionalDdl(): boolean {
-    return true;
-  }
-}
-
-class NodeSqliteDialect extends SqliteDialect {
-  override createAdapter(): SqliteAdapter {
-    return new TransactionalDdlSqliteAdapter();
-  }
-}
-
-/**
  * Opens (creating if needed) `${dataDir}/scenario-scoring.sqlite` in WAL mode with synchronous=FULL,
- * so that a commit returns only once it is flushed to disk. Checkpoints are left to a SqliteCheckpointer
+ * so that a commit returns only once it is flushed to disk, on a connection in a thread of its own (see
+ * sqlite-thread.ts): the event loop never waits for that flush. Checkpoints are left to a SqliteCheckpointer
  * (see FALLBACK_AUTOCHECKPOINT_PAGES).
  */
-export function openSqliteDialect(dataDir: string): SqliteDialect {
+export function openSqliteDialect(dataDir: string): Dialect {
   // Owner-only: the directory 0700, every file in it 0600 (defect #10).
   secureDataDir(dataDir);
   createOwnerOnlyFile(join(dataDir, SQLITE_FILE_NAME));
-  const database = new DatabaseSync(join(dataDir, SQLITE_FILE_NAME));
-  try {
-    database.exec('PRAGMA journal_mode = WAL');
-    database.exec('PRAGMA synchronous = FULL');
-    database.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    database.exec('PRAGMA foreign_keys = ON');
-    database.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+  return new SqliteThreadDialect({
+    file: join(dataDir, SQLITE_FILE_NAME),
+    pragmas: [
+      'PRAGMA journal_mode = WAL',
+      'PRAGMA synchronous = FULL',
+      `PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`,
+      'PRAGMA foreign_keys = ON',
+      `PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`,
+    ],
+    statementCacheSize: STATEMENT_CACHE_SIZE,
     // The -wal and -shm files exist now; any left looser by an older version are tightened.
-    secureDataDir(dataDir);
-  } catch (error) {
-    database.close();
-    throw error;
-  }
-  return new NodeSqliteDialect({ database: toKyselySqlite(database) });
+    onOpened: () => secureDataDir(dataDir),
+  });
 }

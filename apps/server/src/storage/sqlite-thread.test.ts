@@ -1,0 +1,125 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kysely, sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteThreadDialect } from './sqlite-thread.js';
+
+interface Tables {
+  t: { n: number; label: string | null };
+}
+
+const open: Kysely<Tables>[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((db) => db.destroy()));
+});
+
+function openDb(file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite')): Kysely<Tables> {
+  const db = new Kysely<Tables>({
+    dialect: new SqliteThreadDialect({
+      file,
+      pragmas: ['PRAGMA journal_mode = WAL', 'PRAGMA synchronous = FULL'],
+      statementCacheSize: 2,
+    }),
+  });
+  open.push(db);
+  return db;
+}
+
+describe('the SQLite connection in its own thread', () => {
+  it('runs statements and transactions: rows, changes, commit and rollback', async () => {
+    const db = openDb();
+    await sql`create table t (n integer primary key, label text)`.execute(db);
+    const inserted = await db
+      .insertInto('t')
+      .values([
+        { n: 1, label: 'one' },
+        { n: 2, label: null },
+      ])
+      .executeTakeFirst();
+    expect(inserted.numInsertedOrUpdatedRows).toBe(2n);
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('t').values({ n: 3, label: 'three' }).execute();
+    });
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ n: 4, label: 'four' }).execute();
+        throw new Error('undo');
+      }),
+    ).rejects.toThrow('undo');
+    // More SQL texts than the statement cache holds, then the first ones again.
+    for (let round = 0; round < 2; round++) {
+      expect(await db.selectFrom('t').select('n').orderBy('n').execute()).toEqual([
+        { n: 1 },
+        { n: 2 },
+        { n: 3 },
+      ]);
+      expect(await db.selectFrom('t').select('label').where('n', '=', 2).executeTakeFirst()).toEqual({
+        label: null,
+      });
+      expect(await db.selectFrom('t').select('n').where('label', '=', 'three').execute()).toEqual([{ n: 3 }]);
+    }
+    const returned = await db.insertInto('t').values({ n: 5, label: 'five' }).returning(['n']).execute();
+    expect(returned).toEqual([{ n: 5 }]);
+  });
+
+  it('keeps bytes as bytes, views on a larger buffer (pooled Buffers) included', async () => {
+    const db = openDb();
+    await sql`create table b (n integer, data blob)`.execute(db);
+    const whole = Uint8Array.from([0, 1, 2, 255]);
+    const pooled = Buffer.from('pooled'); // a view on Node's shared pool
+    expect(pooled.byteLength).toBeLessThan(pooled.buffer.byteLength);
+    await sql`insert into b (n, data) values (1, ${whole}), (2, ${pooled}), (3, ${whole.subarray(1, 3)})`.execute(
+      db,
+    );
+    const { rows } = await sql<{ data: Uint8Array }>`select data from b order by n`.execute(db);
+    for (const row of rows) expect(row.data).toBeInstanceOf(Uint8Array);
+    expect(rows.map((row) => Buffer.from(row.data).toString('hex'))).toEqual([
+      '000102ff',
+      Buffer.from('pooled').toString('hex'),
+      '0102',
+    ]);
+  });
+
+  it("fails a statement with SQLite's own error, and goes on working", async () => {
+    const db = openDb();
+    await sql`create table t (n integer primary key, label text)`.execute(db);
+    await db.insertInto('t').values({ n: 1, label: 'one' }).execute();
+    const failure = await db
+      .insertInto('t')
+      .values({ n: 1, label: 'again' })
+      .execute()
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).message).toMatch(/UNIQUE constraint failed: t\.n/);
+    expect(failure).toMatchObject({ code: 'ERR_SQLITE_ERROR', errcode: 1555 });
+    await expect(sql`select nope from t`.execute(db)).rejects.toThrow(/no such column: nope/);
+    expect(await db.selectFrom('t').select('label').execute()).toEqual([{ label: 'one' }]);
+  });
+
+  it('leaves the event loop free while a statement runs', async () => {
+    const db = openDb();
+    let ticks = 0;
+    const timer = setInterval(() => {
+      ticks += 1;
+    }, 5);
+    const started = performance.now();
+    // A statement that keeps SQLite busy for a while: a recursive count to 2 million.
+    await sql`with recursive c(x) as (select 1 union all select x + 1 from c where x < 2000000) select count(*) from c`.execute(
+      db,
+    );
+    const elapsed = performance.now() - started;
+    clearInterval(timer);
+    expect(elapsed).toBeGreaterThan(100);
+    // Had the statement run on this thread, no timer could have fired until it ended.
+    expect(ticks).toBeGreaterThan(5);
+  });
+
+  it('fails to open with a clear error, not a hang', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sqlite-thread-'));
+    writeFileSync(join(dir, 'not-a-dir'), '');
+    const db = openDb(join(dir, 'not-a-dir', 'db.sqlite'));
+    await expect(sql`select 1`.execute(db)).rejects.toThrow(/unable to open database/);
+    open.pop();
+  });
+});

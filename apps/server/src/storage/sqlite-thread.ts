@@ -1,0 +1,290 @@
+import { Worker } from 'node:worker_threads';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely';
+
+/**
+ * The thread that owns the SQLite connection, as source evaluated by the Worker (like the checkpointer's:
+ * dependency-free, so the built server and the TypeScript tests run the same code). It opens the file,
+ * applies the pragmas, then runs one statement per message and answers with its rows or its changes.
+ * Prepared statements are kept for the most recent SQL texts; `begin` becomes `begin immediate`, since
+ * every transaction here writes and taking the write lock up front lets busy_timeout wait for another
+ * process instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
+ */
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { DatabaseSync } = require('node:sqlite');
+const describe = (error) => ({
+  message: String(error && error.message),
+  name: error && error.name,
+  code: error && error.code,
+  errcode: error && error.errcode,
+  errstr: error && error.errstr,
+});
+let database;
+try {
+  database = new DatabaseSync(workerData.file);
+  for (const pragma of workerData.pragmas) database.exec(pragma);
+  parentPort.postMessage({ opened: true });
+} catch (error) {
+  try { database && database.close(); } catch {}
+  database = undefined;
+  parentPort.postMessage({ opened: false, error: describe(error) });
+  parentPort.close();
+}
+const cache = new Map();
+function prepare(sql) {
+  let entry = cache.get(sql);
+  if (entry !== undefined) {
+    cache.delete(sql);
+  } else {
+    const statement = database.prepare(sql.trim().toLowerCase() === 'begin' ? 'begin immediate' : sql);
+    entry = { statement, reader: statement.columns().length > 0 };
+    if (cache.size >= workerData.statementCacheSize) cache.delete(cache.keys().next().value);
+  }
+  cache.set(sql, entry);
+  return entry;
+}
+if (database !== undefined) parentPort.on('message', (message) => {
+  if (message.close) {
+    try { database.close(); } catch {}
+    parentPort.close();
+    return;
+  }
+  const { id, sql, parameters } = message;
+  try {
+    const { statement, reader } = prepare(sql);
+    if (reader) {
+      parentPort.postMessage({ id, rows: statement.all(...parameters) });
+    } else {
+      const { changes, lastInsertRowid } = statement.run(...parameters);
+      parentPort.postMessage({ id, changes, lastInsertRowid });
+    }
+  } catch (error) {
+    parentPort.postMessage({ id, error: describe(error) });
+  }
+});
+`;
+
+interface SqliteError {
+  message: string;
+  name?: string;
+  code?: string;
+  errcode?: number;
+  errstr?: string;
+}
+
+type Reply =
+  | { id: number; rows: Record<string, unknown>[] }
+  | { id: number; changes: number | bigint; lastInsertRowid: number | bigint }
+  | { id: number; error: SqliteError };
+
+/** An error of the thread's SQLite, as node:sqlite threw it (message, code, errcode, errstr). */
+function sqliteError(described: SqliteError): Error {
+  const error = new Error(described.message);
+  if (described.name !== undefined && described.name !== 'Error') error.name = described.name;
+  return Object.assign(error, {
+    ...(described.code !== undefined && { code: described.code }),
+    ...(described.errcode !== undefined && { errcode: described.errcode }),
+    ...(described.errstr !== undefined && { errstr: described.errstr }),
+  });
+}
+
+/**
+ * Bytes that view part of a larger buffer, copied to a buffer of their own. Cloning a view for another
+ * thread copies its whole underlying buffer, and a small Buffer is a view on Node's shared 8 KiB pool:
+ * a 1 KiB log record would cost 8 KiB a message.
+ */
+function compactBytes(value: unknown): unknown {
+  if (value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength)
+    return new Uint8Array(value);
+  return value;
+}
+
+/** What opening the thread's connection needs. */
+export interface SqliteThreadOptions {
+  file: string;
+  /** Run in order right after opening, before anything else (journal mode, synchronous, busy timeout…). */
+  pragmas: readonly string[];
+  /** Prepared statements kept per SQL text. */
+  statementCacheSize: number;
+  /** Called once the file is open and its pragmas applied (the -wal and -shm files exist then). */
+  onOpened?: () => void;
+}
+
+/**
+ * The one connection, in its own thread. A statement is a message there and its result a message back:
+ * the event loop never waits for SQLite, above all not for the disk flush of a commit (synchronous=FULL),
+ * which on a slow or busy disk takes milliseconds while requests wait. Kysely's SQLite adapter says the
+ * dialect has one connection, so Kysely runs one transaction at a time on it, as with an in-thread one.
+ */
+class SqliteThreadConnection implements DatabaseConnection {
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
+  #nextId = 0;
+  #failure: Error | undefined;
+
+  constructor(worker: Worker) {
+    this.#worker = worker;
+    worker.on('message', (reply: Reply | { opened: boolean }) => {
+      if (!('id' in reply)) return;
+      const waiting = this.#pending.get(reply.id);
+      if (waiting === undefined) return;
+      this.#pending.delete(reply.id);
+      // Only a statement in flight keeps the process alive, as any pending I/O does.
+      if (this.#pending.size === 0) this.#worker.unref();
+      waiting.resolve(reply);
+    });
+  }
+
+  /** Fails every statement in flight and every later one (the thread died). */
+  fail(error: Error): void {
+    this.#failure ??= error;
+    for (const waiting of this.#pending.values()) waiting.reject(this.#failure);
+    this.#pending.clear();
+  }
+
+  #send(sql: string, parameters: readonly unknown[]): Promise<Reply> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const id = this.#nextId++;
+    return new Promise<Reply>((resolve, reject) => {
+      if (this.#pending.size === 0) this.#worker.ref();
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, sql, parameters: parameters.map(compactBytes) });
+    });
+  }
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const reply = await this.#send(compiledQuery.sql, compiledQuery.parameters);
+    if ('error' in reply) throw sqliteError(reply.error);
+    if ('rows' in reply) return { rows: reply.rows as R[] };
+    return {
+      insertId: reply.lastInsertRowid != null ? BigInt(reply.lastInsertRowid) : undefined,
+      numAffectedRows: reply.changes != null ? BigInt(reply.changes) : undefined,
+      rows: [],
+    };
+  }
+
+  async *streamQuery<R>(
+    compiledQuery: CompiledQuery,
+    chunkSize = 100,
+  ): AsyncIterableIterator<QueryResult<R>> {
+    // Read whole, then handed out in chunks: nothing here streams a result too big to hold.
+    const { rows } = await this.executeQuery<R>(compiledQuery);
+    for (let start = 0; start < rows.length; start += chunkSize)
+      yield { rows: rows.slice(start, start + chunkSize) };
+  }
+}
+
+class SqliteThreadDriver implements Driver {
+  readonly #options: SqliteThreadOptions;
+  #worker: Worker | undefined;
+  #connection: SqliteThreadConnection | undefined;
+  #exited: Promise<void> | undefined;
+
+  constructor(options: SqliteThreadOptions) {
+    this.#options = options;
+  }
+
+  async init(): Promise<void> {
+    const worker = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData: {
+        file: this.#options.file,
+        pragmas: [...this.#options.pragmas],
+        statementCacheSize: this.#options.statementCacheSize,
+      },
+    });
+    this.#worker = worker;
+    this.#exited = new Promise((resolve) => worker.once('exit', () => resolve()));
+    const connection = new SqliteThreadConnection(worker);
+    this.#connection = connection;
+    worker.on('error', (error) => connection.fail(error));
+    worker.once('exit', (code) =>
+      connection.fail(new Error(`the SQLite thread stopped (exit code ${code})`)),
+    );
+    const opened = await new Promise<{ opened: boolean; error?: SqliteError }>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    if (!opened.opened) {
+      await this.#exited;
+      throw sqliteError(opened.error ?? { message: 'the SQLite thread could not open the database' });
+    }
+    worker.unref();
+    this.#options.onOpened?.();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.#connection === undefined) throw new Error('the SQLite thread is not started');
+    return this.#connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin'));
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  }
+
+  async releaseConnection(): Promise<void> {}
+
+  /** Closes the connection in its thread and waits for the thread to end. */
+  async destroy(): Promise<void> {
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    this.#worker = undefined;
+    worker.ref();
+    worker.postMessage({ close: true });
+    await this.#exited;
+  }
+}
+
+/** Kysely's SQLite adapter says DDL is not transactional; SQLite's is, so migrations run in one transaction. */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+/** Kysely's SQLite dialect, with the connection in a thread of its own (see SqliteThreadConnection). */
+export class SqliteThreadDialect implements Dialect {
+  readonly #options: SqliteThreadOptions;
+
+  constructor(options: SqliteThreadOptions) {
+    this.#options = options;
+  }
+
+  createDriver(): Driver {
+    return new SqliteThreadDriver(this.#options);
+  }
+
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+
+  createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely's own dialects take Kysely<any> here.
+  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}
