@@ -3,12 +3,14 @@
  * and ten 1,000-item runs submitted at once — next to the synchronous endpoint's rate (autocannon on
  * POST /v1/scoring/score) in the same process, alternated over several rounds. End to end means from
  * sending POST /v1/scoring/runs until GET /v1/scoring/runs/{id} says `completed` (polled every ms); the
- * server's own span (created_at → completed_at) is printed beside it.
+ * server's own span (created_at → completed_at) is printed beside it, and for the concurrent runs the server
+ * process's CPU time per item (all its threads, from /proc): steadier than items/s on a busy machine.
  *
  * With `--db both` (the default) it measures SQLite, then PostgreSQL, and prints their medians side by side.
  *
  *   npm run bench:runs -- [--rounds 3] [--db both|sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { benchContext } from '../lib/bench-inputs.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
@@ -43,12 +45,31 @@ function runBody(): string {
 interface RunTiming {
   itemsPerSecond: number;
   serverItemsPerSecond: number;
+  /** The server process's CPU time (all its threads) per item, in µs; NaN where /proc is not there. */
+  serverCpuUsPerItem: number;
   escalated: number;
 }
 
+/** A process's CPU time so far (user + system, all threads) in µs, from /proc; NaN elsewhere. */
+function processCpuUs(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // clock ticks of 1/100 s
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Submits `count` runs at once and polls until every one completed. */
-async function timeRuns(url: string, headers: Record<string, string>, count: number): Promise<RunTiming> {
+async function timeRuns(
+  url: string,
+  headers: Record<string, string>,
+  count: number,
+  pid: number | undefined,
+): Promise<RunTiming> {
   const bodies = Array.from({ length: count }, runBody);
+  const cpuBefore = processCpuUs(pid);
   const started = performance.now();
   const created = await Promise.all(
     bodies.map(async (body) => {
@@ -74,12 +95,14 @@ async function timeRuns(url: string, headers: Record<string, string>, count: num
     }),
   );
   const elapsedMs = performance.now() - started;
+  const cpuUs = processCpuUs(pid) - cpuBefore;
   const first = Math.min(...ends.map((r) => Date.parse(r.created_at)));
   const last = Math.max(...ends.map((r) => Date.parse(r.completed_at ?? '')));
   const items = count * ITEMS_PER_RUN;
   return {
     itemsPerSecond: (items / elapsedMs) * 1000,
     serverItemsPerSecond: (items / Math.max(1, last - first)) * 1000,
+    serverCpuUsPerItem: cpuUs / items,
     escalated: ends.reduce((sum, run) => sum + run.counts.escalated, 0) / items,
   };
 }
@@ -100,23 +123,25 @@ async function benchDatabase(db: string): Promise<Record<string, number[]>> {
     console.log(
       `bench/runs (${db}): ${ROUNDS} rounds of one ${ITEMS_PER_RUN}-item run, ${CONCURRENT_RUNS} concurrent runs, and ${args.duration} s of POST /v1/scoring/score at ${args.connections} connections; Node ${process.version}`,
     );
-    await timeRuns(server.url, headers, 1); // warm-up, not reported
+    const pid = server.process.pid;
+    await timeRuns(server.url, headers, 1, pid); // warm-up, not reported
     await measure(syncTarget, Number(args.connections), 1);
     const rows: Record<string, number[]> = {};
     const record = (name: string, value: number) => {
       rows[name] = [...(rows[name] ?? []), value];
     };
     for (let round = 1; round <= ROUNDS; round++) {
-      const one = await timeRuns(server.url, headers, 1);
-      const many = await timeRuns(server.url, headers, CONCURRENT_RUNS);
+      const one = await timeRuns(server.url, headers, 1, pid);
+      const many = await timeRuns(server.url, headers, CONCURRENT_RUNS, pid);
       const sync = await measure(syncTarget, Number(args.connections), Number(args.duration));
       record('1 run: items/s end to end', one.itemsPerSecond);
       record('1 run: items/s server span', one.serverItemsPerSecond);
       record(`${CONCURRENT_RUNS} runs: items/s end to end`, many.itemsPerSecond);
       record(`${CONCURRENT_RUNS} runs: items/s server span`, many.serverItemsPerSecond);
+      record(`${CONCURRENT_RUNS} runs: server CPU µs/item`, many.serverCpuUsPerItem);
       record('sync score: requests/s', sync.rps);
       console.log(
-        `${db} round ${round}: 1 run ${Math.round(one.itemsPerSecond)} items/s, ${CONCURRENT_RUNS} runs ${Math.round(many.itemsPerSecond)} items/s (${Math.round(many.escalated * 100)} % escalated), sync ${Math.round(sync.rps)} req/s (p99 ${sync.p99} ms, errors ${sync.errors}, non-2xx ${sync.non2xx})`,
+        `${db} round ${round}: 1 run ${Math.round(one.itemsPerSecond)} items/s, ${CONCURRENT_RUNS} runs ${Math.round(many.itemsPerSecond)} items/s (${Math.round(many.escalated * 100)} % escalated, server CPU ${many.serverCpuUsPerItem.toFixed(1)} µs/item), sync ${Math.round(sync.rps)} req/s (p99 ${sync.p99} ms, errors ${sync.errors}, non-2xx ${sync.non2xx})`,
       );
     }
     return rows;
@@ -139,7 +164,10 @@ console.table(
         return [
           [`${db} median`, Math.round(median(values))],
           [`${db} min–max`, `${Math.round(Math.min(...values))}–${Math.round(Math.max(...values))}`],
-          [`${db} ratio to sync`, Number((median(values) / syncRate).toFixed(2))],
+          [
+            `${db} ratio to sync`,
+            measurement.includes('CPU') ? '' : Number((median(values) / syncRate).toFixed(2)),
+          ],
         ];
       }),
     ),

@@ -59,6 +59,7 @@ const TICK_MS = 10;
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 const round = (value: number) => Math.round(value * 10) / 10;
+const cpuMicros = (usage: NodeJS.CpuUsage) => usage.user + usage.system;
 
 /** The ceiling: `count` signed POSTs of a typical payload, `concurrency` at a time, through a plain undici Agent. */
 async function plainUndiciLoop(url: string, count: number) {
@@ -68,6 +69,7 @@ async function plainUndiciLoop(url: string, count: number) {
   let started = 0;
   const latencies: number[] = [];
   const begin = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (started < count) {
@@ -86,9 +88,15 @@ async function plainUndiciLoop(url: string, count: number) {
     }),
   );
   const seconds = (performance.now() - begin) / 1000;
+  const cpuUs = cpuMicros(process.cpuUsage(cpu));
   await agent.close();
   latencies.sort((a, b) => a - b);
-  return { perSecond: count / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+  return {
+    perSecond: count / seconds,
+    cpuUsPerDelivery: cpuUs / count,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+  };
 }
 
 /** A webhook of `tenantId` to `url`, with a sealed secret, created a second ago (before every event). */
@@ -171,8 +179,11 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
       await commitEvents(features, 'throughput', Math.min(1000, EVENTS - done));
 
     const start = Date.now();
+    const cpu = process.cpuUsage();
     for (const worker of workers) worker.start();
     await waitForSucceeded(storage, 'throughput', EVENTS);
+    // This process's CPU (all its threads) over the backlog, its polling of the count included.
+    const cpuUsPerDelivery = cpuMicros(process.cpuUsage(cpu)) / EVENTS;
     const ends = [...(await firstAttempts(storage, 'throughput')).values()].map((a) => a.end);
     const perSecond = EVENTS / ((Math.max(...ends) - start) / 1000);
 
@@ -193,6 +204,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
       .sort((a, b) => a - b);
     return {
       perSecond,
+      cpuUsPerDelivery,
       offered,
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
@@ -223,6 +235,7 @@ try {
       target: 'plain undici loop (ceiling)',
       'deliveries/s': Math.round(ceiling.perSecond),
       'ratio to ceiling': 1,
+      'CPU µs/delivery': round(ceiling.cpuUsPerDelivery),
       'request p50 ms': round(ceiling.p50),
       'request p99 ms': round(ceiling.p99),
     },
@@ -235,6 +248,7 @@ try {
       target: `delivery engine (${kind})`,
       'deliveries/s': Math.round(engine.perSecond),
       'ratio to ceiling': Number((engine.perSecond / ceiling.perSecond).toFixed(3)),
+      'CPU µs/delivery': round(engine.cpuUsPerDelivery),
       'commit→first attempt at rate/s': Math.round(engine.offered),
       'p50 ms': engine.p50,
       'p99 ms': engine.p99,

@@ -71,7 +71,7 @@ forEachDatabase('createApp', ({ storage }) => {
   it('compiles the validator at start: the warm-up step sends every operation through it', async () => {
     // Timing the first request would be flaky on a loaded machine; which operations were warmed is exact.
     const contract = loadContract();
-    const validation = contractValidation(contract, { validateResponses: true });
+    const validation = contractValidation(contract, { validateResponses: true, checkDocument: true });
     const warmed = await warmUpContractValidation(validation, contract);
     expect([...warmed].sort()).toEqual(
       contractOperations(contract.document)

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SERVER_FILES } from './server-files.js';
 
 /** The bundled contract as served and enforced: the parsed document, its files' text and the docs page. */
 export interface Contract {
@@ -17,7 +18,7 @@ export interface OpenApiDocument {
   readonly components?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
 
-const here = dirname(fileURLToPath(import.meta.url));
+const here = fileURLToPath(SERVER_FILES);
 
 /**
  * Where the contract files are: `dist/contract/` beside the built server (copied there by the build, so

@@ -83,9 +83,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       logSigner,
     });
     // A step of start-up: compile the validator of every operation now (a request per operation on a
-    // loopback listener of its own), so no client's first request pays for it.
+    // loopback listener of its own), so no client's first request pays for it. In production the
+    // document itself is not checked again: the build checked the one it ships (scripts/check-contract.ts).
     const contract = loadContract();
-    const validation = contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
+    const validation = contractValidation(contract, {
+      validateResponses: config.nodeEnv !== 'production',
+      checkDocument: config.nodeEnv !== 'production',
+    });
     await warmUpContractValidation(validation, contract);
     const app = await createApp({
       features,

@@ -1,9 +1,10 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { BuiltServer, requireBuiltServer, SERVER_DIR } from './support/built-server.js';
@@ -46,6 +47,39 @@ it('holds the built server and its production dependencies, and no development o
     expect(existsSync(join(assembled, 'node_modules', absent)), absent).toBe(false);
   }
   expect(existsSync(join(assembled, 'apps/server/src'))).toBe(false);
+});
+
+it('ships the server as a bundle whose compile cache, written by the build, is accepted where it was copied', () => {
+  const dist = join(assembled, 'apps/server/dist');
+  // The bundle imports no package: only Node's modules and its own chunks.
+  const bundle = readFileSync(join(dist, 'main-start.js'), 'utf8');
+  const imported = [...bundle.matchAll(/^(?:import|\}) .*from ["']([^"']+)["'];?$/gm)].map(([, from]) =>
+    String(from),
+  );
+  expect(imported.length).toBeGreaterThan(0);
+  expect(imported.filter((from) => !from.startsWith('node:') && !from.startsWith('./'))).toEqual([]);
+  // Loading the bundle as main.js does, with Node telling whether it took V8's code from the cache.
+  const loaded = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `await import(${JSON.stringify(pathToFileURL(join(dist, 'main-start.js')).href)});`,
+    ],
+    {
+      encoding: 'utf8',
+      env: {
+        PATH: process.env.PATH ?? '',
+        NODE_COMPILE_CACHE: join(dist, '.compile-cache'),
+        NODE_COMPILE_CACHE_PORTABLE: '1',
+        NODE_DEBUG_NATIVE: 'COMPILE_CACHE',
+      },
+    },
+  );
+  expect(loaded.status, loaded.stderr).toBe(0);
+  expect(loaded.stderr + loaded.stdout).toMatch(
+    /code cache for ESM file:\/\/\S+\/main-start\.js was accepted/,
+  );
 });
 
 it('starts from the assembled output alone, becomes ready, scores, and drains on SIGTERM', async () => {

@@ -97,7 +97,10 @@ for (const kind of DATABASE_KINDS) {
           .execute();
         expect(completed).toHaveLength(1);
         const run = await db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-        expect(run).toMatchObject({ status: 'completed', next_index: ITEMS, succeeded: ITEMS, claims: 2 });
+        expect(run).toMatchObject({ status: 'completed', next_index: ITEMS, succeeded: ITEMS });
+        // Claimed again after the kill. On a loaded machine a 500 ms lease can also lapse between two
+        // renewals and be claimed a third time: still every item exactly once, as checked above.
+        expect(run.claims).toBeGreaterThanOrEqual(2);
       } finally {
         await storage.close();
       }

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
 import type { Request, RequestHandler } from 'express';
+
+const gzip = promisify(gzipCallback);
 
 /**
  * The address the built docs show for "your server" (the contract's `base_url` default, written in by
@@ -15,7 +18,8 @@ const MAX_ORIGINS = 16;
 
 interface Prepared {
   body: Buffer;
-  gzipped: Buffer;
+  /** Compressed on libuv's thread pool, not on the event loop (the docs page is megabytes). */
+  gzipped: Promise<Buffer>;
   etag: string;
   /** This body's own Content-Security-Policy, when the file has one. */
   csp: string | undefined;
@@ -24,7 +28,10 @@ interface Prepared {
 function prepare(text: string, csp: ((text: string) => string) | undefined): Prepared {
   const body = Buffer.from(text, 'utf8');
   const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-  return { body, gzipped: gzipSync(body), etag, csp: csp?.(text) };
+  const gzipped = gzip(body);
+  // Awaited by the requests that take gzip; until one does, a failure must not count as unhandled.
+  gzipped.catch(() => {});
+  return { body, gzipped, etag, csp: csp?.(text) };
 }
 
 /** Whether the client takes gzip (`Accept-Encoding: gzip`, not with q=0). */
@@ -49,7 +56,8 @@ function requestOrigin(req: Request): string | undefined {
  * Serves a published file compressed (gzip when asked), with an ETag and `Cache-Control: no-cache` (a
  * browser revalidates and gets a 304 instead of megabytes). With `showOrigin`, the placeholder address in
  * it becomes the origin the request reached, so the docs show the URL of the server that serves them;
- * the ETag then differs per origin, and the bodies of a few origins are kept.
+ * the ETag then differs per origin, and the bodies of a few origins are kept. Each body is prepared when
+ * first asked for, not at start: compressing the docs page was a tenth of the start-up.
  */
 export function servedFile(
   type: string,
@@ -60,10 +68,13 @@ export function servedFile(
     contentSecurityPolicy?: (text: string) => string;
   } = {},
 ): RequestHandler {
-  const plain = prepare(text, options.contentSecurityPolicy);
+  let plain: Prepared | undefined;
   const byOrigin = new Map<string, Prepared>();
   const forOrigin = (origin: string | undefined): Prepared => {
-    if (!options.showOrigin || origin === undefined || origin === DOCS_PLACEHOLDER_ORIGIN) return plain;
+    if (!options.showOrigin || origin === undefined || origin === DOCS_PLACEHOLDER_ORIGIN) {
+      plain ??= prepare(text, options.contentSecurityPolicy);
+      return plain;
+    }
     let prepared = byOrigin.get(origin);
     if (prepared === undefined) {
       prepared = prepare(text.replaceAll(DOCS_PLACEHOLDER_ORIGIN, origin), options.contentSecurityPolicy);
@@ -72,7 +83,7 @@ export function servedFile(
     }
     return prepared;
   };
-  return (req, res) => {
+  return async (req, res) => {
     const prepared = forOrigin(requestOrigin(req));
     res.type(type);
     res.setHeader('Cache-Control', 'no-cache');
@@ -83,9 +94,9 @@ export function servedFile(
       res.status(304).end();
       return;
     }
-    const gzip = acceptsGzip(req);
-    if (gzip) res.setHeader('Content-Encoding', 'gzip');
-    const body = gzip ? prepared.gzipped : prepared.body;
+    const gzipped = acceptsGzip(req);
+    const body = gzipped ? await prepared.gzipped : prepared.body;
+    if (gzipped) res.setHeader('Content-Encoding', 'gzip');
     res.setHeader('Content-Length', String(body.length));
     res.end(req.method === 'HEAD' ? undefined : body);
   };

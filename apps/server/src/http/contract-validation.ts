@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
@@ -9,6 +10,12 @@ import { contractOperations } from './contract-routes.js';
 export interface ContractValidationOptions {
   /** Validate responses too (development and tests): a handler drifting from the contract answers 500. */
   validateResponses: boolean;
+  /**
+   * Check the document against the OpenAPI 3.1 schema first (the validator's `validateApiSpec`), so a
+   * malformed contract fails the warm-up. The production build checks the contract it ships once (see
+   * scripts/check-contract.ts), so a production start skips it: it is about a tenth of the start-up.
+   */
+  checkDocument: boolean;
 }
 
 /**
@@ -20,7 +27,7 @@ export function contractValidation(contract: Contract, options: ContractValidati
   const handlers = OpenApiValidator.middleware({
     // The validator clones the document before it touches it.
     apiSpec: contract.document as unknown as Parameters<typeof OpenApiValidator.middleware>[0]['apiSpec'],
-    validateApiSpec: true,
+    validateApiSpec: options.checkDocument,
     validateRequests: { allErrors: true },
     // Responses of 5xx are never validated (the validator skips them), so 501 stubs need no exclusion.
     validateResponses: options.validateResponses ? { allErrors: true } : false,
@@ -64,21 +71,30 @@ export async function warmUpContractValidation(
   const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
+  // node:http rather than fetch: fetch's first call loads Node's own copy of undici, a cost of its own.
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
     for (const operation of operations) {
       const { url, body } = requestExample(operation, contract.document);
-      const response = await fetch(`http://127.0.0.1:${port}${url}`, {
-        method: operation.method.toUpperCase(),
-        headers: {
+      const text = body === undefined ? undefined : JSON.stringify(body);
+      await send(
+        agent,
+        port,
+        operation.method.toUpperCase(),
+        url,
+        {
           [WARM_UP_HEADER]: operation.operationId,
-          ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...(text !== undefined && {
+            'content-type': 'application/json',
+            'content-length': String(Buffer.byteLength(text)),
+          }),
         },
-        ...(body !== undefined && { body: JSON.stringify(body) }),
-      });
-      await response.arrayBuffer();
+        text,
+      );
       warmed.push(operation.operationId);
     }
   } finally {
+    agent.destroy();
     await new Promise((resolve) => server.close(resolve));
   }
   if (failures.length > 0) {
@@ -87,6 +103,23 @@ export async function warmUpContractValidation(
     );
   }
   return warmed;
+}
+
+/** Sends one request on the loopback listener and reads its answer to the end. */
+function send(
+  agent: Agent,
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const sent = request({ host: '127.0.0.1', port, method, path, headers, agent }, (response) => {
+      response.once('end', resolve).once('error', reject).resume();
+    });
+    sent.once('error', reject).end(body);
+  });
 }
 
 function describe(error: unknown): string {

@@ -5,12 +5,16 @@ import { dirname, join } from 'node:path';
 import express from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadContract } from '../contract.js';
 
 /**
- * patches/express-openapi-validator+<version>.patch (applied by patch-package on `npm install`) removes two
- * per-request costs of the validator: compiling a path-to-regexp matcher for every route of the document on
- * every request, and calling the deprecated `url.parse` (which walks the stack each time) for requests
- * without a query. These tests fail when an upgrade makes the patch moot (another version is installed:
+ * patches/express-openapi-validator+<version>.patch (applied by patch-package on `npm install`) removes
+ * per-request costs of the validator: walking and keying every route of the document on every request (a
+ * route table built once instead), a promise turn per middleware once the spec is loaded, and calling the
+ * deprecated `url.parse` (which walks the stack each time) for requests without a query; and two start-up
+ * costs: compiling the OpenAPI schema even when `validateApiSpec` is false (a production start, see
+ * contract-validation.ts), and compiling every component schema in the schema preprocessor only to read
+ * the schema back. These tests fail when an upgrade makes the patch moot (another version is installed:
  * check whether upstream fixed it, then regenerate or drop the patch) or wrong (it is not applied, or the
  * patched validator matches routes, path parameters or queries differently).
  */
@@ -31,7 +35,7 @@ describe('the express-openapi-validator patch', () => {
     expect(patchFile).toBe(`express-openapi-validator+${installed}.patch`);
   });
 
-  it('when installed, then all three changes are applied', () => {
+  it('when installed, then every change is applied', () => {
     expect(readFileSync(join(packageRoot, 'dist/openapi.validator.js'), 'utf8')).toContain(
       'return withContext(next, ({ context: { apiDoc } }) => {',
     );
@@ -39,6 +43,74 @@ describe('the express-openapi-validator patch', () => {
       'for (const { expressRoute, openApiRoute, pathKey, regexp, paramKeys } of routeTable(pathOpts)) {',
     );
     expect(source('parsers/req.parameter.mutator.js')).toContain("req.originalUrl.includes('?')");
+    // The OpenAPI schema's validator is built inside `if (validateApiSpec)`, not before it.
+    const framework = readFileSync(join(packageRoot, 'dist/framework/index.js'), 'utf8');
+    expect(framework).toMatch(/if \(validateApiSpec\) \{\s*(\/\/[^\n]*\s*)*const validator = new/);
+    expect(source('parsers/schema.preprocessor.js')).toContain(
+      'let res = (ref ? this.addedSchema(ref) : schema);',
+    );
+  });
+
+  it('when the preprocessor reads a component schema, then it is the one getSchema would compile to read', () => {
+    const { SchemaPreprocessor } = require(
+      join(packageRoot, 'dist/middlewares/parsers/schema.preprocessor.js'),
+    );
+    const document = structuredClone(loadContract().document) as unknown as {
+      components: { schemas: Record<string, unknown> };
+    };
+    const preprocessor = new SchemaPreprocessor(
+      document,
+      { formats: {}, serDesMap: {}, validateFormats: false },
+      false,
+    );
+    const refs = Object.keys(document.components.schemas).map((name) => `#/components/schemas/${name}`);
+    expect(refs.length).toBeGreaterThan(10);
+    for (const ref of refs) {
+      const read = preprocessor.addedSchema(ref);
+      expect(read, ref).toBeDefined();
+      expect(read, ref).toBe(preprocessor.ajv.getSchema(ref).schema);
+    }
+  });
+
+  describe('when the document is malformed', () => {
+    // An `info` without its required `title`: refused only by the check of the document.
+    const malformed = {
+      openapi: '3.1.0',
+      info: { version: '1' },
+      paths: { '/items': { get: { responses: { 200: { description: 'ok' } } } } },
+    };
+    const firstAnswer = async (validateApiSpec: boolean) => {
+      const app = express();
+      app.use(OpenApiValidator.middleware({ apiSpec: malformed as never, validateApiSpec }));
+      app.get('/items', (_req, res) => {
+        res.json({ items: [] });
+      });
+      app.use(((error, _req, res, _next) => {
+        res.status(500).json({ message: error.message });
+      }) as express.ErrorRequestHandler);
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      try {
+        const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/items`);
+        return { status: response.status, body: await response.json() };
+      } finally {
+        server.close();
+      }
+    };
+
+    it('then the validator still refuses it with validateApiSpec, and serves without', async () => {
+      const logged = console.error;
+      console.error = () => {};
+      try {
+        expect(await firstAnswer(true)).toEqual({
+          status: 500,
+          body: { message: 'openapi.validator: args.apiDoc was invalid.  See the output.' },
+        });
+      } finally {
+        console.error = logged;
+      }
+      expect(await firstAnswer(false)).toEqual({ status: 200, body: { items: [] } });
+    });
   });
 
   describe('when the patched validator serves requests', () => {

@@ -3,12 +3,20 @@ import { insertEvents, type OutboxEvent, type OutboxSignal } from '../events/eve
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
+import { insertRows, type RowInsert } from '../storage/row-insert.js';
 
 /**
  * Rows per INSERT statement: 5 parameters a row stays far below SQLite's 32766 and PostgreSQL's 65535
  * bound parameters, whatever `maxBatch` is.
  */
 const ROWS_PER_STATEMENT = 1000;
+
+/** The log's INSERT: a (tenant, CID) already present is left alone. */
+const LOG_ROW_INSERT: RowInsert<Insertable<LogRecordsTable>> = {
+  table: 'log_records',
+  columns: ['tenant_id', 'cid', 'bytes', 'request_id', 'created_at'],
+  onConflictDoNothing: ['tenant_id', 'cid'],
+};
 
 /** A score log record as the log store keeps it. */
 export interface StoredLogRecord {
@@ -70,13 +78,7 @@ export async function insertLogRows(
   rows: readonly Insertable<LogRecordsTable>[],
 ): Promise<void> {
   const sorted = [...rows].sort((a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid));
-  for (const chunk of chunks(sorted, ROWS_PER_STATEMENT)) {
-    await trx
-      .insertInto('log_records')
-      .values(chunk)
-      .onConflict((conflict) => conflict.columns(['tenant_id', 'cid']).doNothing())
-      .execute();
-  }
+  for (const chunk of chunks(sorted, ROWS_PER_STATEMENT)) await insertRows(trx, LOG_ROW_INSERT, chunk);
 }
 
 function compare(a: string, b: string): number {

@@ -1,13 +1,20 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import { insertEvents } from '../events/event-outbox.js';
 import { insertLogRows } from '../logs/log-store.js';
 import { chunks } from '../storage/chunks.js';
-import type { Database } from '../storage/database.js';
+import type { Database, RunItemsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
+import { insertRows, type RowInsert } from '../storage/row-insert.js';
 import type { BatchCommit } from './run-claim.js';
 
 /** Rows per run_items INSERT: at 7 parameters a row, below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 1000;
+
+/** The INSERT of a batch's items. */
+const RUN_ITEM_INSERT: RowInsert<Insertable<RunItemsTable>> = {
+  table: 'run_items',
+  columns: ['run_id', 'item_index', 'subject', 'status', 'log_cid', 'escalated', 'error'],
+};
 
 /** The most batches (of different runs) one transaction commits. */
 const MAX_BATCHES_PER_COMMIT = 16;
@@ -90,9 +97,7 @@ async function writeBatches(trx: Transaction<Database>, entries: readonly Entry[
     if (entry.committed) fenced.push(entry.batch);
   }
   const items = fenced.flatMap((batch) => batch.items);
-  for (const chunk of chunks(items, ROWS_PER_STATEMENT)) {
-    await trx.insertInto('run_items').values(chunk).execute();
-  }
+  for (const chunk of chunks(items, ROWS_PER_STATEMENT)) await insertRows(trx, RUN_ITEM_INSERT, chunk);
   await insertLogRows(
     trx,
     fenced.flatMap((batch) => batch.logRecords),

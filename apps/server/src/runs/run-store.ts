@@ -2,7 +2,7 @@ import type { Problem, RunCounts, ScoreRequest } from '@scenario-scoring/api-typ
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
 import type { Database, RunItemsTable, RunsTable } from '../storage/database.js';
-import type { Storage } from '../storage/storage.js';
+import { type Storage, withLeaseDurability } from '../storage/storage.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
 import type { BatchCommit, RunClaim } from './run-claim.js';
 
@@ -83,39 +83,43 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore 
   return {
     async claim(workerId, now, leaseMs) {
       const nowIso = now.toISOString();
-      const row = await db
-        .updateTable('runs')
-        .set({
-          status: 'running',
-          locked_by: workerId,
-          locked_until: new Date(now.getTime() + leaseMs).toISOString(),
-          started_at: sql<string>`coalesce(started_at, ${nowIso})`,
-          claims: sql<number>`claims + 1`,
-        })
-        .where('id', '=', (eb) =>
-          eb
-            .selectFrom('runs')
-            .select('id')
-            .where('status', 'in', ['queued', 'running'])
-            .where((free) => free.or([free('locked_until', 'is', null), free('locked_until', '<', nowIso)]))
-            .orderBy('id')
-            .limit(1)
-            // Instances claim different runs instead of queueing behind one another's row locks.
-            .$if(kind === 'postgres', (query) => query.forUpdate().skipLocked()),
-        )
-        .returning([
-          'id',
-          'tenant_id',
-          'items',
-          'next_index',
-          'succeeded',
-          'failed',
-          'escalated',
-          'created_at',
-          'deadline_at',
-          'claims',
-        ])
-        .executeTakeFirst();
+      // A lease: written without a disk flush of its own (see withLeaseDurability).
+      const row = await withLeaseDurability(storage, (leaseDb) =>
+        leaseDb
+          .updateTable('runs')
+          .set({
+            status: 'running',
+            locked_by: workerId,
+            locked_until: new Date(now.getTime() + leaseMs).toISOString(),
+            started_at: sql<string>`coalesce(started_at, ${nowIso})`,
+            claims: sql<number>`claims + 1`,
+          })
+          .where('id', '=', (eb) =>
+            eb
+              .selectFrom('runs')
+              .select('id')
+              // Literals, so that SQLite uses the partial index runs_unfinished_idx, not a scan of every run.
+              .where(sql<boolean>`status in ('queued', 'running')`)
+              .where((free) => free.or([free('locked_until', 'is', null), free('locked_until', '<', nowIso)]))
+              .orderBy('id')
+              .limit(1)
+              // Instances claim different runs instead of queueing behind one another's row locks.
+              .$if(kind === 'postgres', (query) => query.forUpdate().skipLocked()),
+          )
+          .returning([
+            'id',
+            'tenant_id',
+            'items',
+            'next_index',
+            'succeeded',
+            'failed',
+            'escalated',
+            'created_at',
+            'deadline_at',
+            'claims',
+          ])
+          .executeTakeFirst(),
+      );
       if (!row) return undefined;
       return {
         id: row.id,

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { SERVER_FILES } from '../server-files.js';
 import { type BatchSource, type ScoredBatch, scoreBatch } from './run-batch.js';
 
 /** A batch to score, as sent to a scoring thread. */
@@ -21,8 +22,11 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
-/** The built scoring thread; under vitest (TypeScript sources) there is none, and scoring stays in process. */
-const THREAD_SCRIPT = new URL('./scoring-thread.js', import.meta.url);
+/**
+ * The built scoring thread (tsc's output, also beside the production bundle: see server-files.ts); under
+ * vitest (TypeScript sources) there is none, and scoring stays in process.
+ */
+const THREAD_SCRIPT = new URL('runs/scoring-thread.js', SERVER_FILES);
 
 /**
  * Scores run batches on worker threads, so that the event loop keeps committing batches and answering

@@ -70,6 +70,22 @@ describe('GroupCommitter', () => {
     expect(store.batches).toEqual([[1], [2, 3]]);
   });
 
+  it('with lingerMs, starts a flush no sooner than lingerMs after the previous one, with all that came meanwhile', async () => {
+    const store = recordingCommit();
+    const committer = new GroupCommitter(store.commit, 100, { lingerMs: 50 });
+    const startedAt = performance.now();
+    await committer.add(1); // the first flush starts at once
+    const later = [committer.add(2)];
+    await nextTurn();
+    later.push(committer.add(3));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    later.push(committer.add(4));
+    expect(store.batches).toEqual([[1]]);
+    await Promise.all(later);
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(49);
+    expect(store.batches).toEqual([[1], [2, 3, 4]]);
+  });
+
   it('caps a batch at maxBatch items', async () => {
     const store = recordingCommit();
     const committer = new GroupCommitter(store.commit, 4);

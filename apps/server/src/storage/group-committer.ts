@@ -42,6 +42,9 @@ export class GroupCommitter<T> {
   readonly #commit: (batch: readonly T[]) => Promise<void>;
   readonly #maxBatch: number;
   readonly #isolate: boolean;
+  readonly #lingerMs: number;
+  /** When the last flush started (performance.now()), for `lingerMs`. */
+  #lastFlushAt = Number.NEGATIVE_INFINITY;
   #queue: Pending<T>[] = [];
   #scheduled = false;
   #flushing = false;
@@ -52,18 +55,21 @@ export class GroupCommitter<T> {
   /**
    * `commit` must write the whole batch in one transaction, or fail as a whole. With `isolate`, a failed
    * batch is split until the failing items are alone (see commitIsolated): only they are rejected, the
-   * others commit, so one item never fails another's request.
+   * others commit, so one item never fails another's request. With `lingerMs`, a flush starts no sooner
+   * than that long after the previous one started: fewer, larger commits, for items whose waiters are
+   * not requests (a request's latency would grow by it).
    */
   constructor(
     commit: (batch: readonly T[]) => Promise<void>,
     maxBatch = DEFAULT_GROUP_COMMIT_MAX_BATCH,
-    options: { isolate?: boolean } = {},
+    options: { isolate?: boolean; lingerMs?: number } = {},
   ) {
     if (!Number.isInteger(maxBatch) || maxBatch < 1)
       throw new RangeError(`maxBatch must be >= 1, got ${maxBatch}`);
     this.#commit = commit;
     this.#maxBatch = maxBatch;
     this.#isolate = options.isolate ?? false;
+    this.#lingerMs = options.lingerMs ?? 0;
   }
 
   /** Queues an item; resolves once it is committed, rejects if its batch's commit fails. */
@@ -104,16 +110,20 @@ export class GroupCommitter<T> {
   #schedule(): void {
     if (this.#scheduled || this.#flushing) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    const run = () => {
       this.#scheduled = false;
       void this.#flush();
-    });
+    };
+    const wait = this.#lastFlushAt + this.#lingerMs - performance.now();
+    if (wait > 0) setTimeout(run, Math.ceil(wait));
+    else setImmediate(run);
   }
 
   async #flush(): Promise<void> {
     const batch = this.#queue.splice(0, this.#maxBatch);
     if (batch.length === 0) return this.#settleIdle();
     this.#flushing = true;
+    this.#lastFlushAt = performance.now();
     this.#stats.flushes += 1;
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length);
     try {

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteThreadDialect } from './sqlite-thread.js';
@@ -61,6 +62,46 @@ describe('the SQLite connection in its own thread', () => {
     }
     const returned = await db.insertInto('t').values({ n: 5, label: 'five' }).returning(['n']).execute();
     expect(returned).toEqual([{ n: 5 }]);
+  });
+
+  it('begins a transaction with its first statement, and ends one that never began or failed to begin', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite');
+    const db = openDb(file);
+    await sql`create table t (n integer primary key, label text)`.execute(db);
+    // Nothing ran in it: nothing to commit or roll back.
+    await db.transaction().execute(async () => {});
+    await expect(
+      db.transaction().execute(async () => {
+        throw new Error('before any statement');
+      }),
+    ).rejects.toThrow('before any statement');
+    // Its first statement fails: rolled back, and the next transaction is a fresh one.
+    await db.insertInto('t').values({ n: 1, label: 'one' }).execute();
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ n: 1, label: 'again' }).execute();
+      }),
+    ).rejects.toThrow(/UNIQUE constraint failed/);
+    // Another connection holds the write lock (and this one has no busy timeout): the begin fails, and that
+    // failure, not a failed rollback, is what the transaction reports.
+    const other = new DatabaseSync(file);
+    other.exec('begin immediate');
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ n: 2, label: 'two' }).execute();
+      }),
+    ).rejects.toThrow(/database is locked/);
+    other.exec('rollback');
+    other.close();
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('t').values({ n: 2, label: 'two' }).execute();
+      await trx.insertInto('t').values({ n: 3, label: 'three' }).execute();
+    });
+    expect(await db.selectFrom('t').select('n').orderBy('n').execute()).toEqual([
+      { n: 1 },
+      { n: 2 },
+      { n: 3 },
+    ]);
   });
 
   it('keeps bytes as bytes, views on a larger buffer (pooled Buffers) included', async () => {

@@ -74,8 +74,16 @@ if (database !== undefined) parentPort.on('message', (message) => {
     parentPort.close();
     return;
   }
-  const { id, sql, parameters } = message;
+  const { id, sql, parameters, begin } = message;
   try {
+    if (begin) {
+      try {
+        prepare('begin').statement.run();
+      } catch (error) {
+        parentPort.postMessage({ id, error: describe(error), notBegun: true });
+        return;
+      }
+    }
     const { statement, reader } = prepare(sql);
     if (reader) {
       parentPort.postMessage({ id, rows: statement.all(...parameters) });
@@ -100,7 +108,7 @@ interface SqliteError {
 type Reply =
   | { id: number; rows: Record<string, unknown>[] }
   | { id: number; changes: number | bigint; lastInsertRowid: number | bigint }
-  | { id: number; error: SqliteError };
+  | { id: number; error: SqliteError; notBegun?: true };
 
 /** An error of the thread's SQLite, as node:sqlite threw it (message, code, errcode, errstr). */
 function sqliteError(described: SqliteError): Error {
@@ -146,6 +154,10 @@ class SqliteThreadConnection implements DatabaseConnection {
   readonly #pending = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
   #nextId = 0;
   #failure: Error | undefined;
+  /** A transaction was begun and no statement has run in it yet: its `begin` rides with the first one. */
+  #beginPending = false;
+  /** The `begin` sent with a statement failed: the transaction Kysely will end was never open. */
+  #beginFailed = false;
 
   constructor(worker: Worker) {
     this.#worker = worker;
@@ -170,16 +182,40 @@ class SqliteThreadConnection implements DatabaseConnection {
   #send(sql: string, parameters: readonly unknown[]): Promise<Reply> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     const id = this.#nextId++;
+    const begin = this.#beginPending;
+    this.#beginPending = false;
     return new Promise<Reply>((resolve, reject) => {
       if (this.#pending.size === 0) this.#worker.ref();
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, sql, parameters: parameters.map(compactBytes) });
+      this.#worker.postMessage({ id, sql, parameters: parameters.map(compactBytes), begin });
     });
+  }
+
+  /**
+   * Begins a transaction with its first statement: `begin` and that statement are one message, not two
+   * round trips (a group commit is then two messages: its insert and its commit). The write lock is
+   * taken at the same point as before, since nothing runs in between.
+   */
+  beginWithNextStatement(): void {
+    this.#beginPending = true;
+  }
+
+  /** Ends a transaction: nothing to send when no statement ever ran in it, so nothing was begun. */
+  async endTransaction(sql: 'commit' | 'rollback'): Promise<void> {
+    if (this.#beginPending || this.#beginFailed) {
+      this.#beginPending = false;
+      this.#beginFailed = false;
+      return;
+    }
+    await this.executeQuery(CompiledQuery.raw(sql));
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const reply = await this.#send(compiledQuery.sql, compiledQuery.parameters);
-    if ('error' in reply) throw sqliteError(reply.error);
+    if ('error' in reply) {
+      if (reply.notBegun) this.#beginFailed = true;
+      throw sqliteError(reply.error);
+    }
     if ('rows' in reply) return { rows: reply.rows as R[] };
     return {
       insertId: reply.lastInsertRowid != null ? BigInt(reply.lastInsertRowid) : undefined,
@@ -244,15 +280,15 @@ class SqliteThreadDriver implements Driver {
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    (connection as SqliteThreadConnection).beginWithNextStatement();
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+    await (connection as SqliteThreadConnection).endTransaction('commit');
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    await (connection as SqliteThreadConnection).endTransaction('rollback');
   }
 
   async releaseConnection(): Promise<void> {}

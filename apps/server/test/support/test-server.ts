@@ -79,7 +79,10 @@ export async function startTestServer(options: {
   // Warmed up as the runtime does before it listens, so tests see the same first-request behaviour.
   const config = testConfig(options.config);
   const contract = options.contract ?? loadContract();
-  const validation = contractValidation(contract, { validateResponses: config.nodeEnv !== 'production' });
+  const validation = contractValidation(contract, {
+    validateResponses: config.nodeEnv !== 'production',
+    checkDocument: config.nodeEnv !== 'production',
+  });
   await warmUpContractValidation(validation, contract);
   const app = await createApp({
     contract,

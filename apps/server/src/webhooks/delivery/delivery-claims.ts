@@ -1,4 +1,5 @@
-import type { Storage } from '../../storage/storage.js';
+import { sql } from 'kysely';
+import { type Storage, withLeaseDurability } from '../../storage/storage.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 
 /** A delivery this worker holds a lease on, with what its attempt needs. */
@@ -26,7 +27,9 @@ export interface ClaimedDelivery {
  * Claims up to `limit` due deliveries for `workerId` with a lease until `now + leaseMs`: pending, due, and
  * not leased by a live worker, the most overdue first. On PostgreSQL the candidate rows are locked with
  * FOR UPDATE SKIP LOCKED, so concurrent instances claim disjoint sets without waiting on each other;
- * SQLite has a single writer. Then loads each one's webhook, event payload and valid secrets.
+ * SQLite has a single writer. The lease is written without a disk flush of its own (see
+ * withLeaseDurability): a lease lost to a power failure only makes the delivery claimable again. Then
+ * loads each one's webhook, event payload and valid secrets.
  */
 export async function claimDueDeliveries(
   storage: Pick<Storage, 'db' | 'kind'>,
@@ -36,29 +39,32 @@ export async function claimDueDeliveries(
   const { db } = storage;
   const nowIso = options.now.toISOString();
   const lockedUntil = new Date(options.now.getTime() + options.leaseMs).toISOString();
-  const claimed = await db
-    .updateTable('deliveries')
-    .set({ locked_until: lockedUntil, locked_by: options.workerId })
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('deliveries')
-        .select('id')
-        .where('status', '=', 'pending')
-        .where('next_attempt_at', '<=', nowIso)
-        .where((due) => due.or([due('locked_until', 'is', null), due('locked_until', '<', nowIso)]))
-        .orderBy('next_attempt_at')
-        .limit(options.limit)
-        .$if(storage.kind === 'postgres', (query) => query.forUpdate().skipLocked()),
-    )
-    .returning([
-      'id',
-      'webhook_id',
-      'event_id',
-      'failed_scheduled_attempts',
-      'next_trigger',
-      'next_attempt_at',
-    ])
-    .execute();
+  const claimed = await withLeaseDurability(storage, (leaseDb) =>
+    leaseDb
+      .updateTable('deliveries')
+      .set({ locked_until: lockedUntil, locked_by: options.workerId })
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('deliveries')
+          .select('id')
+          // A literal, so that SQLite may use the partial index deliveries_due_idx (status = 'pending').
+          .where('status', '=', sql.lit('pending'))
+          .where('next_attempt_at', '<=', nowIso)
+          .where((due) => due.or([due('locked_until', 'is', null), due('locked_until', '<', nowIso)]))
+          .orderBy('next_attempt_at')
+          .limit(options.limit)
+          .$if(storage.kind === 'postgres', (query) => query.forUpdate().skipLocked()),
+      )
+      .returning([
+        'id',
+        'webhook_id',
+        'event_id',
+        'failed_scheduled_attempts',
+        'next_trigger',
+        'next_attempt_at',
+      ])
+      .execute(),
+  );
   if (claimed.length === 0) return [];
 
   const details = await db

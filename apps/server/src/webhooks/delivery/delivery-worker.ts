@@ -26,6 +26,21 @@ import { judgeAttempt } from './retry-schedule.js';
 /** Outcomes per slot that may wait for their write before the worker stops claiming. */
 const MAX_UNRECORDED_PER_SLOT = 4;
 
+/**
+ * The worker claims up to half its concurrency more than it has free slots, and keeps those in a queue
+ * that starts them as slots free up: fewer, larger claims (each costs a statement or three, and the
+ * details and secrets of its deliveries), and no slot idles while a claim is on its way. Only when the
+ * lease is at least this many attempt timeouts long: a queued delivery waits for one attempt to end at
+ * most, so its lease still has at least two attempt timeouts left when it starts.
+ */
+const PREFETCH_MIN_LEASE_TIMEOUTS = 3;
+
+/**
+ * Outcomes are recorded at most once per this many ms (one transaction, one disk flush each): the slot
+ * of an attempt is free as soon as the attempt ends, so the wait delays no delivery, only its listing.
+ */
+const RECORD_LINGER_MS = 10;
+
 const NO_SECRET_ERROR = 'no signing secret could be opened (was SECRETS_KEY changed?)';
 
 /** What a delivery worker is built from. */
@@ -61,6 +76,10 @@ export class DeliveryWorker implements BackgroundWorker {
   readonly #agent: Agent;
   readonly #recorder: GroupCommitter<DeliveryWrite>;
   readonly #inFlight = new Set<Promise<void>>();
+  /** Claimed deliveries waiting for a slot, in the order they were claimed (the most overdue first). */
+  #queue: ClaimedDelivery[] = [];
+  /** Deliveries claimed beyond the free slots (see PREFETCH_MIN_LEASE_TIMEOUTS). */
+  readonly #prefetch: number;
   #running = false;
   #healthy = true;
   #loop: Promise<void> | undefined;
@@ -75,20 +94,25 @@ export class DeliveryWorker implements BackgroundWorker {
   constructor(options: DeliveryWorkerOptions) {
     this.#options = options;
     this.workerId = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+    const { concurrency, leaseMs, timeoutMs } = options.config;
+    this.#prefetch = leaseMs >= PREFETCH_MIN_LEASE_TIMEOUTS * timeoutMs ? concurrency >> 1 : 0;
     this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
     this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
     // Isolated: one outcome that cannot be stored never fails the others of its batch (defect #1).
-    this.#recorder = new GroupCommitter((writes) =>
-      recordIsolated(
-        options.storage,
-        writes,
-        {
-          workerId: this.workerId,
-          now: options.clock.now(),
-          disableAfterFailingMs: options.config.disableAfterFailingMs,
-        },
-        options.logger,
-      ),
+    this.#recorder = new GroupCommitter(
+      (writes) =>
+        recordIsolated(
+          options.storage,
+          writes,
+          {
+            workerId: this.workerId,
+            now: options.clock.now(),
+            disableAfterFailingMs: options.config.disableAfterFailingMs,
+          },
+          options.logger,
+        ),
+      undefined,
+      { lingerMs: RECORD_LINGER_MS },
     );
   }
 
@@ -106,13 +130,17 @@ export class DeliveryWorker implements BackgroundWorker {
     this.#loop = this.#run();
   }
 
-  /** Stops claiming, lets attempts in flight finish and records them, gives back any claim left, resolves. */
+  /**
+   * Stops claiming, lets attempts in flight finish and records them, gives back any claim left (those
+   * still queued included), resolves.
+   */
   async stop(): Promise<void> {
     if (!this.#running) return;
     this.#running = false;
     this.#unsubscribe?.();
     this.#signal();
     await this.#loop;
+    this.#queue = [];
     await Promise.all(this.#inFlight);
     await this.#recorder.close();
     try {
@@ -127,8 +155,8 @@ export class DeliveryWorker implements BackgroundWorker {
 
   /**
    * The loop: fan out events when this process committed some, after a full batch, or once per poll
-   * interval; claim as many due deliveries as there are free slots; then sleep until slots free up, events
-   * are committed, or the poll interval passes.
+   * interval; claim as many due deliveries as there is room for (the free slots and the prefetch); then
+   * sleep until room frees up, events are committed, or the poll interval passes.
    */
   async #run(): Promise<void> {
     const { config, storage, clock, secretBox, logger } = this.#options;
@@ -137,7 +165,7 @@ export class DeliveryWorker implements BackgroundWorker {
       this.#signalled = false;
       try {
         let free = Math.min(
-          config.concurrency - this.#inFlight.size,
+          config.concurrency + this.#prefetch - this.#inFlight.size - this.#queue.length,
           // Outcomes waiting to be recorded are backpressure: no new claims while the database lags behind.
           config.concurrency * MAX_UNRECORDED_PER_SLOT - this.#recorder.queued,
         );
@@ -151,9 +179,7 @@ export class DeliveryWorker implements BackgroundWorker {
           });
           // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
           if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;
-          for (const delivery of await withSigningSecrets(storage, secretBox, fanOut.claimed, now)) {
-            this.#launch(delivery);
-          }
+          this.#enqueue(await withSigningSecrets(storage, secretBox, fanOut.claimed, now));
           free -= fanOut.claimed.length;
         }
         if (free > 0 && this.#running) {
@@ -163,7 +189,7 @@ export class DeliveryWorker implements BackgroundWorker {
             leaseMs: config.leaseMs,
             limit: free,
           });
-          for (const delivery of claimed) this.#launch(delivery);
+          this.#enqueue(claimed);
           atCapacity = claimed.length === free;
         } else atCapacity = true;
         this.#healthy = true;
@@ -180,12 +206,32 @@ export class DeliveryWorker implements BackgroundWorker {
     }
   }
 
+  #enqueue(claimed: readonly ClaimedDelivery[]): void {
+    this.#queue.push(...claimed);
+    this.#startQueued();
+  }
+
+  /** Starts queued deliveries while slots are free (none once stopping: stop() gives their claims back). */
+  #startQueued(): void {
+    const { config, clock } = this.#options;
+    while (this.#running && this.#inFlight.size < config.concurrency && this.#queue.length > 0) {
+      const delivery = this.#queue.shift() as ClaimedDelivery;
+      // Never attempt on a lease that could expire during the attempt: another worker may take it over.
+      // Left leased, it is claimed again once the lease expires (slots stuck far longer than a timeout).
+      if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - clock.now().getTime() < config.timeoutMs)
+        continue;
+      this.#launch(delivery);
+    }
+  }
+
   #launch(delivery: ClaimedDelivery): void {
     const attempt = this.#attempt(delivery).finally(() => {
       this.#inFlight.delete(attempt);
-      // Claim again once a quarter of the slots are free: fewer, larger claims.
-      const free = this.#options.config.concurrency - this.#inFlight.size;
-      if (this.#waitingForSlots && free >= Math.max(1, this.#options.config.concurrency >> 2)) this.#signal();
+      this.#startQueued();
+      // Claim again once a quarter of the room is free: fewer, larger claims.
+      const { concurrency } = this.#options.config;
+      const room = concurrency + this.#prefetch - this.#inFlight.size - this.#queue.length;
+      if (this.#waitingForSlots && room >= Math.max(1, (concurrency + this.#prefetch) >> 2)) this.#signal();
     });
     this.#inFlight.add(attempt);
   }

@@ -39,6 +39,21 @@ describe('webhook signatures', () => {
     expect(new StandardWebhook(previous).verify(BODY, headers)).toBeTruthy();
   });
 
+  it('sign again with the key made once per secret: later messages and other secrets verify as the first', () => {
+    const secrets = [generateWebhookSecret(), generateWebhookSecret()];
+    for (let n = 0; n < 3; n++) {
+      for (const secret of secrets) {
+        const body = BODY.replace('{}', `{"n":${n}}`);
+        const headers = webhookHeaders([secret], EVENT_ID, Math.floor(Date.now() / 1000), body);
+        expect(new StandardWebhook(secret).verify(body, headers)).toMatchObject({ data: { n } });
+        expect(() =>
+          new StandardWebhook(secrets.find((s) => s !== secret) as string).verify(body, headers),
+        ).toThrow();
+      }
+    }
+    expect(() => webhookHeaders(['not_a_secret'], EVENT_ID, 0, BODY)).toThrow(/whsec_/);
+  });
+
   it('makes secrets of whsec_ and the base64 of 32 bytes', () => {
     const secret = generateWebhookSecret();
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);

@@ -1,0 +1,83 @@
+// Bundles the server's entry point for a fast start: replaces tsc's dist/main.js by an esbuild bundle of
+// src/main.ts and everything it imports, its dependencies included (Express, the validator, Ajv, Kysely,
+// pino, undici, prom-client...), then writes Node's compile cache of the bundle. Resolving and reading a
+// few hundred files of node_modules one by one was about a fifth of the time from spawning the server to
+// its first ready /readyz, and parsing the bundle is most of what is left of loading it (see
+// docs/benchmarks.md, "Start-up").
+//
+// - dist/main.js stays a small entry: it checks the Node version, then turns the compile cache on, then
+//   imports the server, dist/main-start.js, a chunk beside it (esbuild's code splitting; dist/main-chunk.js
+//   holds esbuild's helpers, which both use); the server needs node:sqlite (Node 24), which an older Node
+//   cannot even link.
+// - The chunk lives at the root of dist/, as main.ts does, so that what the server finds beside its own
+//   modules (`contract/`, `runs/scoring-thread.js`: see src/server-files.ts) is found from it too.
+// - Only dist/main.js is a bundle: the CLI, the scoring thread and the package's exports (dist/index.js)
+//   stay tsc's output, which resolve their dependencies from node_modules as before.
+// - The bundle is built from the installed node_modules, after patch-package has applied the reviewed
+//   patches of patches/ (npm install's postinstall), so it carries them.
+// - dist/.compile-cache/ holds V8's code cache of the chunk (portable: relative paths), written here by
+//   loading the chunk once, so that the first start of a build, an assembly or an image finds it.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+
+const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(serverDir, 'dist');
+const expected = ['dist/main.js', 'dist/main-start.js', 'dist/main-chunk.js'];
+// tsc's main.js.map does not describe the bundle (esbuild writes its own), and no earlier chunk may stay.
+for (const file of readdirSync(dist)) {
+  if (/^main-[\w-]+\.js(\.map)?$/.test(file)) rmSync(join(dist, file));
+}
+rmSync(join(dist, 'main.js.map'), { force: true });
+
+const result = await build({
+  absWorkingDir: serverDir,
+  entryPoints: { main: 'src/main.ts' },
+  outdir: 'dist',
+  chunkNames: 'main-[name]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node24',
+  sourcemap: true,
+  // CommonJS dependencies call require() (for Node's built-in modules among others): give the ESM
+  // bundle one, resolved from the bundle's own location.
+  banner: {
+    js: "import { createRequire as __bundleCreateRequire } from 'node:module'; const require = __bundleCreateRequire(import.meta.url);",
+  },
+  metafile: true,
+  logLevel: 'warning',
+});
+// Another chunk (a new dynamic import) would need a look at the list above, the cache below and the docs.
+const outputs = Object.keys(result.metafile.outputs).filter((file) => file.endsWith('.js'));
+if (outputs.sort().join() !== [...expected].sort().join()) {
+  console.error(`bundle-server: expected ${expected.join(' and ')}, esbuild wrote ${outputs.join(', ')}`);
+  process.exit(1);
+}
+
+// Loading the chunk (without starting anything: main.js does that) compiles it and writes its cache.
+const cache = join(dist, '.compile-cache');
+rmSync(cache, { recursive: true, force: true });
+execFileSync(
+  process.execPath,
+  [
+    '--input-type=module',
+    '-e',
+    `await import(${JSON.stringify(pathToFileURL(join(dist, 'main-start.js')).href)});`,
+  ],
+  {
+    env: { ...process.env, NODE_COMPILE_CACHE: cache, NODE_COMPILE_CACHE_PORTABLE: '1' },
+    stdio: 'inherit',
+  },
+);
+// Node writes it for its owner only; the image runs the server as another user than the one who built it.
+for (const entry of readdirSync(cache, { recursive: true, withFileTypes: true })) {
+  chmodSync(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+}
+chmodSync(cache, 0o755);
+console.log(
+  `bundle-server: bundled src/main.ts into ${expected.join(' and ')}, compile cache in dist/.compile-cache`,
+);
