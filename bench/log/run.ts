@@ -1,25 +1,30 @@
 /**
  * bench/log: the verifiable log's sequencer.
  *  1. Throughput: N records committed directly, then sequenced by the server's LogSequencer (the built
- *     server's code) in batches of LOG_SEQUENCER_BATCH's default; prints leaves sequenced per second.
+ *     server's code) in batches of LOG_SEQUENCER_BATCH's default; prints leaves sequenced per second. Then
+ *     the CPU time per leaf of batches of one interval's size (`--steady-batch`, 3000 by default), and
+ *     the main-thread CPU per record of committing records (`insertLogRows`, which queues them).
  *  2. Latency: the built server at the default LOG_CHECKPOINT_INTERVAL (1 s) under steady scoring; polls
  *     the latest checkpoint every 10 ms and prints the p50/p99 from a scoring's 200 (its record committed)
  *     to the first signed checkpoint whose tree holds its leaf.
  *  3. Cost on the hot path: POST /v1/scoring/score with sequencing every second vs. sequencing idle (an
  *     interval of one hour), alternated over rounds; prints requests/s and the ratio.
  *
+ *     Also (bench/lib/load-report) the CPU time per request of the server's process and of its main thread
+ *     (the event loop), read from /proc, which a shared machine disturbs far less than requests/s.
+ *  With `--compare <another build's apps/server/dist>`, 1 and 3 also run that build, alternated with this one
+ *  (1: `--seq-rounds` rounds each, on fresh databases).
+ *
  *   npm run bench:log -- [--db sqlite|postgres] [--records 200000] [--seconds 10] [--rounds 3] [--duration 5]
+ *                        [--compare <dist dir>] [--seq-rounds 1] [--steady-batch 3000] [--steady-batches 20]
+ *                        [--commit-groups 400] [--skip latency,cost]
  */
 import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cidOfBytes } from '@scenario-scoring/engine';
-import {
-  CheckpointSigner,
-  insertLogRows,
-  LogSequencer,
-  openStorage,
-  silentLogger,
-} from '@scenario-scoring/server';
+import * as thisBuild from '@scenario-scoring/server';
 import { freshBenchDatabase, startBenchServer } from '../lib/bench-server.ts';
 import { measure, median, printSummary, type Round } from '../lib/load-report.ts';
 
@@ -31,13 +36,57 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
+    compare: { type: 'string' },
+    'seq-rounds': { type: 'string', default: '1' },
+    'steady-batch': { type: 'string', default: '3000' },
+    'steady-batches': { type: 'string', default: '20' },
+    'commit-groups': { type: 'string', default: '400' },
+    skip: { type: 'string', default: '' },
   },
 });
+const skip = new Set(args.skip.split(','));
+type ServerModule = typeof thisBuild;
+const builds: { name: string; server: ServerModule; main?: string }[] = [
+  { name: 'this build', server: thisBuild },
+];
+if (args.compare) {
+  const dist = resolve(args.compare);
+  builds.push({
+    name: 'compared build',
+    server: (await import(pathToFileURL(join(dist, 'index.js')).href)) as ServerModule,
+    main: join(dist, 'main.js'),
+  });
+}
 
 console.log(`bench/log (${args.db}); Node ${process.version}`);
 
-// 1. Sequencing throughput.
-{
+// 1. Sequencing throughput, and the sequencer's CPU per leaf in batches of one interval's size.
+function benchRows(from: number, to: number) {
+  const now = new Date().toISOString();
+  const rows: Parameters<ServerModule['insertLogRows']>[1][number][] = [];
+  for (let n = from; n < to; n++) {
+    const bytes = new TextEncoder().encode(
+      JSON.stringify({ schema: 'bench-log/1', n, pad: 'x'.repeat(400) }),
+    );
+    rows.push({
+      tenant_id: 'bench',
+      cid: cidOfBytes(bytes),
+      bytes,
+      request_id: 'req_bench',
+      created_at: now,
+    });
+  }
+  return rows;
+}
+
+/**
+ * On a fresh database: `records` records committed, then sequenced in batches of LOG_SEQUENCER_BATCH's
+ * default (leaves/s); then `--steady-batches` batches of `--steady-batch` records, each committed then
+ * sequenced, timing the sequencing alone: its wall time and the CPU time of this process (the sequencer
+ * runs on its main thread) per leaf, what a server pays per scoring at that rate.
+ */
+async function sequencingThroughput({ name, server }: (typeof builds)[number]): Promise<void> {
+  const { CheckpointSigner, insertLogRows, LogSequencer, openStorage, silentLogger } = server;
   const count = Number(args.records);
   const database = await freshBenchDatabase(args.db, 'bench-log');
   const storage = await openStorage({
@@ -45,21 +94,8 @@ console.log(`bench/log (${args.db}); Node ${process.version}`);
     databaseUrl: database.env.DATABASE_URL,
   });
   try {
-    const now = new Date().toISOString();
     for (let start = 0; start < count; start += 10_000) {
-      const rows: Parameters<typeof insertLogRows>[1][number][] = [];
-      for (let n = start; n < Math.min(count, start + 10_000); n++) {
-        const bytes = new TextEncoder().encode(
-          JSON.stringify({ schema: 'bench-log/1', n, pad: 'x'.repeat(400) }),
-        );
-        rows.push({
-          tenant_id: 'bench',
-          cid: cidOfBytes(bytes),
-          bytes,
-          request_id: 'req_bench',
-          created_at: now,
-        });
-      }
+      const rows = benchRows(start, Math.min(count, start + 10_000));
       await storage.db.transaction().execute((trx) => insertLogRows(trx, rows));
     }
     const sequencer = new LogSequencer({
@@ -78,7 +114,58 @@ console.log(`bench/log (${args.db}); Node ${process.version}`);
     }
     const seconds = (performance.now() - started) / 1000;
     console.log(
-      `sequencing: ${sequenced} leaves in ${seconds.toFixed(2)} s = ${Math.round(sequenced / seconds)} leaves/s (goal ≥ 100000/s on SQLite)`,
+      `sequencing (${name}): ${sequenced} leaves in ${seconds.toFixed(2)} s = ${Math.round(sequenced / seconds)} leaves/s (goal ≥ 100000/s on SQLite)`,
+    );
+
+    const size = Number(args['steady-batch']);
+    let wallMs = 0;
+    let cpuUs = 0;
+    let leaves = 0;
+    for (let b = 0; b < Number(args['steady-batches']); b++) {
+      const rows = benchRows(count + b * size, count + (b + 1) * size);
+      await storage.db.transaction().execute((trx) => insertLogRows(trx, rows));
+      const cpu = process.threadCpuUsage();
+      const wall = performance.now();
+      leaves += (await sequencer.sequenceTenant('bench'))?.leaves ?? 0;
+      wallMs += performance.now() - wall;
+      const used = process.threadCpuUsage(cpu);
+      cpuUs += used.user + used.system;
+    }
+    if (leaves > 0) {
+      console.log(
+        `  batches of ${size} (${name}): ${(wallMs / Number(args['steady-batches'])).toFixed(1)} ms a batch, ${(cpuUs / leaves).toFixed(2)} µs of main-thread CPU per leaf`,
+      );
+    }
+  } finally {
+    await storage.close();
+    await database.drop();
+  }
+}
+
+/**
+ * The commit path's share: main-thread CPU per record of `insertLogRows` in transactions of 50 records (a
+ * group commit's size under load), the records built beforehand. On PostgreSQL the work the database
+ * server does (the queue trigger among it) is not in this figure.
+ */
+async function commitCost({ name, server }: (typeof builds)[number]): Promise<void> {
+  const database = await freshBenchDatabase(args.db, 'bench-log-commit');
+  const storage = await server.openStorage({
+    dataDir: database.env.DATA_DIR as string,
+    databaseUrl: database.env.DATABASE_URL,
+  });
+  try {
+    const groups = Array.from({ length: Number(args['commit-groups']) }, (_, g) =>
+      benchRows(g * 50, (g + 1) * 50),
+    );
+    let cpuUs = 0;
+    for (const rows of groups) {
+      const cpu = process.threadCpuUsage();
+      await storage.db.transaction().execute((trx) => server.insertLogRows(trx, rows));
+      const used = process.threadCpuUsage(cpu);
+      cpuUs += used.user + used.system;
+    }
+    console.log(
+      `  commit path (${name}): ${(cpuUs / (groups.length * 50)).toFixed(2)} µs of main-thread CPU per record committed, in transactions of 50`,
     );
   } finally {
     await storage.close();
@@ -86,8 +173,15 @@ console.log(`bench/log (${args.db}); Node ${process.version}`);
   }
 }
 
+for (let round = 0; round < Number(args['seq-rounds']); round++) {
+  for (const build of builds) {
+    await sequencingThroughput(build);
+    if (Number(args['commit-groups']) > 0) await commitCost(build);
+  }
+}
+
 // 2. Commit to inclusion in a signed checkpoint, at the default interval.
-{
+if (!skip.has('latency')) {
   const server = await startBenchServer(args.db, 'bench-log-latency');
   try {
     const acked: { cid: string; at: number }[] = [];
@@ -150,30 +244,52 @@ console.log(`bench/log (${args.db}); Node ${process.version}`);
 }
 
 // 3. The scoring hot path with sequencing on (every second) and idle (every hour).
-{
+if (!skip.has('cost')) {
   const context = { jurisdiction: 'DE', on_time_ratio: 0.96, utilization: 0.35, history_months: 84 };
-  const on = await startBenchServer(args.db, 'bench-log-on');
-  const idle = await startBenchServer(args.db, 'bench-log-idle', { LOG_CHECKPOINT_INTERVAL: '1h' });
+  const servers: { name: string; server: Awaited<ReturnType<typeof startBenchServer>> }[] = [];
   try {
-    const target = (name: string, server: typeof on) => ({
+    for (const [i, build] of builds.entries()) {
+      const suffix = i === 0 ? '' : ` (${build.name})`;
+      servers.push({
+        name: `sequencing idle${suffix}`,
+        server: await startBenchServer(
+          args.db,
+          `bench-log-idle-${i}`,
+          { LOG_CHECKPOINT_INTERVAL: '1h' },
+          build.main,
+        ),
+      });
+      servers.push({
+        name: `sequencing on${suffix}`,
+        server: await startBenchServer(args.db, `bench-log-on-${i}`, {}, build.main),
+      });
+    }
+    const targets = servers.map(({ name, server }) => ({
       name,
       url: `${server.url}/v1/scoring/score`,
       headers: server.headers,
       body: (n: number) => JSON.stringify({ subject: `bench-${name}-${n}`, context }),
-    });
-    const targets = [target('sequencing idle', idle), target('sequencing on', on)];
+      pid: server.process.pid,
+    }));
     for (const warm of targets) await measure(warm, Number(args.connections), 1);
     const rounds: Round[] = [];
     for (let round = 0; round < Number(args.rounds); round++) {
       for (const each of targets)
         rounds.push(await measure(each, Number(args.connections), Number(args.duration)));
     }
+    // The table has each server's CPU time per request, of the process and of its main thread (/proc).
     printSummary(rounds, 'sequencing idle');
-    const ratio =
-      median(rounds.filter((r) => r.target === 'sequencing on').map((r) => r.rps)) /
-      median(rounds.filter((r) => r.target === 'sequencing idle').map((r) => r.rps));
-    console.log(`sequencing on / idle: ${(ratio * 100).toFixed(1)} % of the requests/s (goal ≥ 95 %)`);
+    for (const [i, build] of builds.entries()) {
+      const suffix = i === 0 ? '' : ` (${build.name})`;
+      const of = (name: string, value: (r: Round) => number) =>
+        median(rounds.filter((r) => r.target === name).map(value));
+      const on = `sequencing on${suffix}`;
+      const idle = `sequencing idle${suffix}`;
+      console.log(
+        `${build.name}: sequencing on / idle: ${((of(on, (r) => r.rps) / of(idle, (r) => r.rps)) * 100).toFixed(1)} % of the requests/s (goal ≥ 95 %); main-thread CPU per request idle / on: ${((of(idle, (r) => r.mainThreadUs ?? 0) / of(on, (r) => r.mainThreadUs ?? 0)) * 100).toFixed(1)} %`,
+      );
+    }
   } finally {
-    await Promise.all([on.stop(), idle.stop()]);
+    await Promise.all(servers.map(({ server }) => server.stop()));
   }
 }

@@ -98,8 +98,21 @@ for (const kind of DATABASE_KINDS) {
         try {
           const rows = await storage.db
             .selectFrom('log_records')
-            .select(['cid', 'bytes', 'leaf_index'])
+            .leftJoin('log_leaves', (join) =>
+              join
+                .onRef('log_leaves.tenant_id', '=', 'log_records.tenant_id')
+                .onRef('log_leaves.cid', '=', 'log_records.cid'),
+            )
+            .select(['log_records.cid', 'log_records.bytes', 'log_leaves.leaf_index'])
             .execute();
+          // Every record is a leaf (none left queued), and no leaf is without its record.
+          expect(rows.every((row) => row.leaf_index !== null)).toBe(true);
+          expect(await storage.db.selectFrom('log_leaf_queue').selectAll().execute()).toEqual([]);
+          const leaves = await storage.db
+            .selectFrom('log_leaves')
+            .select((eb) => eb.fn.countAll().as('count'))
+            .executeTakeFirstOrThrow();
+          expect(Number(leaves.count)).toBe(rows.length);
           const indexes = rows.map((row) => Number(row.leaf_index)).sort((a, b) => a - b);
           expect(indexes).toEqual(Array.from({ length: rows.length }, (_, i) => i));
           expect(latest.treeSize).toBe(rows.length);

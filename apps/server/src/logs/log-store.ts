@@ -69,8 +69,10 @@ export async function insertLogRecords(
 
 /**
  * Inserts log rows in the caller's transaction, in multi-row INSERTs, leaving a (tenant, CID) already
- * present alone (the CID is the hash of the bytes). In key order: CIDs are random, and sorted inserts
- * touch fewer pages of the (tenant_id, cid) index. The sort is stable, so of two equal rows the first wins.
+ * present alone (the CID is the hash of the bytes). The database queues each row inserted for its leaf in
+ * the tenant's verifiable log, in the same statement (a trigger, migration 0006). In key order: CIDs are
+ * random, and sorted inserts touch fewer pages of the (tenant_id, cid) index. The sort is stable, so of
+ * two equal rows the first wins.
  */
 export async function insertLogRows(
   trx: Transaction<Database>,

@@ -28,8 +28,26 @@ export interface LogRecordsTable {
   bytes: Uint8Array;
   request_id: string;
   created_at: IsoTimestamp;
-  /** Its leaf in the tenant's verifiable log, set once by the sequencer; null until then (bigint: a string on PostgreSQL). */
-  leaf_index: ColumnType<number | string | null, never, number>;
+}
+
+/** A leaf of a tenant's verifiable log: the record (created_at, `cid`) is leaf `leaf_index` (bigint: a string on PostgreSQL). Written once. */
+export interface LogLeavesTable {
+  tenant_id: string;
+  /** The record's created_at: with the tenant and CID, the key (the order leaves are appended in). */
+  created_at: IsoTimestamp;
+  cid: string;
+  leaf_index: ColumnType<number | string, number, never>;
+}
+
+/**
+ * A record waiting for its leaf, queued by its commit, in the order the sequencer takes them (created_at,
+ * CID), with its RFC 9162 leaf hash; the sequencer deletes it in the transaction that inserts the leaf.
+ */
+export interface LogLeafQueueTable {
+  tenant_id: string;
+  created_at: IsoTimestamp;
+  cid: string;
+  leaf_hash: Uint8Array;
 }
 
 /** The tenant's Merkle tree hashes as C2SP tlog-tiles: `width` hashes of tile level `level` (see transparency-log/). */
@@ -207,6 +225,8 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   runs: RunsTable;
   run_items: RunItemsTable;
+  log_leaves: LogLeavesTable;
+  log_leaf_queue: LogLeafQueueTable;
   log_tiles: LogTilesTable;
   log_checkpoints: LogCheckpointsTable;
 }

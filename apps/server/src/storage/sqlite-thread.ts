@@ -17,7 +17,7 @@ import {
 /**
  * The thread that owns the SQLite connection, as source evaluated by the Worker (like the checkpointer's:
  * dependency-free, so the built server and the TypeScript tests run the same code). It opens the file,
- * applies the pragmas, then runs one statement per message and answers with its rows or its changes.
+ * registers `log_leaf_hash` (for the log's queuing trigger), applies the pragmas, then runs one statement per message and answers with its rows or its changes.
  * Prepared statements are kept for the most recent SQL texts; `begin` becomes `begin immediate`, since
  * every transaction here writes and taking the write lock up front lets busy_timeout wait for another
  * process instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
@@ -25,6 +25,7 @@ import {
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { DatabaseSync } = require('node:sqlite');
+const { hash } = require('node:crypto');
 const describe = (error) => ({
   message: String(error && error.message),
   name: error && error.name,
@@ -35,6 +36,17 @@ const describe = (error) => ({
 let database;
 try {
   database = new DatabaseSync(workerData.file);
+  // log_leaf_hash(bytes): the RFC 9162 leaf hash SHA-256(0x00 || bytes) of a log record, which the trigger
+  // that queues each record inserted for its leaf in the verifiable log calls (migration 0006; PostgreSQL's
+  // uses its built-in sha256). SQLite has no SHA-256 of its own; a connection without this function cannot
+  // insert log records ("no such function"), so none is ever inserted unqueued.
+  database.function('log_leaf_hash', { deterministic: true }, (bytes) => {
+    if (!(bytes instanceof Uint8Array)) throw new TypeError('log_leaf_hash takes the record bytes (a BLOB)');
+    const input = Buffer.allocUnsafe(bytes.length + 1);
+    input[0] = 0x00;
+    input.set(bytes, 1);
+    return hash('sha256', input, 'buffer');
+  });
   for (const pragma of workerData.pragmas) database.exec(pragma);
   parentPort.postMessage({ opened: true });
 } catch (error) {

@@ -5,11 +5,10 @@ import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import { type CheckpointSigner, checkpointBody } from './checkpoint-signer.js';
 import type { TransparencyLogConfig } from './log-config.js';
-import { leafHash } from './merkle-hash.js';
 import { tilesForAppend } from './tile-appender.js';
 import { TileTree } from './tile-tree.js';
 import {
-  claimPendingRecords,
+  appendQueuedLeaves,
   insertCheckpoint,
   insertTiles,
   lockTenantLog,
@@ -86,20 +85,16 @@ export class LogSequencer implements BackgroundWorker {
     return storage.db.transaction().execute(async (trx) => {
       if (!(await lockTenantLog(trx, storage.kind, tenantId))) return undefined;
       const size = await selectTreeSize(trx, tenantId);
-      const pending = await claimPendingRecords(trx, storage.kind, tenantId, size, config.maxBatch);
-      if (pending.length === 0) return undefined;
+      const leafHashes = await appendQueuedLeaves(trx, storage.kind, tenantId, size, config.maxBatch);
+      if (leafHashes.length === 0) return undefined;
       const tree = new TileTree((level, index) => selectTile(trx, tenantId, level, index));
-      const tiles = await tilesForAppend(
-        tree,
-        size,
-        pending.map((record) => leafHash(record.bytes)),
-      );
-      const treeSize = size + pending.length;
+      const tiles = await tilesForAppend(tree, size, leafHashes);
+      const treeSize = size + leafHashes.length;
       const rootHash = await tree.root(treeSize);
       await insertTiles(trx, tenantId, tiles);
       const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
       await insertCheckpoint(trx, tenantId, { treeSize, rootHash, note }, clock.now());
-      return { tenantId, leaves: pending.length, treeSize };
+      return { tenantId, leaves: leafHashes.length, treeSize };
     });
   }
 

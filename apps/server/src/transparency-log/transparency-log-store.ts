@@ -13,12 +13,6 @@ export interface StoredCheckpoint {
   note: string;
 }
 
-/** A record waiting for its leaf index. */
-export interface PendingRecord {
-  cid: string;
-  bytes: Uint8Array;
-}
-
 /** The widest stored tile (level, index) of the tenant's tree, or undefined. */
 export async function selectTile(
   db: Kysely<Database>,
@@ -38,14 +32,9 @@ export async function selectTile(
   return row?.hashes;
 }
 
-/** Tenants with records that have no leaf index yet (read from the partial index of those only). */
+/** Tenants with records waiting for their leaves. */
 export async function selectTenantsWithPendingRecords(db: Kysely<Database>): Promise<string[]> {
-  const rows = await db
-    .selectFrom('log_records')
-    .select('tenant_id')
-    .distinct()
-    .where('leaf_index', 'is', null)
-    .execute();
+  const rows = await db.selectFrom('log_leaf_queue').select('tenant_id').distinct().execute();
   return rows.map((row) => row.tenant_id);
 }
 
@@ -65,62 +54,97 @@ export async function lockTenantLog(
   return rows[0]?.locked === true;
 }
 
-/** The tenant's tree size: one more than its highest leaf index (the records are the source of truth). */
+/** The tenant's tree size: one more than its highest leaf index. */
 export async function selectTreeSize(db: Kysely<Database>, tenantId: string): Promise<number> {
   const row = await db
-    .selectFrom('log_records')
+    .selectFrom('log_leaves')
     .select((eb) => eb.fn.max('leaf_index').as('last'))
     .where('tenant_id', '=', tenantId)
-    .where('leaf_index', 'is not', null)
     .executeTakeFirst();
   return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
 }
 
 /**
- * Gives up to `limit` of the tenant's unsequenced records, oldest first (ties by CID, so the order is
- * stable), the leaf indexes `firstIndex, firstIndex + 1, …` and answers them in that order. One statement:
- * the batch is read from the partial index of waiting records, numbered, updated and returned, so no record
- * is looked up twice and no CID goes back to the database as a parameter. The caller holds the tenant's
- * sequencing lock; an already sequenced record cannot be renumbered anyway (the migration's trigger refuses
- * it, failing the batch).
+ * Gives up to `limit` of the tenant's queued records, oldest first (ties by CID, so the order is stable),
+ * the leaf indexes `firstIndex, firstIndex + 1, …`: inserts their `log_leaves` rows and deletes their queue
+ * rows, and answers their leaf hashes in leaf order. Set-based, so no CID travels back to the database as
+ * a parameter; the caller holds the tenant's sequencing lock.
+ *
+ * PostgreSQL: one statement (the queue rows deleted, numbered and inserted as leaves from one snapshot), so
+ * a record committed meanwhile, even with an earlier created_at, is neither taken nor lost: it stays queued.
+ * SQLite: the transaction holds the only write lock, so nothing is queued between the statements; the
+ * batch's queue rows are deleted as a range of the queue's primary key.
  */
-export async function claimPendingRecords(
+export async function appendQueuedLeaves(
   trx: Transaction<Database>,
   kind: 'sqlite' | 'postgres',
   tenantId: string,
   firstIndex: number,
   limit: number,
-): Promise<PendingRecord[]> {
-  // SQLite joins on the rowid the partial index already holds; PostgreSQL on the primary key.
-  const key = kind === 'sqlite' ? sql`rowid` : sql`cid`;
-  // SQLite's planner prefers the (tenant_id, leaf_index) index, where waiting records are NULLs, then
-  // reads every row and sorts; the partial index holds exactly the waiting records in batch order.
-  const waiting =
-    kind === 'sqlite' ? sql`log_records indexed by log_records_unsequenced_idx` : sql`log_records`;
-  const { rows } = await sql<{ leaf_index: number | string | bigint; cid: string; bytes: Uint8Array }>`
-    with batch as (
-      select ${key} as record_key, created_at, cid from ${waiting}
-      where tenant_id = ${tenantId} and leaf_index is null
-      order by created_at, cid
-      limit ${limit}
-    ), numbered as (
-      select record_key, cast(${firstIndex} as bigint) + row_number() over (order by created_at, cid) - 1 as leaf_index
-      from batch
-    )
-    update log_records set leaf_index = numbered.leaf_index from numbered
-    where log_records.tenant_id = ${tenantId} and log_records.${key} = numbered.record_key
-    returning log_records.leaf_index, log_records.cid, log_records.bytes
-  `.execute(trx);
-  // RETURNING gives no order: place each record at its leaf index.
-  const records = new Array<PendingRecord>(rows.length);
-  for (const row of rows) {
-    const offset = Number(row.leaf_index) - firstIndex;
-    if (!(offset >= 0 && offset < rows.length) || records[offset] !== undefined) {
-      throw new Error(`sequencing ${tenantId}: leaf index ${row.leaf_index} outside the batch`);
+): Promise<Uint8Array[]> {
+  if (kind === 'postgres') {
+    const { rows } = await sql<{ leaf_index: string | number; leaf_hash: Uint8Array }>`
+      with batch as (
+        select created_at, cid from log_leaf_queue where tenant_id = ${tenantId}
+        order by created_at, cid limit ${limit}
+      ), claimed as (
+        delete from log_leaf_queue queued using batch
+        where queued.tenant_id = ${tenantId} and queued.created_at = batch.created_at and queued.cid = batch.cid
+        returning queued.created_at, queued.cid, queued.leaf_hash
+      ), numbered as (
+        select created_at, cid, leaf_hash,
+          cast(${firstIndex} as bigint) + row_number() over (order by created_at, cid) - 1 as leaf_index
+        from claimed
+      ), appended as (
+        insert into log_leaves (tenant_id, created_at, cid, leaf_index)
+        select ${tenantId}, created_at, cid, leaf_index from numbered
+      )
+      select leaf_index, leaf_hash from numbered
+    `.execute(trx);
+    // The statement gives no order: place each hash at its leaf index.
+    const hashes = new Array<Uint8Array>(rows.length);
+    for (const row of rows) {
+      const offset = Number(row.leaf_index) - firstIndex;
+      if (!(offset >= 0 && offset < rows.length) || hashes[offset] !== undefined) {
+        throw new Error(`sequencing ${tenantId}: leaf index ${row.leaf_index} outside the batch`);
+      }
+      hashes[offset] = row.leaf_hash;
     }
-    records[offset] = { cid: row.cid, bytes: row.bytes };
+    return hashes;
   }
-  return records;
+  const appended = await sql`
+    insert into log_leaves (tenant_id, created_at, cid, leaf_index)
+    select tenant_id, created_at, cid, ${firstIndex} + row_number() over (order by created_at, cid) - 1
+    from (
+      select tenant_id, created_at, cid from log_leaf_queue where tenant_id = ${tenantId}
+      order by created_at, cid limit ${limit}
+    )
+  `.execute(trx);
+  const count = Number(appended.numAffectedRows ?? 0);
+  if (count === 0) return [];
+  const last = await trx
+    .selectFrom('log_leaf_queue')
+    .select(['created_at', 'cid'])
+    .where('tenant_id', '=', tenantId)
+    .orderBy('created_at')
+    .orderBy('cid')
+    .limit(1)
+    .offset(count - 1)
+    .executeTakeFirstOrThrow();
+  const through = sql<boolean>`(created_at, cid) <= (${last.created_at}, ${last.cid})`;
+  const rows = await trx
+    .selectFrom('log_leaf_queue')
+    .select('leaf_hash')
+    .where('tenant_id', '=', tenantId)
+    .where(through)
+    .orderBy('created_at')
+    .orderBy('cid')
+    .execute();
+  if (rows.length !== count) {
+    throw new Error(`sequencing ${tenantId}: ${count} leaves appended but ${rows.length} queued hashes read`);
+  }
+  await trx.deleteFrom('log_leaf_queue').where('tenant_id', '=', tenantId).where(through).execute();
+  return rows.map((row) => row.leaf_hash);
 }
 
 /** Stores new tiles; each (level, index, width) is written once. */
@@ -190,9 +214,16 @@ export async function selectLeafIndex(
 ): Promise<number | null | undefined> {
   const row = await db
     .selectFrom('log_records')
-    .select('leaf_index')
-    .where('tenant_id', '=', tenantId)
-    .where('cid', '=', cid)
+    .leftJoin('log_leaves', (join) =>
+      join
+        .onRef('log_leaves.tenant_id', '=', 'log_records.tenant_id')
+        // The leaves' key: one lookup by primary key in each table.
+        .onRef('log_leaves.created_at', '=', 'log_records.created_at')
+        .onRef('log_leaves.cid', '=', 'log_records.cid'),
+    )
+    .select('log_leaves.leaf_index')
+    .where('log_records.tenant_id', '=', tenantId)
+    .where('log_records.cid', '=', cid)
     .executeTakeFirst();
   if (row === undefined) return undefined;
   return row.leaf_index === null ? null : Number(row.leaf_index);

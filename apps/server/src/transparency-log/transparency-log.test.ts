@@ -41,6 +41,10 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     let total = 0;
     expect(sizes).toEqual(BATCHES.map((size) => (total += size)));
     expect(await log.sequencer.sequenceOnce()).toEqual([]);
+    // A record committed again (an identical scoring or run item) stays one record and one leaf.
+    await logRecords(storage(), records.slice(0, 20));
+    expect(await storage().db.selectFrom('log_leaf_queue').selectAll().execute()).toEqual([]);
+    expect(await log.sequencer.sequenceOnce()).toEqual([]);
     const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer);
     expect(latest).toMatchObject({ origin: `${TEST_LOG_ORIGIN}/${TENANT}`, treeSize: 2000 });
   });
@@ -129,7 +133,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     });
   });
 
-  it('refuses, in the database itself, to update or delete a sequenced record, a tile or a checkpoint', async () => {
+  it('refuses, in the database itself, to update or delete a record, a leaf, a tile or a checkpoint', async () => {
     const db = storage().db;
     const [record] = records;
     await expect(
@@ -145,6 +149,23 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
         .where('cid', '=', record?.cid as string)
         .execute(),
     ).rejects.toThrow(/append-only/);
+    await expect(
+      db
+        .updateTable('log_records')
+        .set({ request_id: 'req_other' })
+        .where('cid', '=', record?.cid as string)
+        .execute(),
+    ).rejects.toThrow(/append-only/);
+    await expect(
+      db
+        .updateTable('log_leaves')
+        .set({ cid: records[1]?.cid as string })
+        .where('cid', '=', record?.cid as string)
+        .execute(),
+    ).rejects.toThrow(/append-only/);
+    await expect(db.deleteFrom('log_leaves').where('tenant_id', '=', TENANT).execute()).rejects.toThrow(
+      /append-only/,
+    );
     await expect(
       db.updateTable('log_tiles').set({ width: 1 }).where('tenant_id', '=', TENANT).execute(),
     ).rejects.toThrow(/append-only/);
@@ -173,7 +194,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
         : on
           ? Promise.resolve()
           : sql
-              .raw('DROP TRIGGER log_records_sequenced_immutable')
+              .raw('DROP TRIGGER log_records_no_update')
               .execute(db)
               .then(() => sql.raw('DROP TRIGGER log_tiles_no_update').execute(db));
     await triggers(false);
