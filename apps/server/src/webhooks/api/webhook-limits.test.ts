@@ -53,6 +53,16 @@ forEachDatabase('per-tenant webhook limits', ({ storage }) => {
     expect((await register(key)).status).toBe(201);
   });
 
+  it('holds the limit when registrations race: 20 at once create exactly 3', async () => {
+    const key = await newTenantKey();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => register(key)));
+    const statuses = answers.map((response) => response.status).sort();
+    expect(statuses.filter((status) => status === 201)).toHaveLength(3);
+    expect(statuses.filter((status) => status === 422)).toHaveLength(17);
+    const listed = await server.request('/v1/webhooks?limit=100', { key });
+    expect(((await listed.json()) as { data: unknown[] }).data).toHaveLength(3);
+  });
+
   it('fans one event out to at most maxPerEvent webhooks, the oldest first', async () => {
     const tenantId = `fan-${randomBytes(6).toString('hex')}`;
     const created: string[] = [];

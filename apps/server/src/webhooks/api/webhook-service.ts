@@ -27,7 +27,7 @@ import { checkEventFilter } from './event-filter.js';
 import { checkRegistrationReplay } from './registration-replay.js';
 import {
   cancelPendingDeliveries,
-  countWebhooks,
+  countWebhooksForInsert,
   findWebhook,
   insertNewWebhook,
   listWebhookRows,
@@ -39,7 +39,7 @@ import { toWebhook } from './webhook-views.js';
 
 /** What the webhook use cases need. */
 export interface WebhookServiceDeps {
-  storage: Pick<Storage, 'db'>;
+  storage: Pick<Storage, 'db' | 'kind'>;
   /** Notified after a manual attempt is queued, so this instance's delivery workers send it at once. */
   outbox: Pick<OutboxSignal, 'notify'>;
   /** Outbound safety, and the per-tenant limit (`maxWebhooksPerTenant`, default 50). */
@@ -75,8 +75,13 @@ export async function requireWebhook(
  * registrations of one URL turned one event into 300 signed POSTs against a third party). Disabled
  * webhooks count too, so re-enabling one with PATCH can never exceed the limit.
  */
-async function checkWebhookLimit(trx: Transaction<Database>, tenantId: string, max: number): Promise<void> {
-  const count = await countWebhooks(trx, tenantId);
+async function checkWebhookLimit(
+  trx: Transaction<Database>,
+  kind: Storage['kind'],
+  tenantId: string,
+  max: number,
+): Promise<void> {
+  const count = await countWebhooksForInsert(trx, kind, tenantId);
   if (count >= max) {
     throw new AppError('webhook_limit_reached', {
       detail: `This tenant already has ${count} webhooks, the most it may have (${max}); delete one first.`,
@@ -112,7 +117,7 @@ export async function registerWebhook(
   };
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const max = deps.policy.maxWebhooksPerTenant ?? DEFAULT_MAX_WEBHOOKS_PER_TENANT;
-    await checkWebhookLimit(trx, caller.tenantId, max);
+    await checkWebhookLimit(trx, deps.storage.kind, caller.tenantId, max);
     const secret = generateWebhookSecret();
     const row = await insertNewWebhook(
       trx,

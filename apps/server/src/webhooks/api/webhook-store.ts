@@ -1,7 +1,8 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { keysetPage, type PageRequest } from '../../http/list-cursor.js';
 import { newId } from '../../ids.js';
 import type { Database, WebhooksTable } from '../../storage/database.js';
+import type { Storage } from '../../storage/storage.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -31,6 +32,24 @@ export async function countWebhooks(db: Db, tenantId: string): Promise<number> {
     .where('deleted_at', 'is', null)
     .executeTakeFirstOrThrow();
   return Number(count);
+}
+
+/**
+ * The tenant's live webhooks, counted so that no concurrent registration can count the same number and
+ * insert too: on PostgreSQL the transaction first takes the tenant's advisory lock (held to its end), so
+ * registrations of one tenant run one at a time; SQLite's `begin immediate` already runs one write
+ * transaction at a time.
+ */
+export async function countWebhooksForInsert(
+  trx: Transaction<Database>,
+  kind: Storage['kind'],
+  tenantId: string,
+): Promise<number> {
+  if (kind === 'postgres')
+    await sql`select pg_advisory_xact_lock(hashtext('scenario-scoring/webhook-limit'), hashtext(${tenantId}))`.execute(
+      trx,
+    );
+  return countWebhooks(trx, tenantId);
 }
 
 /** One page of the tenant's webhooks, newest first, with one extra row when another page follows. */
