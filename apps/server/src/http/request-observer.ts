@@ -41,7 +41,7 @@ export function observeRequests(
         requestId: res.locals.requestId,
         tenant: res.locals.apiKey?.tenantId,
         operation,
-        method: req.method,
+        method: res.locals.head ? 'HEAD' : req.method,
         status,
         durationMs: Math.round(durationMs * 100) / 100,
       };
