@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { entryText } from './explain-marker.js';
 import { FACTORS } from './factor-table.js';
 import { buildLogRecord, canonicalBytes, type LogRecord, logRecordBytes } from './log-record.js';
-import { logRecordJson, utf8AsLatin1 } from './log-record-json.js';
+import { logRecordJson, oneDecimal, utf8AsLatin1 } from './log-record-json.js';
 import { scoreAndLog } from './logged-scoring.js';
 
 /** More runs with FUZZ_RUNS (e.g. 100000), fewer by default so CI stays quick. */
@@ -215,6 +215,20 @@ describe('scoringRecordUtf8 (the bytes of scoreAndLog)', () => {
         expect(Buffer.from(held, 'latin1')).toEqual(Buffer.from(s, 'utf8'));
       }),
       { numRuns: RUNS },
+    );
+  });
+
+  it('when a number is written by oneDecimal, then it is what String (and JSON) writes', () => {
+    for (let k = 0; k <= 20_000; k++) expect(oneDecimal(k / 10)).toBe(String(k / 10));
+    for (const x of [-0, -0.1, -12.5, 1e-7, 0.05, 0.15, 1e15, 1e16 + 0.5, 1e21, 1e300, 5e-324]) {
+      expect(oneDecimal(x)).toBe(String(x));
+    }
+    fc.assert(
+      fc.property(anyNumber, (x) => {
+        expect(oneDecimal(x)).toBe(String(x));
+        expect(oneDecimal(Math.round(x * 10) / 10)).toBe(String(Math.round(x * 10) / 10));
+      }),
+      { numRuns: RUNS * 10 },
     );
   });
 
