@@ -15,6 +15,7 @@ import { requireDeclaredContentEncoding } from './http/content-encoding.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
 import { deprecationHeaders } from './http/deprecation-headers.js';
+import { headAsGet } from './http/head-requests.js';
 import { jsonBody } from './http/json-body.js';
 import { inSequence } from './http/middleware-sequence.js';
 import { notImplemented } from './http/not-implemented.js';
@@ -117,6 +118,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(
     inSequence([
       requestId,
+      headAsGet,
       securityHeaders(),
       identifyOperation(operationLookup(operations)),
       deprecationHeaders(operations),

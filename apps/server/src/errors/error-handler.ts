@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
+import { requestTimedOut } from '../http/client-error.js';
 import { describeError, type Logger } from '../logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
@@ -28,8 +29,10 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
       return;
     }
     if (isClientAbort(error, req)) {
-      // Nobody is left to answer: no problem, no stack, no 5xx (defect #5).
-      options.logger.info('client aborted the request', { requestId, method: req.method, path: req.path });
+      // Nobody is left to answer: no problem, no stack, no 5xx (defect #5). Or the request timeout cut it
+      // off, and its 408 went out on the socket (http/client-error.ts).
+      const what = requestTimedOut(req.socket) ? 'the request timed out' : 'client aborted the request';
+      options.logger.info(what, { requestId, method: req.method, path: req.path });
       res.statusCode = CLIENT_CLOSED_REQUEST;
       res.destroy();
       return;

@@ -1,8 +1,10 @@
 import { connect } from 'node:net';
 import type { Problem } from '@scenario-scoring/api-types';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import type { Logger } from '../logging/logger.js';
 
 /** Sends raw bytes and reads the whole answer (the server closes the connection after it). */
 function rawExchange(url: string, request: string): Promise<string> {
@@ -57,5 +59,39 @@ forEachDatabase('errors of the HTTP parser', ({ storage }) => {
     const answer = parse(await rawExchange(server.url, 'NOT HTTP AT ALL\r\n\r\n'));
     expect(answer.problem).toMatchObject({ status: 400, code: 'malformed_request' });
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+});
+
+// Review: a request cut off by the request timeout was answered 408 but logged as a client abort (499).
+forEachDatabase('the request timeout', ({ storage }) => {
+  const lines: { message: string; fields: Record<string, unknown> }[] = [];
+  const logger: Logger = {
+    info: (message, fields = {}) => lines.push({ message, fields }),
+    error: (message, fields = {}) => lines.push({ message, fields }),
+    request: (_severity, line) => lines.push({ message: 'request', fields: { ...line } }),
+  };
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    ({ key } = await testFeatures(storage()).keys.create('slow'));
+    server = await startTestServer({ storage: storage(), logger, requestTimeoutMs: 300 });
+  });
+  afterAll(() => server.close());
+
+  it('answers a body that never ends with 408 request_timeout, and logs a 408, not a client abort', async () => {
+    const answer = parse(
+      await rawExchange(
+        server.url,
+        'POST /v1/scoring/score HTTP/1.1\r\nHost: x\r\n' +
+          `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"sub`,
+      ),
+    );
+    expect(answer.status).toBe(408);
+    expect(answer.problem).toMatchObject({ code: 'request_timeout', status: 408 });
+    await vi.waitFor(() => expect(lines.some((line) => line.message === 'request')).toBe(true));
+    const logged = lines.find((line) => line.message === 'request')?.fields;
+    expect(logged).toMatchObject({ status: 408, operation: 'scoreSubject' });
+    expect(logged).not.toHaveProperty('aborted');
+    expect(lines.map((line) => line.message)).not.toContain('client aborted the request');
   });
 });

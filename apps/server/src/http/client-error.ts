@@ -25,6 +25,17 @@ function parserProblem(code: string | undefined): { code: ErrorCode; detail: str
  * `400 Bad Request` without a body. Express never sees these requests, so the answer is written to the
  * socket here, and the connection closed (the parser cannot find where a next request would start).
  */
+/** The connections that Node's request timeout ended (the client got a 408 from answerClientErrors). */
+const timedOutConnections = new WeakSet<object>();
+
+/**
+ * Whether Node's request timeout ended this request's connection: its request then ends as if its client
+ * had left, but the client was answered 408 `request_timeout`, and that is what the request log says.
+ */
+export function requestTimedOut(socket: object): boolean {
+  return timedOutConnections.has(socket);
+}
+
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     // As Node's default handler: nothing can be answered on a reset socket or once a response began.
@@ -33,6 +44,7 @@ export function answerClientErrors(server: Server): void {
       socket.destroy();
       return;
     }
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') timedOutConnections.add(socket);
     const { code, detail } = parserProblem(error.code);
     const body = JSON.stringify(problem(code, { detail }));
     const { status, title } = ERROR_CODES[code];

@@ -14,6 +14,8 @@ declare global {
       operationId: string | undefined;
       /** `performance.now()` when the request arrived, for its logged and measured duration. */
       startedAt: number;
+      /** The request came as HEAD and is served as its GET without a body (see http/head-requests.ts). */
+      head?: true;
     }
   }
 }

@@ -1,7 +1,9 @@
 import type { RequestHandler } from 'express';
+import { ERROR_CODES } from '../errors/error-codes.js';
 import type { Logger } from '../logging/logger.js';
 import type { RequestLine } from '../logging/request-line.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { requestTimedOut } from './client-error.js';
 
 /** Probes that succeed are not logged: a load balancer asks every few seconds, and the lines say nothing. */
 const QUIET_WHEN_OK = new Set(['getHealth', 'getReadiness']);
@@ -27,7 +29,9 @@ export function observeRequests(
     res.once('close', () => {
       const durationMs = performance.now() - res.locals.startedAt;
       const operation = res.locals.operationId;
-      const status = res.statusCode;
+      // Cut off by Node's request timeout, the request was answered 408 on its socket, not by Express.
+      const timedOut = requestTimedOut(req.socket);
+      const status = timedOut ? ERROR_CODES.request_timeout.status : res.statusCode;
       metrics.httpRequestDuration.observe(
         { operation: operation ?? UNMATCHED_OPERATION, status: String(status) },
         durationMs / 1000,
@@ -37,11 +41,11 @@ export function observeRequests(
         requestId: res.locals.requestId,
         tenant: res.locals.apiKey?.tenantId,
         operation,
-        method: req.method,
+        method: res.locals.head ? 'HEAD' : req.method,
         status,
         durationMs: Math.round(durationMs * 100) / 100,
       };
-      if (!res.writableFinished) line.aborted = true;
+      if (!res.writableFinished && !timedOut) line.aborted = true;
       // A probe's 503 (starting, draining) is the instance's state, said on purpose: not an error.
       const severity = status >= 500 && !QUIET_WHEN_OK.has(operation ?? '') ? 'error' : 'info';
       if (logger.request) logger.request(severity, line);

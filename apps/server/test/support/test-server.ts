@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
@@ -75,6 +75,8 @@ export async function startTestServer(options: {
   contract?: Contract;
   /** Signs the tenants' log checkpoints; by default a fresh key. */
   logSigner?: CheckpointSigner;
+  /** Node's request timeout (30 s in the runtime), checked every 50 ms instead of Node's 30 s. */
+  requestTimeoutMs?: number;
 }): Promise<TestServer> {
   // Warmed up as the runtime does before it listens, so tests see the same first-request behaviour.
   const config = testConfig(options.config);
@@ -97,7 +99,14 @@ export async function startTestServer(options: {
     ...(options.lifecycle && { lifecycle: options.lifecycle }),
     ...(options.logSigner && { logSigner: options.logSigner }),
   });
-  const server: Server = app.listen(0, '127.0.0.1');
+  const server: Server =
+    options.requestTimeoutMs === undefined
+      ? app.listen(0, '127.0.0.1')
+      : createServer({ connectionsCheckingInterval: 50 }, app).listen(0, '127.0.0.1');
+  if (options.requestTimeoutMs !== undefined) {
+    server.requestTimeout = options.requestTimeoutMs;
+    server.headersTimeout = options.requestTimeoutMs;
+  }
   answerClientErrors(server);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

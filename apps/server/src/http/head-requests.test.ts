@@ -1,0 +1,62 @@
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+
+/** Sends a request and reads its status, headers and the bytes of its body, if any came. */
+function exchange(
+  url: string,
+  method: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+// Review: HEAD on every GET operation answered 405 (RFC 9110 §9.3.2: where GET is, HEAD is too).
+forEachDatabase('HEAD requests', ({ storage }) => {
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    ({ key } = await testFeatures(storage()).keys.create('head'));
+    server = await startTestServer({ storage: storage() });
+  });
+  afterAll(() => server.close());
+
+  it('answers HEAD as its GET, with the same status and headers and no body', async () => {
+    for (const [path, headers] of [
+      ['/healthz', {}],
+      ['/v1/scoring/policies/DE', { authorization: `Bearer ${key}` }],
+      ['/openapi.json', {}],
+    ] as const) {
+      const get = await exchange(`${server.url}${path}`, 'GET', headers);
+      const head = await exchange(`${server.url}${path}`, 'HEAD', headers);
+      expect(get.status, path).toBe(200);
+      expect(head.status, path).toBe(200);
+      expect(head.body.length, path).toBe(0);
+      expect(head.headers['content-type'], path).toBe(get.headers['content-type']);
+      expect(head.headers['content-length'], path).toBe(get.headers['content-length']);
+    }
+  });
+
+  it('refuses HEAD as it refuses GET: without a key, and where GET is not an operation', async () => {
+    const unauthenticated = await exchange(`${server.url}/v1/scoring/policies/DE`, 'HEAD');
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.body.length).toBe(0);
+    const postOnly = await exchange(`${server.url}/v1/scoring/score`, 'HEAD', {
+      authorization: `Bearer ${key}`,
+    });
+    expect(postOnly.status).toBe(405);
+    expect(postOnly.headers.allow).toBe('POST');
+  });
+});

@@ -1,0 +1,15 @@
+import type { RequestHandler } from 'express';
+
+/**
+ * Answers HEAD wherever GET is answered (RFC 9110 §9.3.2: a server must support HEAD where it supports
+ * GET): a HEAD request goes on as its GET, through the same operation lookup, authentication, validation
+ * and handler, so it gets the same status and headers. It never carries a body: Node decided that when the
+ * request arrived as HEAD, whatever the method says later. The request log still says HEAD.
+ */
+export const headAsGet: RequestHandler = (req, res, next) => {
+  if (req.method === 'HEAD') {
+    req.method = 'GET';
+    res.locals.head = true;
+  }
+  next();
+};
