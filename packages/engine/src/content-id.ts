@@ -26,22 +26,33 @@ export function cidOfBytes(bytes: Uint8Array): string {
   cid[2] = SHA2_256_CODE;
   cid[3] = SHA2_256_LENGTH;
   cid.set(digest, 4);
-  return BASE32_PREFIX + base32(cid);
+  return base32(cid);
 }
 
-/** RFC 4648 base32, lower case, without padding: 5 bits per character, the last group zero-filled. */
+/** The base32 alphabet's character codes. */
+const BASE32_CODES = Uint8Array.from(BASE32_ALPHABET, (c) => c.charCodeAt(0));
+/** Where the multibase prefix and base32 characters are written before they become one string. */
+const CHARS = Buffer.allocUnsafeSlow(64);
+
+/**
+ * The multibase prefix and RFC 4648 base32 (lower case, without padding) of a CID: 5 bits per character, the
+ * last group zero-filled. The characters are written as bytes into a scratch buffer and read out as one
+ * string, instead of one string concatenation per character.
+ */
 function base32(bytes: Uint8Array): string {
-  let out = '';
+  const chars = bytes.length * 2 > CHARS.length ? Buffer.allocUnsafe(bytes.length * 2) : CHARS;
+  chars[0] = BASE32_PREFIX.charCodeAt(0);
+  let length = 1;
   let buffer = 0;
   let bits = 0;
-  for (const byte of bytes) {
-    buffer = ((buffer << 8) | byte) & 0xfff; // never more than 12 bits are pending
+  for (let i = 0; i < bytes.length; i++) {
+    buffer = ((buffer << 8) | (bytes[i] as number)) & 0xfff; // never more than 12 bits are pending
     bits += 8;
     while (bits >= 5) {
       bits -= 5;
-      out += BASE32_ALPHABET[(buffer >>> bits) & 31];
+      chars[length++] = BASE32_CODES[(buffer >>> bits) & 31] as number;
     }
   }
-  if (bits > 0) out += BASE32_ALPHABET[(buffer << (5 - bits)) & 31];
-  return out;
+  if (bits > 0) chars[length++] = BASE32_CODES[(buffer << (5 - bits)) & 31] as number;
+  return chars.toString('latin1', 0, length);
 }

@@ -6,13 +6,12 @@ export type ExplainMarker = '⇊' | '↓' | '≈' | '↑' | '⇈';
 /** How many factors a scenario's explain lists at most. */
 export const EXPLAIN_SIZE = 4;
 
+/** The markers in order, from strongly negative to strongly positive. */
+const MARKERS: readonly ExplainMarker[] = ['⇊', '↓', '≈', '↑', '⇈'];
+
 /** The marker for an attribution, at the thresholds of scoring-model.md (both ±75 and ±15 are inclusive outward). */
 export function explainMarker(attribution: number): ExplainMarker {
-  if (attribution <= -75) return '⇊';
-  if (attribution <= -15) return '↓';
-  if (attribution < 15) return '≈';
-  if (attribution < 75) return '↑';
-  return '⇈';
+  return MARKERS[markerIndex(attribution)] as ExplainMarker;
 }
 
 /** A factor's attribution in one scenario. */
@@ -58,19 +57,26 @@ export function topAttributions<T extends { name: FactorName }>(
   return order;
 }
 
-const MARKERS: readonly ExplainMarker[] = ['⇊', '↓', '≈', '↑', '⇈'];
-/** Every `factor:<name><marker>` string, made once instead of once per entry. */
-const ENTRY_TEXT = new Map<string, Map<ExplainMarker, string>>();
+/** Every `factor:<name><marker>` string, by name then by marker index, made once instead of once per entry. */
+const ENTRY_TEXT = new Map<string, readonly string[]>();
+
+/** The index in MARKERS of an attribution's marker. */
+function markerIndex(attribution: number): number {
+  if (attribution <= -75) return 0;
+  if (attribution <= -15) return 1;
+  if (attribution < 15) return 2;
+  if (attribution < 75) return 3;
+  return 4;
+}
 
 /** `factor:<name><marker>` for an attribution. */
 export function entryText(name: FactorName, attribution: number): string {
-  const marker = explainMarker(attribution);
   let byMarker = ENTRY_TEXT.get(name);
   if (byMarker === undefined) {
-    byMarker = new Map(MARKERS.map((m) => [m, `factor:${name}${m}`]));
+    byMarker = MARKERS.map((m) => `factor:${name}${m}`);
     ENTRY_TEXT.set(name, byMarker);
   }
-  return byMarker.get(marker) as string;
+  return byMarker[markerIndex(attribution)] as string;
 }
 
 /** Code-unit order, not locale order, so the result is the same on every machine. */

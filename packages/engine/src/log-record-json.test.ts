@@ -1,9 +1,10 @@
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { entryText } from './explain-marker.js';
 import { FACTORS } from './factor-table.js';
 import { buildLogRecord, canonicalBytes, type LogRecord, logRecordBytes } from './log-record.js';
-import { logRecordJson } from './log-record-json.js';
+import { logRecordJson, oneDecimal, utf8AsLatin1 } from './log-record-json.js';
 import { scoreAndLog } from './logged-scoring.js';
 
 /** More runs with FUZZ_RUNS (e.g. 100000), fewer by default so CI stays quick. */
@@ -184,5 +185,74 @@ describe('logRecordJson', () => {
     });
     expect(logRecordJson(r)).toBe(canonicalize(r));
     expect(logRecordJson(r)).toContain('"context":{"jurisdiction":"DE"}');
+  });
+});
+
+describe('scoringRecordUtf8 (the bytes of scoreAndLog)', () => {
+  it('when it writes the engine’s own strings without JSON.stringify, then JSON would not escape them', () => {
+    // Every explain entry (each factor, each marker), lever name and direction, scenario name and the model
+    // version: scoringRecordUtf8 writes them between quotes as they are.
+    const attributionPerMarker = [-100, -20, 0, 20, 100];
+    const own = [
+      ...FACTORS.flatMap((f) => [
+        f.name,
+        f.direction ?? '+',
+        ...attributionPerMarker.map((a) => entryText(f.name, a)),
+      ]),
+      'p10',
+      'p50',
+      'p90',
+    ];
+    expect(new Set(own.filter((s) => s.startsWith('factor:')).map((s) => s.at(-1))).size).toBe(5);
+    for (const s of own) expect(JSON.stringify(s)).toBe(`"${s}"`);
+  });
+
+  it('when given any well-formed string, then utf8AsLatin1 holds its UTF-8 bytes one per character', () => {
+    fc.assert(
+      fc.property(anyString, (s) => {
+        fc.pre((s as string & { isWellFormed(): boolean }).isWellFormed());
+        const held = utf8AsLatin1(s);
+        expect(Buffer.from(held, 'latin1')).toEqual(Buffer.from(s, 'utf8'));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('when a number is written by oneDecimal, then it is what String (and JSON) writes', () => {
+    for (let k = 0; k <= 20_000; k++) expect(oneDecimal(k / 10)).toBe(String(k / 10));
+    for (const x of [-0, -0.1, -12.5, 1e-7, 0.05, 0.15, 1e15, 1e16 + 0.5, 1e21, 1e300, 5e-324]) {
+      expect(oneDecimal(x)).toBe(String(x));
+    }
+    fc.assert(
+      fc.property(anyNumber, (x) => {
+        expect(oneDecimal(x)).toBe(String(x));
+        expect(oneDecimal(Math.round(x * 10) / 10)).toBe(String(Math.round(x * 10) / 10));
+      }),
+      { numRuns: RUNS * 10 },
+    );
+  });
+
+  it('when a scoring’s subject, context and result take every form, then the bytes are canonical', () => {
+    // Non-ASCII and escaped subjects, every context key present or missing, integer and fractional inputs.
+    for (const subject of ['a', 'é⇈😀', '"\\\u0000\u2028', '']) {
+      for (const context of [
+        { jurisdiction: 'US-CA' },
+        { jurisdiction: 'DE', utilization: 0.97, on_time_ratio: 0.4, history_months: 3 },
+        { jurisdiction: 'GB', debt_to_income: 0, inquiries_12m: 0, utilization: 1, on_time_ratio: 1 },
+      ]) {
+        const bytes = scoreAndLog(subject, context).logBytes;
+        expect(text(bytes)).toBe(canonicalize(JSON.parse(text(bytes))));
+        expect(Buffer.from(bytes)).toEqual(Buffer.from(text(bytes), 'utf8'));
+      }
+    }
+  });
+
+  it('when two scorings follow each other, then the first one’s bytes are not overwritten', () => {
+    const first = scoreAndLog('first', { jurisdiction: 'DE', utilization: 0.3 }).logBytes;
+    const copy = Uint8Array.from(first);
+    scoreAndLog('second, a longer subject than the first', { jurisdiction: 'US', utilization: 0.9 });
+    expect(first).toEqual(copy);
+    expect(first.byteOffset).toBe(0);
+    expect(first.buffer.byteLength).toBe(first.length);
   });
 });

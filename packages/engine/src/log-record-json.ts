@@ -37,12 +37,21 @@ export function logRecordJson(record: LogRecord): string | undefined {
 }
 
 /**
- * The same JSON for a scoring the engine just made (`scoreAndLog`): its context passed `assertValidContext`
- * (known keys, finite numbers, an ASCII jurisdiction) and its result was built by the engine, so the shape
- * checks of `logRecordJson` are skipped; only the free-text subject and the policy version are checked for
- * lone surrogates (undefined then, and the caller takes the generic path). `schema` is the record's tag.
+ * The same JSON for a scoring the engine just made (`scoreAndLog`), as its UTF-8 bytes held in a one-byte
+ * ("latin1") string: each character is one byte of the UTF-8 encoding, so writing it out as latin1 is a
+ * plain copy (several times cheaper than UTF-8 encoding the two-byte string the explain markers would
+ * otherwise make). Its context passed `assertValidContext` (known keys, finite numbers, an ASCII
+ * jurisdiction) and its result was built by the engine, so the shape checks of `logRecordJson` are skipped;
+ * only the free-text subject and the policy version are checked for lone surrogates (undefined then, and the
+ * caller takes the generic path). `schema` is the record's tag.
+ *
+ * Written out piece by piece in canonical key order, with no copy of the record for JSON.stringify to walk.
+ * Numbers are written by `String`, which is JSON.stringify's form for finite numbers (-0 as `0` in both); the
+ * jurisdiction, the lever names and directions and the scenario names are ASCII that JSON does not escape,
+ * and the explain entries are the engine's own strings, which JSON does not escape either (both tested); the
+ * subject, policy version and schema go through JSON.stringify.
  */
-export function scoringRecordJson(
+export function scoringRecordUtf8(
   schema: string,
   policyVersion: string,
   subject: string,
@@ -51,30 +60,65 @@ export function scoringRecordJson(
 ): string | undefined {
   if (!(subject as WellFormedCheck).isWellFormed() || !(policyVersion as WellFormedCheck).isWellFormed())
     return undefined;
-  const contextCopy: Record<string, unknown> = {};
-  for (const key of CONTEXT_KEYS) {
+  let json = '{"context":{';
+  let first = true;
+  for (let k = 0; k < CONTEXT_KEYS.length; k++) {
+    const key = CONTEXT_KEYS[k] as (typeof CONTEXT_KEYS)[number];
     const value = context[key];
-    if (value !== undefined) contextCopy[key] = value;
+    if (value === undefined) continue;
+    json += `${first ? '' : ','}"${key}":${key === 'jurisdiction' ? `"${value}"` : String(value)}`;
+    first = false;
   }
+  json += `},"model_version":"${MODEL_VERSION}","policy_version":${utf8AsLatin1(JSON.stringify(policyVersion))},"result":{"levers":[`;
   const { levers, scenarios } = result;
-  const leverCopies = new Array(levers.length);
   for (let i = 0; i < levers.length; i++) {
     const lever = levers[i] as ScoreResult['levers'][number];
-    leverCopies[i] = { delta: lever.delta, direction: lever.direction, name: lever.name, step: lever.step };
+    json += `${i === 0 ? '' : ','}{"delta":${oneDecimal(lever.delta)},"direction":"${lever.direction}","name":"${lever.name}","step":${String(lever.step)}}`;
   }
-  const scenarioCopies = new Array(scenarios.length);
+  json += '],"scenarios":[';
   for (let i = 0; i < scenarios.length; i++) {
     const scenario = scenarios[i] as ScoreResult['scenarios'][number];
-    scenarioCopies[i] = { explain: scenario.explain, name: scenario.name, score: scenario.score };
+    json += `${i === 0 ? '' : ','}{"explain":[`;
+    const { explain } = scenario;
+    for (let j = 0; j < explain.length; j++)
+      json += `${j === 0 ? '"' : ',"'}${explainUtf8(explain[j] as string)}"`;
+    json += `],"name":"${scenario.name}","score":${oneDecimal(scenario.score)}}`;
   }
-  return JSON.stringify({
-    context: contextCopy,
-    model_version: MODEL_VERSION,
-    policy_version: policyVersion,
-    result: { levers: leverCopies, scenarios: scenarioCopies },
-    schema,
-    subject,
-  });
+  return `${json}]},"schema":${utf8AsLatin1(JSON.stringify(schema))},"subject":${utf8AsLatin1(JSON.stringify(subject))}}`;
+}
+
+/** Printable ASCII and DEL: all JSON.stringify leaves of the controls, as it escapes them. */
+/**
+ * `String(x)` (JSON's form of a finite number) of a number the engine rounded to one decimal (scores, lever
+ * deltas), made from integers: about half the cost of the shortest round-trip conversion. When x is the
+ * double nearest k/10 for an integer k, "w.t" (or "w" when t is 0) parses back to x and nothing shorter
+ * does, so it is exactly what String writes; any other number is given to String.
+ */
+export function oneDecimal(x: number): string {
+  const k = Math.round(x * 10);
+  if (k / 10 !== x || !(k >= 0 && k <= 1e15)) return String(x);
+  const whole = Math.floor(k / 10);
+  const tenth = k - whole * 10;
+  return tenth === 0 ? String(whole) : `${whole}.${tenth}`;
+}
+
+const ASCII = /^[ -\x7f]*$/;
+
+/** A well-formed string's UTF-8 bytes as a one-byte string (itself when it is printable ASCII). */
+export function utf8AsLatin1(text: string): string {
+  return ASCII.test(text) ? text : Buffer.from(text, 'utf8').toString('latin1');
+}
+
+/** `utf8AsLatin1` of each explain entry, made once: there are a few dozen distinct entries. */
+const EXPLAIN_UTF8 = new Map<string, string>();
+
+function explainUtf8(entry: string): string {
+  let bytes = EXPLAIN_UTF8.get(entry);
+  if (bytes === undefined) {
+    bytes = utf8AsLatin1(entry);
+    EXPLAIN_UTF8.set(entry, bytes);
+  }
+  return bytes;
 }
 
 function canonicalCopy(record: LogRecord) {

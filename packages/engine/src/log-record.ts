@@ -1,6 +1,6 @@
 import canonicalize from 'canonicalize';
 import { MODEL_VERSION } from './factor-table.js';
-import { logRecordJson, scoringRecordJson } from './log-record-json.js';
+import { logRecordJson, scoringRecordUtf8 } from './log-record-json.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
 /** The schema tag of a scoring's log record. */
@@ -105,7 +105,7 @@ export function logRecordBytes(record: LogRecord): Uint8Array {
 }
 
 /**
- * `logRecordBytes` of the record of a scoring the engine just made (see `scoringRecordJson`): the same
+ * `logRecordBytes` of the record of a scoring the engine just made (see `scoringRecordUtf8`): the same
  * bytes without re-checking the shape the engine guarantees.
  */
 export function scoringRecordBytes(input: {
@@ -114,14 +114,14 @@ export function scoringRecordBytes(input: {
   context: ScoreContext;
   result: ScoreResult;
 }): Uint8Array {
-  const text = scoringRecordJson(
+  const bytes = scoringRecordUtf8(
     LOG_SCHEMA,
     input.policy_version,
     input.subject,
     input.context,
     input.result,
   );
-  return text === undefined ? canonicalBytes(buildLogRecord(input)) : utf8Bytes(text);
+  return bytes === undefined ? canonicalBytes(buildLogRecord(input)) : latin1Bytes(bytes);
 }
 
 /**
@@ -131,4 +131,19 @@ export function scoringRecordBytes(input: {
  */
 function utf8Bytes(text: string): Uint8Array {
   return new Uint8Array(Buffer.from(text, 'utf8'));
+}
+
+/** A scratch buffer the one-byte strings are written into before their bytes are copied out. */
+const SCRATCH = Buffer.allocUnsafeSlow(1 << 16);
+const SCRATCH_BYTES = new Uint8Array(SCRATCH.buffer, SCRATCH.byteOffset, SCRATCH.length);
+
+/**
+ * The bytes a one-byte string holds (see `scoringRecordUtf8`), as a plain Uint8Array over an ArrayBuffer of
+ * its own, never the scratch buffer: written into the scratch buffer, then copied out by `slice`, which
+ * measured cheaper than a Buffer of its own or one from the shared pool copied out.
+ */
+function latin1Bytes(text: string): Uint8Array {
+  if (text.length > SCRATCH.length) return new Uint8Array(Buffer.from(text, 'latin1'));
+  const length = SCRATCH.write(text, 0, 'latin1');
+  return SCRATCH_BYTES.slice(0, length);
 }

@@ -18,6 +18,19 @@ export function scoreContext(context: ScoreContext, policy: Pick<Policy, 'weight
 }
 
 function scenario(breakdown: ScoreBreakdown, q: ScenarioName): Scenario {
-  const top = topAttributions(breakdown.factors, (f: FactorBreakdown) => f.attribution[q]);
-  return { name: q, score: breakdown.score[q], explain: top.map((f) => entryText(f.name, f.attribution[q])) };
+  // One accessor per scenario, made once, rather than a closure and a `map` per scenario of every scoring.
+  const attributionOf = ATTRIBUTION_OF[q];
+  const top = topAttributions(breakdown.factors, attributionOf);
+  const explain = new Array<string>(top.length);
+  for (let i = 0; i < top.length; i++) {
+    const f = top[i] as FactorBreakdown;
+    explain[i] = entryText(f.name, attributionOf(f));
+  }
+  return { name: q, score: breakdown.score[q], explain };
 }
+
+const ATTRIBUTION_OF: Readonly<Record<ScenarioName, (f: FactorBreakdown) => number>> = {
+  p10: (f) => f.attribution.p10,
+  p50: (f) => f.attribution.p50,
+  p90: (f) => f.attribution.p90,
+};
