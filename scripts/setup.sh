@@ -11,6 +11,8 @@ _ss_patches_stamp="$_ss_setup_root/node_modules/.patches.sha256"
 _ss_patches_stale=""
 if [ -d "$_ss_setup_root/node_modules" ] && [ "$(cat "$_ss_patches_stamp" 2>/dev/null)" != "$_ss_patches_sum" ]; then
   _ss_patches_stale=1
+  # No stamp until the new patches applied: a failed install is retried by the next run.
+  rm -f "$_ss_patches_stamp"
   for _ss_patch in "$_ss_setup_root"/patches/*.patch; do
     _ss_package="$(basename "$_ss_patch" | sed -e 's/+[^+]*\.patch$//' -e 's/+/\//')"
     rm -rf "${_ss_setup_root:?}/node_modules/$_ss_package"

@@ -54,7 +54,7 @@ forEachDatabase('createApp', ({ storage }) => {
       method: 'PUT',
     });
     expect(onTemplate.status).toBe(405);
-    expect(onTemplate.headers.get('allow')).toBe('GET, DELETE, PATCH');
+    expect(onTemplate.headers.get('allow')).toBe('GET, HEAD, DELETE, PATCH');
   });
 
   it('answers an invalid query parameter with every problem listed', async () => {

@@ -77,6 +77,20 @@ forEachDatabase('the published contract', ({ storage }) => {
     expect(raw.bytes).toBeLessThan(1_000_000);
     const again = await fetch(url, { headers: { 'if-none-match': String(raw.headers.etag) } });
     expect(again.status).toBe(304);
+    // The identity representation has a tag of its own (RFC 9110 §8.8.3), and tags compare weakly.
+    const identity = await fetch(url, { headers: { 'accept-encoding': 'identity' } });
+    const identityTag = String(identity.headers.get('etag'));
+    expect(identityTag).not.toBe(String(raw.headers.etag));
+    for (const ifNoneMatch of [identityTag, `W/${identityTag}`, `"other", ${identityTag}`, '*']) {
+      const cached = await fetch(url, {
+        headers: { 'accept-encoding': 'identity', 'if-none-match': ifNoneMatch },
+      });
+      expect(cached.status, ifNoneMatch).toBe(304);
+    }
+    const stale = await fetch(url, {
+      headers: { 'accept-encoding': 'identity', 'if-none-match': '"other"' },
+    });
+    expect(stale.status).toBe(200);
   });
 
   it('do not echo a Host header that is not a plain host', async () => {

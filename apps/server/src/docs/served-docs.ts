@@ -88,16 +88,28 @@ export function servedFile(
     res.type(type);
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('Vary', 'Accept-Encoding, Host');
-    res.setHeader('ETag', prepared.etag);
+    const gzipped = acceptsGzip(req);
+    // Each representation has its own tag (RFC 9110 §8.8.3): the gzipped one's ends in `-gzip`.
+    const etag = gzipped ? `${prepared.etag.slice(0, -1)}-gzip"` : prepared.etag;
+    res.setHeader('ETag', etag);
     if (prepared.csp !== undefined) res.setHeader('Content-Security-Policy', prepared.csp);
-    if (req.headers['if-none-match'] === prepared.etag) {
+    if (noneMatchHits(req.headers['if-none-match'], etag)) {
       res.status(304).end();
       return;
     }
-    const gzipped = acceptsGzip(req);
     const body = gzipped ? await prepared.gzipped : prepared.body;
     if (gzipped) res.setHeader('Content-Encoding', 'gzip');
     res.setHeader('Content-Length', String(body.length));
     res.end(req.method === 'HEAD' ? undefined : body);
   };
+}
+
+/**
+ * Whether an `If-None-Match` header names `etag`: `*`, or a list of tags compared weakly (RFC 9110
+ * §13.1.2: `W/"x"` matches `"x"`).
+ */
+export function noneMatchHits(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }

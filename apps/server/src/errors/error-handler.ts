@@ -32,7 +32,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
       // Nobody is left to answer: no problem, no stack, no 5xx (defect #5). Or the request timeout cut it
       // off, and its 408 went out on the socket (http/client-error.ts).
       const what = requestTimedOut(req.socket) ? 'the request timed out' : 'client aborted the request';
-      options.logger.info(what, { requestId, method: req.method, path: req.path });
+      options.logger.info(what, { requestId, method: res.locals.head ? 'HEAD' : req.method, path: req.path });
       res.statusCode = CLIENT_CLOSED_REQUEST;
       res.destroy();
       return;

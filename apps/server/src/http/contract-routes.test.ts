@@ -23,8 +23,8 @@ describe('allowedMethodsLookup', () => {
 
   it('gives the methods of the path a concrete path matches', () => {
     expect(allowed('/v1/scoring/score')).toEqual(['POST']);
-    expect(allowed('/v1/webhooks/wh_01JZ4VD5E7F9G1H3J5K7M9N1P3')).toEqual(['GET', 'DELETE', 'PATCH']);
-    expect(allowed('/v1/logs/anything')).toEqual(['GET']);
+    expect(allowed('/v1/webhooks/wh_01JZ4VD5E7F9G1H3J5K7M9N1P3')).toEqual(['GET', 'HEAD', 'DELETE', 'PATCH']);
+    expect(allowed('/v1/logs/anything')).toEqual(['GET', 'HEAD']);
   });
 
   it('gives nothing for a path the contract does not have', () => {

@@ -53,6 +53,11 @@ export function allowedMethodsLookup(
     matcher.methods.push(method.toUpperCase());
     byPath.set(path, matcher);
   }
+  // HEAD is answered wherever GET is (http/head-requests.ts).
+  for (const matcher of byPath.values()) {
+    const get = matcher.methods.indexOf('GET');
+    if (get >= 0) matcher.methods.splice(get + 1, 0, 'HEAD');
+  }
   const matchers = [...byPath.values()];
   return (path) => matchers.find((m) => m.pattern.test(path))?.methods;
 }

@@ -58,5 +58,25 @@ forEachDatabase('HEAD requests', ({ storage }) => {
     });
     expect(postOnly.status).toBe(405);
     expect(postOnly.headers.allow).toBe('POST');
+    // A path that takes GET lists HEAD beside it.
+    const put = await exchange(`${server.url}/v1/scoring/policies/DE`, 'PUT', {
+      authorization: `Bearer ${key}`,
+    });
+    expect(put.status).toBe(405);
+    expect(put.headers.allow).toBe('GET, HEAD');
+  });
+
+  it('tells the size of a log record with HEAD', async () => {
+    const scored = await server.request('/v1/scoring/score', {
+      key,
+      body: { subject: 'head-size', context: { jurisdiction: 'DE', utilization: 0.3 } },
+    });
+    const { log_cid } = (await scored.json()) as { log_cid: string };
+    const headers = { authorization: `Bearer ${key}` };
+    const get = await exchange(`${server.url}/v1/logs/${log_cid}`, 'GET', headers);
+    const head = await exchange(`${server.url}/v1/logs/${log_cid}`, 'HEAD', headers);
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+    expect(head.headers['content-length']).toBe(String(get.body.length));
   });
 });

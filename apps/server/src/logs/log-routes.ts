@@ -8,6 +8,8 @@ export function logRoute(logs: Pick<LogStore, 'get'>): OperationHandler<'getLogR
     const bytes = await readLogRecord(logs, res.locals.apiKey.tenantId, req.params.cid);
     // Sent as is, never re-serialised: a single changed byte would change the CID.
     res.status(200).setHeader('Content-Type', 'application/json');
+    // Explicit, so a HEAD tells the record's size too (Node leaves it out of a body it does not send).
+    res.setHeader('Content-Length', String(bytes.byteLength));
     res.end(bytes);
   };
 }
