@@ -32,10 +32,12 @@ export interface LoadTarget {
  * /proc; undefined where there is no /proc. Unlike requests/s, CPU time per request hardly moves with
  * what else runs on the machine.
  */
-function cpuTimes(pid: number | undefined): { all: number; main: number } | undefined {
+export function cpuTimes(pid: number | undefined): { all: number; main: number } | undefined {
   if (pid === undefined) return undefined;
   const ticks = (file: string) => {
-    const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const stat = readFileSync(file, 'utf8');
+    // After the command name, which may itself hold ') '.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[11]) + Number(fields[12]);
   };
   try {

@@ -10,11 +10,10 @@
  *
  *   npm run bench:runs -- [--rounds 3] [--db both|sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { benchContext } from '../lib/bench-inputs.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
-import { measure, median } from '../lib/load-report.ts';
+import { cpuTimes, measure, median } from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -52,13 +51,7 @@ interface RunTiming {
 
 /** A process's CPU time so far (user + system, all threads) in µs, from /proc; NaN elsewhere. */
 function processCpuUs(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // clock ticks of 1/100 s
-  } catch {
-    return Number.NaN;
-  }
+  return cpuTimes(pid)?.all ?? Number.NaN;
 }
 
 /** Submits `count` runs at once and polls until every one completed. */
