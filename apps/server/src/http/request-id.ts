@@ -12,7 +12,6 @@ export const requestId: RequestHandler = (req, res, next) => {
   res.locals.requestId = id;
   res.locals.requestIdGenerated = !valid;
   res.setHeader('X-Request-Id', id);
-  res.setHeader('X-Content-Type-Options', 'nosniff');
   next();
 };
 
