@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
 import { requestTimedOut } from '../http/client-error.js';
+import { requestMethod } from '../http/head-requests.js';
 import { describeError, type Logger } from '../logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
@@ -32,13 +33,13 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
       // Nobody is left to answer: no problem, no stack, no 5xx (defect #5). Or the request timeout cut it
       // off, and its 408 went out on the socket (http/client-error.ts).
       const what = requestTimedOut(req.socket) ? 'the request timed out' : 'client aborted the request';
-      options.logger.info(what, { requestId, method: res.locals.head ? 'HEAD' : req.method, path: req.path });
+      options.logger.info(what, { requestId, method: requestMethod(req, res), path: req.path });
       res.statusCode = CLIENT_CLOSED_REQUEST;
       res.destroy();
       return;
     }
     let appError = translateError(error, {
-      method: req.method,
+      method: requestMethod(req, res),
       path: req.path,
       bodyLimitBytes: options.bodyLimitBytes,
       allowedMethods: options.allowedMethods,
@@ -46,7 +47,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
     if (appError === undefined) {
       options.logger.error('unexpected error', {
         requestId,
-        method: req.method,
+        method: requestMethod(req, res),
         path: req.path,
         error: describeError(error),
       });

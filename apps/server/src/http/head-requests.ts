@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 
 /**
  * Answers HEAD wherever GET is answered (RFC 9110 §9.3.2: a server must support HEAD where it supports
@@ -13,3 +13,8 @@ export const headAsGet: RequestHandler = (req, res, next) => {
   }
   next();
 };
+
+/** The method the request came with, for logs: HEAD for a HEAD served as its GET. */
+export function requestMethod(req: Request, res: Response): string {
+  return res.locals.head ? 'HEAD' : req.method;
+}

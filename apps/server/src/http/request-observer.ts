@@ -4,6 +4,7 @@ import type { Logger } from '../logging/logger.js';
 import type { RequestLine } from '../logging/request-line.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { requestTimedOut } from './client-error.js';
+import { requestMethod } from './head-requests.js';
 
 /** Probes that succeed are not logged: a load balancer asks every few seconds, and the lines say nothing. */
 const QUIET_WHEN_OK = new Set(['getHealth', 'getReadiness']);
@@ -41,7 +42,7 @@ export function observeRequests(
         requestId: res.locals.requestId,
         tenant: res.locals.apiKey?.tenantId,
         operation,
-        method: res.locals.head ? 'HEAD' : req.method,
+        method: requestMethod(req, res),
         status,
         durationMs: Math.round(durationMs * 100) / 100,
       };
