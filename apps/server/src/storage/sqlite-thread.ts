@@ -17,10 +17,11 @@ import {
 /**
  * The thread that owns the SQLite connection, as source evaluated by the Worker (like the checkpointer's:
  * dependency-free, so the built server and the TypeScript tests run the same code). It opens the file,
- * registers `log_leaf_hash` (for the log's queuing trigger), applies the pragmas, then runs one statement per message and answers with its rows or its changes.
- * Prepared statements are kept for the most recent SQL texts; `begin` becomes `begin immediate`, since
- * every transaction here writes and taking the write lock up front lets busy_timeout wait for another
- * process instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
+ * registers `log_leaf_hash` (for the log's queuing trigger), applies the pragmas, then runs one statement
+ * per message and answers with its rows or its changes. Prepared statements are kept for the most recent
+ * SQL texts. A transaction begins with `begin immediate`, sent with its first statement: every
+ * transaction here writes, and taking the write lock up front lets busy_timeout wait for another process
+ * instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -61,7 +62,7 @@ function prepare(sql) {
   if (entry !== undefined) {
     cache.delete(sql);
   } else {
-    const statement = database.prepare(sql.trim().toLowerCase() === 'begin' ? 'begin immediate' : sql);
+    const statement = database.prepare(sql);
     entry = { statement, reader: statement.columns().length > 0 };
     if (cache.size >= workerData.statementCacheSize) cache.delete(cache.keys().next().value);
   }
@@ -78,7 +79,7 @@ if (database !== undefined) parentPort.on('message', (message) => {
   try {
     if (begin) {
       try {
-        prepare('begin').statement.run();
+        prepare('begin immediate').statement.run();
       } catch (error) {
         parentPort.postMessage({ id, error: describe(error), notBegun: true });
         return;
