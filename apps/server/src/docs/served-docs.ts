@@ -21,6 +21,8 @@ interface Prepared {
   /** Compressed on libuv's thread pool, not on the event loop (the docs page is megabytes). */
   gzipped: Promise<Buffer>;
   etag: string;
+  /** The gzipped body's tag: each representation has its own (RFC 9110 §8.8.3). */
+  gzippedEtag: string;
   /** This body's own Content-Security-Policy, when the file has one. */
   csp: string | undefined;
 }
@@ -31,7 +33,7 @@ function prepare(text: string, csp: ((text: string) => string) | undefined): Pre
   const gzipped = gzip(body);
   // Awaited by the requests that take gzip; until one does, a failure must not count as unhandled.
   gzipped.catch(() => {});
-  return { body, gzipped, etag, csp: csp?.(text) };
+  return { body, gzipped, etag, gzippedEtag: `${etag.slice(0, -1)}-gzip"`, csp: csp?.(text) };
 }
 
 /** Whether the client takes gzip (`Accept-Encoding: gzip`, not with q=0). */
@@ -89,8 +91,7 @@ export function servedFile(
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('Vary', 'Accept-Encoding, Host');
     const gzipped = acceptsGzip(req);
-    // Each representation has its own tag (RFC 9110 §8.8.3): the gzipped one's ends in `-gzip`.
-    const etag = gzipped ? `${prepared.etag.slice(0, -1)}-gzip"` : prepared.etag;
+    const etag = gzipped ? prepared.gzippedEtag : prepared.etag;
     res.setHeader('ETag', etag);
     if (prepared.csp !== undefined) res.setHeader('Content-Security-Policy', prepared.csp);
     if (noneMatchHits(req.headers['if-none-match'], etag)) {
