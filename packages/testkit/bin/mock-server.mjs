@@ -172,13 +172,15 @@ const server = createServer((incoming, outgoing) => {
   incoming.on('data', (chunk) => chunks.push(chunk));
   incoming.on('end', async () => {
     const body = Buffer.concat(chunks);
+    // HEAD is answered as its GET, as the server does (Node sends no body for a HEAD).
+    const method = incoming.method === 'HEAD' ? 'GET' : incoming.method;
     try {
-      let answered = await forward(incoming.method, incoming.url, incoming.headers, body);
+      let answered = await forward(method, incoming.url, incoming.headers, body);
       // Prism looks for a `Prefer`d example before it validates: when the operation has no such example,
       // ask again without `Prefer`, to learn whether the request itself is invalid.
       if (isPrismNotFound(answered) && incoming.headers.prefer !== undefined) {
         const { prefer: _, ...withoutPrefer } = incoming.headers;
-        const retried = await forward(incoming.method, incoming.url, withoutPrefer, body);
+        const retried = await forward(method, incoming.url, withoutPrefer, body);
         if (requestViolations(retried.headers['sl-violations']).length > 0) answered = retried;
       }
       // Prism takes an empty header for a missing one; the contract says an Idempotency-Key has at least

@@ -152,6 +152,20 @@ describe('API keys', () => {
   });
 });
 
+describe('HEAD', () => {
+  it('is answered wherever GET is, with the same status and type and no body', async () => {
+    const headers = { authorization: `Bearer ${target.apiKey}` };
+    for (const path of ['/healthz', '/v1/scoring/policies/DE']) {
+      const get = await fetch(`${target.baseUrl}${path}`, { headers });
+      const head = await fetch(`${target.baseUrl}${path}`, { method: 'HEAD', headers });
+      expect(head.status, path).toBe(get.status);
+      expect(head.status, path).toBe(200);
+      expect(head.headers.get('content-type'), path).toBe(get.headers.get('content-type'));
+      expect((await head.arrayBuffer()).byteLength, path).toBe(0);
+    }
+  });
+});
+
 describe('documented operations only', () => {
   it('answers an unknown path with 404', async () => {
     const { response, error } = await client.GET(
