@@ -2,8 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
+import { parse } from 'node:url';
 import express from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadContract } from '../contract.js';
 
@@ -11,7 +13,8 @@ import { loadContract } from '../contract.js';
  * patches/express-openapi-validator+<version>.patch (applied by patch-package on `npm install`) removes
  * per-request costs of the validator: walking and keying every route of the document on every request (a
  * route table built once instead), a promise turn per middleware once the spec is loaded, and calling the
- * deprecated `url.parse` (which walks the stack each time) for requests without a query; and two start-up
+ * deprecated `url.parse` (which walks the stack each time, and warns DEP0169 on every server's start, whose
+ * warm-up sends a query) where the query it gives is written out (`legacyQuery`); and two start-up
  * costs: compiling the OpenAPI schema even when `validateApiSpec` is false (a production start, see
  * contract-validation.ts), and compiling every component schema in the schema preprocessor only to read
  * the schema back. These tests fail when an upgrade makes the patch moot (another version is installed:
@@ -42,7 +45,10 @@ describe('the express-openapi-validator patch', () => {
     expect(source('openapi.metadata.js')).toContain(
       'for (const { expressRoute, openApiRoute, pathKey, regexp, paramKeys } of routeTable(pathOpts)) {',
     );
-    expect(source('parsers/req.parameter.mutator.js')).toContain("req.originalUrl.includes('?')");
+    expect(source('parsers/req.parameter.mutator.js')).toContain(
+      'this.parseQueryStringUndecoded(legacyQuery(req.originalUrl))',
+    );
+    expect(source('parsers/req.parameter.mutator.js')).not.toContain('require("url")');
     // The OpenAPI schema's validator is built inside `if (validateApiSpec)`, not before it.
     const framework = readFileSync(join(packageRoot, 'dist/framework/index.js'), 'utf8');
     expect(framework).toMatch(/if \(validateApiSpec\) \{\s*(\/\/[^\n]*\s*)*const validator = new/);
@@ -70,6 +76,40 @@ describe('the express-openapi-validator patch', () => {
       expect(read, ref).toBeDefined();
       expect(read, ref).toBe(preprocessor.ajv.getSchema(ref).schema);
     }
+  });
+
+  it('when a request has a query, then legacyQuery gives what url.parse gave, on any path', () => {
+    const { legacyQuery } = require(
+      join(packageRoot, 'dist/middlewares/parsers/req.parameter.mutator.js'),
+    ) as {
+      legacyQuery: (path: string) => string | null;
+    };
+    const urlParse = (path: string) => {
+      try {
+        return parse(path).query ?? null;
+      } catch {
+        return 'url.parse threw';
+      }
+    };
+    // Every character url.parse treats specially: its split and host characters, the ones it escapes on
+    // its slow path, and what it or its fast path's \s counts as whitespace.
+    const special = [...'?#@/\\&=%\'"<>^`{|}:[]!$()*+,;~ \t\n\r\v\f\u0001\u00a0\u2028\ufeffaé'];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...special), { maxLength: 14 }), (tail) => {
+        const path = `/items/xy${tail.join('')}`;
+        expect(legacyQuery(path)).toBe(urlParse(path));
+      }),
+      { numRuns: 20_000 },
+    );
+    for (const path of [
+      '/items/xy',
+      '/items/xy?',
+      "/items/xy?a='1'",
+      "/items/xy?a='1'#f",
+      '/a@b?c=<',
+      '/a#b?c',
+    ])
+      expect(legacyQuery(path)).toBe(urlParse(path));
   });
 
   describe('when the document is malformed', () => {
