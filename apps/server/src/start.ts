@@ -1,35 +1,41 @@
 import { ConfigError, loadConfig } from './config/server-config.js';
 import { createLogger, describeError, jsonLogger, type Logger } from './logging/logger.js';
-import { startRuntime } from './runtime.js';
+import { type Runtime, startRuntime } from './runtime.js';
 
 /**
  * Starts the server from the environment (imported by main.ts once it has checked the Node version). On
  * SIGTERM or SIGINT it drains (see Runtime.stop) and exits 0; a second signal during the drain exits 1 at
- * once.
+ * once. The handlers are installed before the start: a signal that comes while the server starts (it may
+ * already listen, and answer) is kept, and the drain begins as soon as the start is done, rather than
+ * Node's default action killing the process mid-start.
  */
 export async function start(): Promise<void> {
   let logger: Logger = jsonLogger;
+  let runtime: Runtime | undefined;
+  let stopping = false;
+  const drain = (started: Runtime) =>
+    started.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('the shutdown failed', { error: describeError(error) });
+        process.exit(1);
+      },
+    );
+  const stop = (signal: string) => {
+    if (stopping) {
+      logger.error('second signal: exiting without finishing the drain', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info('shutting down', { signal });
+    if (runtime) drain(runtime);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
   try {
     const config = loadConfig();
     logger = createLogger(config.logs);
-    const runtime = await startRuntime({ config, logger });
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) {
-        logger.error('second signal: exiting without finishing the drain', { signal });
-        process.exit(1);
-      }
-      stopping = true;
-      logger.info('shutting down', { signal });
-      runtime.stop().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error('the shutdown failed', { error: describeError(error) });
-          process.exit(1);
-        },
-      );
-    };
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
+    runtime = await startRuntime({ config, logger });
+    if (stopping) await drain(runtime);
   } catch (error) {
     // A bad environment is told in plain words, every bad variable at once.
     if (error instanceof ConfigError) console.error(error.message);

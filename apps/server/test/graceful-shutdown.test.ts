@@ -125,3 +125,22 @@ it('on SIGTERM stops accepting, closes idle connections, answers every request i
     await server.stop('SIGKILL');
   }
 });
+
+it('keeps a SIGTERM sent while it starts: the start completes, then it drains and exits 0', async () => {
+  // A data directory of its own, so this start creates the first key, a line printed mid-start (before
+  // it listens), when Node's default action for SIGTERM would kill a process with no handler yet.
+  const fresh = await createTestDatabase('sqlite');
+  const server = new BuiltServer({ DATA_DIR: fresh.options.dataDir, SHUTDOWN_DRAIN_DELAY: '0s' });
+  try {
+    await server.waitFor(/Created an API key/);
+    server.kill('SIGTERM');
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(server.output).toMatch(/listening on http/);
+    expect(server.logLines().map((line) => line.message)).toEqual(
+      expect.arrayContaining(['shutting down', 'started', 'stopped']),
+    );
+  } finally {
+    if (server.running) await server.stop('SIGKILL');
+    await fresh.dispose();
+  }
+});
