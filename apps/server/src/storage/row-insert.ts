@@ -7,6 +7,8 @@ export interface RowInsert<Row> {
   columns: readonly (keyof Row & string)[];
   /** Columns of a unique key: a row already present there is left alone (`on conflict (…) do nothing`). */
   onConflictDoNothing?: readonly (keyof Row & string)[];
+  /** Columns of the inserted rows the statement returns (`returning …`). */
+  returning?: readonly (keyof Row & string)[];
 }
 
 /** SQL texts made so far, by dialect, shape and row count: a run's batches repeat the same few. */
@@ -18,38 +20,80 @@ const MAX_TEXTS = 256;
  * are the rows' values in column order: the same statement Kysely's query builder makes, without
  * building and compiling a query tree of thousands of value nodes each time (a run batch's INSERTs
  * carry 5,000 to 7,000 parameters). The caller keeps `rows.length × columns` below the dialect's limit
- * on bound parameters (SQLite 32766, PostgreSQL 65535).
+ * on bound parameters (SQLite 32766, PostgreSQL 65535). With `shared`, columns that may hold one value in
+ * every row (see `rowInsertQuery`).
  */
 export async function insertRows<Row extends object>(
   db: Kysely<Database>,
   insert: RowInsert<Row>,
   rows: readonly Row[],
+  shared: readonly (keyof Row & string)[] = [],
 ): Promise<void> {
   if (rows.length === 0) return;
-  await db.executeQuery(rowInsertQuery(db, insert, rows));
+  await db.executeQuery(rowInsertQuery(db, insert, rows, shared));
 }
 
-/** The statement `insertRows` runs (every column of `insert.columns` given for each row; undefined is NULL). */
+/**
+ * The statement `insertRows` runs (every column of `insert.columns` given for each row; undefined is NULL).
+ * When every row holds the same value in each of the `shared` columns (a run batch's run id, tenant and
+ * time), that value is one numbered parameter (`?1`, `$1`) which every row refers to (see `sharedInsertText`): it is cloned to the
+ * SQLite thread, or encoded for PostgreSQL, and bound once instead of once per row. Otherwise (a single row,
+ * rows that differ there, or no `shared`) the text is Kysely's.
+ */
 export function rowInsertQuery<Row extends object>(
   db: Kysely<Database>,
   insert: RowInsert<Row>,
   rows: readonly Row[],
+  shared: readonly (keyof Row & string)[] = [],
 ): CompiledQuery {
-  const { columns } = insert;
   const postgres = usesNumberedParameters(db);
-  const key = `${postgres ? 'pg' : 'lite'} ${insert.table} ${columns.join(',')} ${insert.onConflictDoNothing?.join(',') ?? ''} ${rows.length}`;
+  const first = rows[0] as Record<string, unknown> | undefined;
+  const sharing =
+    shared.length > 0 &&
+    rows.length > 1 &&
+    first !== undefined &&
+    rows.every((row) => shared.every((column) => (row as Record<string, unknown>)[column] === first[column]));
+  const once = sharing ? insert.columns.filter((column) => shared.includes(column)) : [];
+  const perRow = sharing ? insert.columns.filter((column) => !shared.includes(column)) : insert.columns;
+  const key = `${postgres ? 'pg' : 'lite'} ${insert.table} ${insert.columns.join(',')} ${insert.onConflictDoNothing?.join(',') ?? ''} ${insert.returning?.join(',') ?? ''} ${rows.length} ${once.join(',')}`;
   let text = texts.get(key);
   if (text === undefined) {
-    text = insertText(insert, rows.length, postgres);
+    text = sharing
+      ? sharedInsertText(insert, once, rows.length, postgres)
+      : insertText(insert, rows.length, postgres);
     if (texts.size >= MAX_TEXTS) texts.clear();
     texts.set(key, text);
   }
-  const parameters: unknown[] = new Array(rows.length * columns.length);
+  const parameters: unknown[] = new Array(once.length + rows.length * perRow.length);
   let n = 0;
+  for (const column of once) parameters[n++] = first?.[column] ?? null;
   for (const row of rows) {
-    for (const column of columns) parameters[n++] = (row as Record<string, unknown>)[column] ?? null;
+    for (const column of perRow) parameters[n++] = (row as Record<string, unknown>)[column] ?? null;
   }
   return CompiledQuery.raw(text, parameters);
+}
+
+/**
+ * The text where the `once` columns come first, each one numbered parameter that every row refers to
+ * (`?1`, `$1`…), and each row's own values follow. On SQLite those are bare `?`, which SQLite numbers on
+ * from the largest number so far: node:sqlite binds a statement of thousands of numbered parameters
+ * about 20 times slower than bare ones (it looks each one's name up), so only the shared ones are numbered.
+ */
+function sharedInsertText<Row>(
+  insert: RowInsert<Row>,
+  once: readonly string[],
+  rowCount: number,
+  postgres: boolean,
+): string {
+  const own = insert.columns.filter((column) => !once.includes(column));
+  const shared = once.map((_, i) => (postgres ? `$${i + 1}` : `?${i + 1}`));
+  const tuples: string[] = new Array(rowCount);
+  for (let row = 0; row < rowCount; row++) {
+    const first = once.length + row * own.length + 1;
+    const marks = own.map((_, i) => (postgres ? `$${first + i}` : '?'));
+    tuples[row] = `(${[...shared, ...marks].join(', ')})`;
+  }
+  return `insert into "${insert.table}" (${quoted([...once, ...own])}) values ${tuples.join(', ')}${endClauses(insert)}`;
 }
 
 function insertText<Row>(insert: RowInsert<Row>, rowCount: number, postgres: boolean): string {
@@ -61,11 +105,19 @@ function insertText<Row>(insert: RowInsert<Row>, rowCount: number, postgres: boo
       marks[column] = postgres ? `$${row * width + column + 1}` : '?';
     tuples[row] = `(${marks.join(', ')})`;
   }
-  const quoted = (names: readonly string[]) => names.map((name) => `"${name}"`).join(', ');
+  return `insert into "${insert.table}" (${quoted(insert.columns)}) values ${tuples.join(', ')}${endClauses(insert)}`;
+}
+
+function quoted(names: readonly string[]): string {
+  return names.map((name) => `"${name}"`).join(', ');
+}
+
+/** What follows the rows: `on conflict (…) do nothing`, `returning …`. */
+function endClauses<Row>(insert: RowInsert<Row>): string {
   const conflict = insert.onConflictDoNothing
     ? ` on conflict (${quoted(insert.onConflictDoNothing)}) do nothing`
     : '';
-  return `insert into "${insert.table}" (${quoted(insert.columns)}) values ${tuples.join(', ')}${conflict}`;
+  return insert.returning ? `${conflict} returning ${quoted(insert.returning)}` : conflict;
 }
 
 /** PostgreSQL's placeholders are `$1`, `$2`…; SQLite's are `?`. */

@@ -5,6 +5,7 @@ import * as runs from './0003-runs.js';
 import * as attemptBodyReplaced from './0004-attempt-body-replaced.js';
 import * as transparencyLog from './0005-transparency-log.js';
 import * as logLeaves from './0006-log-leaves.js';
+import * as claimDueDeliveries from './0007-claim-due-deliveries.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -18,4 +19,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0004-attempt-body-replaced': attemptBodyReplaced,
   '0005-transparency-log': transparencyLog,
   '0006-log-leaves': logLeaves,
+  '0007-claim-due-deliveries': claimDueDeliveries,
 };

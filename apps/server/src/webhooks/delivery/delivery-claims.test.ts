@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { commitTestEvents, createTestWebhook } from '../../../test/support/test-webhooks.js';
@@ -12,7 +13,7 @@ const secretBox = new SecretBox(randomBytes(32));
 const URL = 'http://127.0.0.1:9/hook';
 const LEASE_MS = 60_000;
 
-forEachDatabase('delivery claims', ({ storage, database }) => {
+forEachDatabase('delivery claims', ({ storage, database, kind }) => {
   const pendingFor = async (tenantId: string, count: number) => {
     const { secret } = await createTestWebhook(storage(), secretBox, {
       tenantId,
@@ -77,6 +78,74 @@ forEachDatabase('delivery claims', ({ storage, database }) => {
       .db.updateTable('deliveries')
       .set({ status: 'cancelled' })
       .where('tenant_id', '=', 'claims-d')
+      .execute();
+  });
+
+  it.runIf(kind === 'postgres')(
+    'reads the due rows in index order and stops at the limit, whatever the statistics say (no sort of every due row)',
+    async () => {
+      // A table that grew since its last ANALYZE (never, here): the planner believes few rows are due.
+      await pendingFor('claims-plan', 2000);
+      const client = new pg.Client({ connectionString: database().options.databaseUrl });
+      await client.connect();
+      try {
+        const plans: string[] = [];
+        client.on('notice', (notice) => plans.push(notice.message ?? ''));
+        await client.query("load 'auto_explain'");
+        await client.query('set auto_explain.log_min_duration = 0');
+        await client.query('set auto_explain.log_nested_statements = on');
+        await client.query('set auto_explain.log_level = notice');
+        const now = new Date().toISOString();
+        const lease = new Date(Date.now() + LEASE_MS).toISOString();
+        const { rows } = await client.query('select id from claim_due_deliveries($1, $2, $3, $4)', [
+          'worker-plan',
+          now,
+          lease,
+          10,
+        ]);
+        expect(rows).toHaveLength(10);
+        const update = plans.find((plan) => plan.includes('Update on deliveries'));
+        expect(update).toContain('Index Scan using deliveries_due_idx');
+        expect(update).not.toMatch(/\bSort\b/);
+        // The setting is the function's own: the session's is as it was.
+        expect((await client.query('show enable_sort')).rows[0]).toEqual({ enable_sort: 'on' });
+      } finally {
+        await client.end();
+      }
+      await releaseClaims(storage(), 'worker-plan');
+      await storage()
+        .db.updateTable('deliveries')
+        .set({ status: 'cancelled' })
+        .where('tenant_id', '=', 'claims-plan')
+        .execute();
+    },
+  );
+
+  it('claims the most overdue first', async () => {
+    await pendingFor('claims-order', 3);
+    const rows = await storage()
+      .db.selectFrom('deliveries')
+      .select('id')
+      .where('tenant_id', '=', 'claims-order')
+      .orderBy('id')
+      .execute();
+    const due = ['2026-11-24T08:00:02.000Z', '2026-11-24T08:00:00.000Z', '2026-11-24T08:00:01.000Z'];
+    for (const [n, row] of rows.entries()) {
+      await storage()
+        .db.updateTable('deliveries')
+        .set({ next_attempt_at: due[n] as string })
+        .where('id', '=', row.id)
+        .execute();
+    }
+    const first = await claim('worker-order', new Date(), 1);
+    expect(first.map((d) => d.dueAt)).toEqual(['2026-11-24T08:00:00.000Z']);
+    const rest = await claim('worker-order', new Date(), 2);
+    expect(rest.map((d) => d.dueAt)).toEqual(['2026-11-24T08:00:01.000Z', '2026-11-24T08:00:02.000Z']);
+    await releaseClaims(storage(), 'worker-order');
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', '=', 'claims-order')
       .execute();
   });
 

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { type Storage, withLeaseDurability } from '../../storage/storage.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 
@@ -23,97 +23,152 @@ export interface ClaimedDelivery {
   secrets: string[];
 }
 
+/** A claimed delivery's row, with its webhook and event as the attempt needs them. */
+interface ClaimedRow {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  failed_scheduled_attempts: number;
+  next_trigger: 'scheduled' | 'manual';
+  next_attempt_at: string | null;
+  /** The webhook's and the event's: null if missing (the delivery is then cancelled, not attempted). */
+  url: string | null;
+  webhook_status: string | null;
+  webhook_deleted_at: string | null;
+  payload: string | null;
+  /** 1/0 on SQLite, true/false on PostgreSQL. */
+  succeeded_before: unknown;
+  /** The sealed secrets valid at the claim's time, current first: json (text on SQLite); null if none. */
+  secrets: string | string[] | null;
+}
+
+type ClaimOptions = { workerId: string; now: Date; leaseMs: number; limit: number };
+
 /**
  * Claims up to `limit` due deliveries for `workerId` with a lease until `now + leaseMs`: pending, due, and
- * not leased by a live worker, the most overdue first. On PostgreSQL the candidate rows are locked with
- * FOR UPDATE SKIP LOCKED, so concurrent instances claim disjoint sets without waiting on each other;
- * SQLite has a single writer. The lease is written without a disk flush of its own (see
- * withLeaseDurability): a lease lost to a power failure only makes the delivery claimable again. Then
- * loads each one's webhook, event payload and valid secrets.
+ * not leased by a live worker, the most overdue first; then loads each one's webhook, event payload and
+ * valid secrets. On PostgreSQL all of it is one round trip, the function claim_due_deliveries (migration
+ * 0007): the candidate rows are locked with FOR UPDATE SKIP LOCKED, so concurrent instances claim disjoint
+ * sets without waiting on each other. SQLite has a single writer. Either way the lease is written without
+ * a disk flush of its own (see withLeaseDurability): a lease lost to a power failure only makes the
+ * delivery claimable again.
  */
 export async function claimDueDeliveries(
   storage: Pick<Storage, 'db' | 'kind'>,
   secretBox: SecretBox,
-  options: { workerId: string; now: Date; leaseMs: number; limit: number },
+  options: ClaimOptions,
 ): Promise<ClaimedDelivery[]> {
-  const { db } = storage;
   const nowIso = options.now.toISOString();
   const lockedUntil = new Date(options.now.getTime() + options.leaseMs).toISOString();
-  const claimed = await withLeaseDurability(storage, (leaseDb) =>
-    leaseDb
-      .updateTable('deliveries')
-      .set({ locked_until: lockedUntil, locked_by: options.workerId })
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('deliveries')
-          .select('id')
-          // A literal, so that SQLite may use the partial index deliveries_due_idx (status = 'pending').
-          .where('status', '=', sql.lit('pending'))
-          .where('next_attempt_at', '<=', nowIso)
-          .where((due) => due.or([due('locked_until', 'is', null), due('locked_until', '<', nowIso)]))
-          .orderBy('next_attempt_at')
-          .limit(options.limit)
-          .$if(storage.kind === 'postgres', (query) => query.forUpdate().skipLocked()),
-      )
-      .returning([
-        'id',
-        'webhook_id',
-        'event_id',
-        'failed_scheduled_attempts',
-        'next_trigger',
-        'next_attempt_at',
-      ])
-      .execute(),
-  );
-  if (claimed.length === 0) return [];
-
-  const details = await db
-    .selectFrom('deliveries as d')
-    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-    .innerJoin('events as e', 'e.id', 'd.event_id')
-    .select(['d.id', 'd.webhook_id', 'w.url', 'w.status', 'w.deleted_at', 'e.payload'])
-    // Only a failed manual attempt needs it (to return a redelivered delivery to `succeeded`).
-    .select((eb) =>
-      eb
-        .and([
-          eb('d.next_trigger', '=', 'manual'),
-          eb.exists(
-            eb
-              .selectFrom('delivery_attempts as a')
-              .select('a.id')
-              .whereRef('a.delivery_id', '=', 'd.id')
-              .where('a.status_code', '>=', 200)
-              .where('a.status_code', '<', 300)
-              .where('a.error', 'is', null),
-          ),
-        ])
-        .as('succeeded_before'),
-    )
-    .where(
-      'd.id',
-      'in',
-      claimed.map((row) => row.id),
-    )
-    .execute();
-  const detailById = new Map(details.map((row) => [row.id, row]));
-  const deliveries = claimed.map((row) => {
-    const detail = detailById.get(row.id);
-    return {
-      id: row.id,
-      webhookId: row.webhook_id,
-      eventId: row.event_id,
-      lockedUntil,
-      failedScheduledAttempts: row.failed_scheduled_attempts,
-      trigger: row.next_trigger,
-      // SQLite answers 1 or 0, PostgreSQL true or false.
-      succeededBefore: Boolean(detail?.succeeded_before),
-      dueAt: row.next_attempt_at ?? nowIso,
-      url: detail?.url ?? '',
-      webhookActive: detail !== undefined && detail.status === 'active' && detail.deleted_at === null,
-      payload: detail?.payload ?? '',
-    };
+  const rows =
+    storage.kind === 'postgres'
+      ? (
+          await sql<ClaimedRow>`
+            select * from claim_due_deliveries(${options.workerId}, ${nowIso}, ${lockedUntil}, ${options.limit})
+          `.execute(storage.db)
+        ).rows
+      : await claimOnSqlite(storage, options, nowIso, lockedUntil);
+  const opened = new Map<string, string | undefined>();
+  return inClaimOrder(rows, nowIso).map((row) => {
+    const delivery = claimedDelivery(row, lockedUntil, nowIso);
+    // PostgreSQL answers the json as an array, SQLite as its text.
+    const sealed: string[] = typeof row.secrets === 'string' ? JSON.parse(row.secrets) : (row.secrets ?? []);
+    return { ...delivery, secrets: delivery.webhookActive ? openEach(secretBox, sealed, opened) : [] };
   });
-  return withSigningSecrets(storage, secretBox, deliveries, options.now);
+}
+
+/** The most overdue first (ISO times sort as text; a row without a due time counts as due now). */
+function inClaimOrder<Row extends ClaimedRow>(rows: Row[], nowIso: string): Row[] {
+  const dueAt = (row: ClaimedRow) => row.next_attempt_at ?? nowIso;
+  return rows.sort((a, b) => (dueAt(a) < dueAt(b) ? -1 : dueAt(a) > dueAt(b) ? 1 : 0));
+}
+
+function claimedDelivery(
+  row: ClaimedRow,
+  lockedUntil: string,
+  nowIso: string,
+): Omit<ClaimedDelivery, 'secrets'> {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    eventId: row.event_id,
+    lockedUntil,
+    failedScheduledAttempts: row.failed_scheduled_attempts,
+    trigger: row.next_trigger,
+    succeededBefore: Boolean(row.succeeded_before),
+    dueAt: row.next_attempt_at ?? nowIso,
+    url: row.url ?? '',
+    webhookActive: row.webhook_status === 'active' && row.webhook_deleted_at === null && row.payload !== null,
+    payload: row.payload ?? '',
+  };
+}
+
+/**
+ * Opens sealed secrets, each once per call (`opened` remembers them); one sealed under another key
+ * (SECRETS_KEY changed) is left out: it cannot sign, the others still do.
+ */
+function openEach(
+  secretBox: SecretBox,
+  sealed: readonly string[],
+  opened: Map<string, string | undefined>,
+): string[] {
+  const secrets: string[] = [];
+  for (const ciphertext of sealed) {
+    if (!opened.has(ciphertext)) {
+      try {
+        opened.set(ciphertext, secretBox.open(ciphertext));
+      } catch {
+        opened.set(ciphertext, undefined);
+      }
+    }
+    const secret = opened.get(ciphertext);
+    if (secret !== undefined) secrets.push(secret);
+  }
+  return secrets;
+}
+
+/** Only a failed manual attempt needs it (to return a redelivered delivery to `succeeded`). */
+function succeededBefore(delivery: RawBuilder<unknown>) {
+  return sql<boolean>`(${delivery}.next_trigger = 'manual' and exists (
+    select 1 from delivery_attempts as a where a.delivery_id = ${delivery}.id
+      and a.status_code >= 200 and a.status_code < 300 and a.error is null))`;
+}
+
+/**
+ * SQLite: the same claim as claim_due_deliveries, one statement on the connection held with lease
+ * durability (its RETURNING may not name a joined table, so the webhook, payload and secrets come from
+ * subqueries). `'pending'` is a literal, so that SQLite uses the partial index deliveries_due_idx.
+ */
+async function claimOnSqlite(
+  storage: Pick<Storage, 'db' | 'kind'>,
+  options: ClaimOptions,
+  nowIso: string,
+  lockedUntil: string,
+): Promise<ClaimedRow[]> {
+  const webhook = (column: string) =>
+    sql`(select ${sql.ref(`w.${column}`)} from webhooks as w where w.id = deliveries.webhook_id)`;
+  const { rows } = await withLeaseDurability(storage, (leaseDb) =>
+    sql<ClaimedRow>`
+      update deliveries set locked_until = ${lockedUntil}, locked_by = ${options.workerId}
+      where id in (
+        select id from deliveries
+        where status = 'pending' and next_attempt_at <= ${nowIso}
+          and (locked_until is null or locked_until < ${nowIso})
+        order by next_attempt_at
+        limit ${options.limit}
+      )
+      returning id, webhook_id, event_id, failed_scheduled_attempts, next_trigger, next_attempt_at,
+        ${webhook('url')} as url, ${webhook('status')} as webhook_status,
+        ${webhook('deleted_at')} as webhook_deleted_at,
+        (select e.payload from events as e where e.id = deliveries.event_id) as payload,
+        ${succeededBefore(sql.ref('deliveries'))} as succeeded_before,
+        (select json_group_array(s.ciphertext order by s.expires_at is not null, s.created_at desc)
+          from webhook_secrets as s
+          where s.webhook_id = deliveries.webhook_id and (s.expires_at is null or s.expires_at > ${nowIso})
+        ) as secrets
+    `.execute(leaseDb),
+  );
+  return rows;
 }
 
 /** Adds the signing secrets valid at `now` to claimed deliveries (none for a webhook no longer active). */
@@ -157,13 +212,10 @@ export async function loadSigningSecrets(
     ...rows.filter((r) => r.expires_at === null),
     ...rows.filter((r) => r.expires_at !== null),
   ];
+  const opened = new Map<string, string | undefined>();
   for (const row of currentFirst) {
     const list = bySecret.get(row.webhook_id) ?? [];
-    try {
-      list.push(secretBox.open(row.ciphertext));
-    } catch {
-      // Sealed under another key (SECRETS_KEY changed): it cannot sign; the others still do.
-    }
+    list.push(...openEach(secretBox, [row.ciphertext], opened));
     bySecret.set(row.webhook_id, list);
   }
   return bySecret;

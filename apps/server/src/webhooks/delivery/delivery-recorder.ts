@@ -1,7 +1,8 @@
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { newId } from '../../ids.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Database } from '../../storage/database.js';
+import { insertRows, type RowInsert } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
 import { cancelPendingDeliveries } from '../api/webhook-store.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
@@ -32,6 +33,35 @@ export type DeliveryWrite =
 /** Rows per statement, below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 400;
 
+/** A stored attempt. */
+interface AttemptRow {
+  id: string;
+  delivery_id: string;
+  attempted_at: string;
+  status_code: number;
+  duration_ms: number;
+  error: string | null;
+  response_body: string | null;
+  response_body_replaced: number;
+  trigger: 'scheduled' | 'manual';
+}
+
+/** The attempts' INSERT, its text made once per row count (see rowInsertQuery). */
+const ATTEMPT_INSERT: RowInsert<AttemptRow> = {
+  table: 'delivery_attempts',
+  columns: [
+    'id',
+    'delivery_id',
+    'attempted_at',
+    'status_code',
+    'duration_ms',
+    'error',
+    'response_body',
+    'response_body_replaced',
+    'trigger',
+  ],
+};
+
 /**
  * Records a batch of outcomes in one transaction: every attempt, each delivery's new state, and what the
  * attempts mean for their webhooks. A delivery's state is written only where `locked_by` and
@@ -44,46 +74,132 @@ export async function recordDeliveryWrites(
   options: { workerId: string; now: Date; disableAfterFailingMs: number },
 ): Promise<void> {
   const nowIso = options.now.toISOString();
+  const attempts = writes.flatMap((write) => (write.kind === 'attempt' ? [write] : []));
+  if (
+    writes.length <= ROWS_PER_STATEMENT &&
+    attempts.every((write) => write.verdict.kind === 'succeeded') &&
+    numberedParameters(storage.db)
+  ) {
+    await recordSucceededInOneStatement(storage.db, writes, attempts, options.workerId, nowIso);
+    return;
+  }
   await storage.db.transaction().execute(async (trx) => {
-    const attempts = writes.flatMap((write) => (write.kind === 'attempt' ? [write] : []));
     for (const chunk of chunks(attempts, ROWS_PER_STATEMENT)) {
-      const rows = chunk.map((write) => ({
-        id: newId('att'),
-        delivery_id: write.claim.deliveryId,
-        attempted_at: write.attemptedAt.toISOString(),
-        status_code: write.sent.statusCode,
-        duration_ms: write.sent.durationMs,
-        error: write.sent.error,
-        response_body: write.sent.responseBody,
-        response_body_replaced: write.sent.responseBodyReplaced ? 1 : 0,
-        trigger: write.trigger,
-      }));
-      await trx.insertInto('delivery_attempts').values(rows).execute();
+      await insertRows(trx, ATTEMPT_INSERT, chunk.map(attemptRow));
     }
     for (const chunk of chunks(writes, ROWS_PER_STATEMENT)) {
-      await updateDeliveries(trx, chunk, options.workerId, nowIso);
+      await trx.executeQuery(updateDeliveries(trx, chunk, options.workerId, nowIso));
     }
     await applyWebhookEffects(trx, attempts, nowIso, options);
   });
 }
 
-/** One UPDATE … FROM (VALUES …) for the whole batch: both dialects take it, and it is one round trip. */
-async function updateDeliveries(
+function attemptRow(write: Extract<DeliveryWrite, { kind: 'attempt' }>): AttemptRow {
+  return {
+    id: newId('att'),
+    delivery_id: write.claim.deliveryId,
+    attempted_at: write.attemptedAt.toISOString(),
+    status_code: write.sent.statusCode,
+    duration_ms: write.sent.durationMs,
+    error: write.sent.error,
+    response_body: write.sent.responseBody,
+    response_body_replaced: write.sent.responseBodyReplaced ? 1 : 0,
+    trigger: write.trigger,
+  };
+}
+
+/**
+ * PostgreSQL, a batch whose attempts all succeeded (or that only cancels), the usual one: the same writes
+ * as the transaction, in one statement and one round trip instead of five (begin, attempts, deliveries,
+ * webhooks, commit). The attempts' INSERT and the webhooks' UPDATE ride as data-modifying WITH clauses
+ * of the deliveries' UPDATE: one statement commits or fails as a whole, as the transaction did. All a
+ * success means for its webhook is the end of its failing spell (`failing_since` back to null); a failure
+ * may disable the webhook, which the transaction handles.
+ */
+async function recordSucceededInOneStatement(
+  db: Kysely<Database>,
+  writes: readonly DeliveryWrite[],
+  attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[],
+  workerId: string,
+  nowIso: string,
+): Promise<void> {
+  const update = updateDeliveries(db, writes, workerId, nowIso);
+  const parameters = [...update.parameters];
+  const mark = (value: unknown) => {
+    parameters.push(value);
+    return `$${parameters.length}`;
+  };
+  const clauses: string[] = [];
+  if (attempts.length > 0) {
+    const tuples = attempts.map((write) => {
+      const row = attemptRow(write);
+      return `(${ATTEMPT_INSERT.columns.map((column) => mark(row[column])).join(', ')})`;
+    });
+    const columns = ATTEMPT_INSERT.columns.map((column) => `"${column}"`).join(', ');
+    clauses.push(`attempts as (insert into "delivery_attempts" (${columns}) values ${tuples.join(', ')})`);
+    const webhookIds = [...new Set(attempts.map((write) => write.claim.webhookId))];
+    clauses.push(
+      `recovered as (update webhooks set failing_since = null where id in (${webhookIds.map(mark).join(', ')}) and failing_since is not null)`,
+    );
+  }
+  const text = clauses.length > 0 ? `with ${clauses.join(', ')} ${update.sql}` : update.sql;
+  await db.executeQuery(CompiledQuery.raw(text, parameters));
+}
+
+/** PostgreSQL's placeholders are `$1`, `$2`…; SQLite's are `?`. */
+function numberedParameters(db: Kysely<Database>): boolean {
+  return sql`${0}`.compile(db).sql === '$1';
+}
+
+/** Values per row of updateDeliveries' VALUES list. */
+const UPDATE_WIDTH = 7;
+/** Its texts made so far, by dialect and row count (a batch of outcomes has at most ROWS_PER_STATEMENT). */
+const updateTexts = new Map<string, string>();
+
+/**
+ * One UPDATE … FROM (VALUES …) for the whole batch: both dialects take it, and it is one round trip. Its
+ * text is made once per row count and dialect, and its parameters are a flat list: no query tree of seven
+ * value nodes per outcome built and compiled for each batch.
+ */
+function updateDeliveries(
   db: Kysely<Database>,
   writes: readonly DeliveryWrite[],
   workerId: string,
   nowIso: string,
-): Promise<void> {
-  const values = writes.map((write) => {
+): CompiledQuery {
+  const parameters: unknown[] = [nowIso];
+  for (const write of writes) {
     const attempt = write.kind === 'attempt' ? write : undefined;
-    return sql`(${write.claim.deliveryId}, ${write.claim.lockedUntil}, ${attempt?.next.status ?? 'cancelled'}, ${
-      attempt ? 1 : 0
-    }, ${attempt?.next.failedScheduledAttempts ?? null}, ${attempt?.next.nextAttemptAt?.toISOString() ?? null}, ${
-      attempt?.attemptedAt.toISOString() ?? null
-    })`;
-  });
-  await sql`
-    update deliveries set
+    parameters.push(
+      write.claim.deliveryId,
+      write.claim.lockedUntil,
+      attempt?.next.status ?? 'cancelled',
+      attempt ? 1 : 0,
+      attempt?.next.failedScheduledAttempts ?? null,
+      attempt?.next.nextAttemptAt?.toISOString() ?? null,
+      attempt?.attemptedAt.toISOString() ?? null,
+    );
+  }
+  parameters.push(workerId);
+  return CompiledQuery.raw(updateText(db, writes.length), parameters);
+}
+
+/**
+ * The text of updateDeliveries for `rows` outcomes. Its parameters in the order they appear in the text
+ * (SQLite binds `?` by position): `updated_at`, the VALUES rows', the worker's.
+ */
+function updateText(db: Kysely<Database>, rows: number): string {
+  const numbered = numberedParameters(db);
+  const key = `${numbered ? 'pg' : 'lite'} ${rows}`;
+  let text = updateTexts.get(key);
+  if (text !== undefined) return text;
+  let next = 0;
+  const mark = () => (numbered ? `$${++next}` : '?');
+  const updatedAt = mark();
+  const tuples: string[] = new Array(rows);
+  for (let row = 0; row < rows; row++)
+    tuples[row] = `(${Array.from({ length: UPDATE_WIDTH }, mark).join(', ')})`;
+  text = `update deliveries set
       status = v.column3,
       attempt_count = deliveries.attempt_count + cast(v.column4 as integer),
       failed_scheduled_attempts = coalesce(cast(v.column5 as integer), deliveries.failed_scheduled_attempts),
@@ -92,10 +208,11 @@ async function updateDeliveries(
       last_attempt_at = coalesce(v.column7, deliveries.last_attempt_at),
       locked_until = null,
       locked_by = null,
-      updated_at = ${nowIso}
-    from (values ${sql.join(values)}) as v
-    where deliveries.id = v.column1 and deliveries.locked_by = ${workerId} and deliveries.locked_until = v.column2
-  `.execute(db);
+      updated_at = ${updatedAt}
+    from (values ${tuples.join(', ')}) as v
+    where deliveries.id = v.column1 and deliveries.locked_by = ${mark()} and deliveries.locked_until = v.column2`;
+  updateTexts.set(key, text);
+  return text;
 }
 
 /**

@@ -192,6 +192,40 @@ forEachDatabase('the delivery worker', ({ storage }) => {
     expect(attempt?.response_body).toBe(`é${'x'.repeat(4094)}`);
   });
 
+  it('keeps as many claimed deliveries queued as it has slots, behind the attempts in flight, and no more', async () => {
+    const tenant = nextTenant();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const hook = await receiver(async (_r, _i, res) => {
+      await held;
+      res.end('ok');
+    });
+    await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
+    const running = worker({ config: { concurrency: 2, timeoutMs: 10_000, leaseMs: 60_000 } });
+    const eventIds = await commitTestEvents(storage(), tenant, { count: 10 });
+    const leased = async () => {
+      const row = await storage()
+        .db.selectFrom('deliveries')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('tenant_id', '=', tenant)
+        .where('locked_by', '=', running.workerId)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    };
+    await waitUntil(() => hook.requests.length === 2, 10_000, 'two requests in flight');
+    // Two in flight, two queued: the next claims come as soon as the first attempts end.
+    await waitUntil(async () => (await leased()) === 4, 10_000, 'four deliveries leased');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await leased()).toBe(4);
+    expect(hook.requests).toHaveLength(2);
+    release();
+    for (const eventId of eventIds) {
+      expect(await settledDelivery(storage(), eventId)).toMatchObject({ status: 'succeeded' });
+    }
+  });
+
   it('when stopped with attempts in flight, lets them finish and records them', async () => {
     const tenant = nextTenant();
     let release: () => void = () => {};

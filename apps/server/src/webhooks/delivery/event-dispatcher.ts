@@ -1,5 +1,6 @@
 import { newId } from '../../ids.js';
 import { chunks } from '../../storage/chunks.js';
+import { type RowInsert, rowInsertQuery } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
 import { webhookWants } from '../api/event-filter.js';
 import { DEFAULT_MAX_DELIVERIES_PER_EVENT } from '../webhook-config.js';
@@ -9,6 +10,45 @@ import type { ClaimedDelivery } from './delivery-claims.js';
 export const DISPATCH_BATCH = 500;
 /** Delivery rows per INSERT, well below both dialects' bound-parameter limits. */
 const DELIVERIES_PER_STATEMENT = 500;
+
+/** A new delivery's row; the lease only on those the fan-out claims. */
+interface NewDeliveryRow {
+  id: string;
+  tenant_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending';
+  next_attempt_at: string;
+  created_at: string;
+  updated_at: string;
+  locked_until?: string;
+  locked_by?: string;
+}
+
+/**
+ * The deliveries' INSERT, its text made once per row count (see rowInsertQuery): no query tree of 5,000
+ * value nodes built and compiled for each batch of 500 events. A delivery already there (an event fanned
+ * out again after a crash) is left alone, and only the inserted ones are returned.
+ */
+const DELIVERY_INSERT: RowInsert<NewDeliveryRow> = {
+  table: 'deliveries',
+  columns: [
+    'id',
+    'tenant_id',
+    'webhook_id',
+    'event_id',
+    'event_type',
+    'status',
+    'next_attempt_at',
+    'created_at',
+    'updated_at',
+    'locked_until',
+    'locked_by',
+  ],
+  onConflictDoNothing: ['webhook_id', 'event_id'],
+  returning: ['id'],
+};
 
 /** A worker taking the first deliveries of a fan-out for itself, as a claim would, saving a round of claims. */
 export interface FanOutClaim {
@@ -80,26 +120,23 @@ export async function dispatchEvents(
     );
     const claimCount = Math.min(claim?.max ?? 0, fanned.length);
     const inserted = new Set<string>();
-    const rows = fanned.map(({ event, webhook, id }, n) => ({
-      id,
-      tenant_id: event.tenant_id,
-      webhook_id: webhook.id,
-      event_id: event.id,
-      event_type: event.type,
-      status: 'pending' as const,
-      next_attempt_at: nowIso,
-      created_at: nowIso,
-      updated_at: nowIso,
-      ...(claim && n < claimCount && { locked_until: claim.lockedUntil, locked_by: claim.workerId }),
-    }));
+    const rows = fanned.map(
+      ({ event, webhook, id }, n): NewDeliveryRow => ({
+        id,
+        tenant_id: event.tenant_id,
+        webhook_id: webhook.id,
+        event_id: event.id,
+        event_type: event.type,
+        status: 'pending' as const,
+        next_attempt_at: nowIso,
+        created_at: nowIso,
+        updated_at: nowIso,
+        ...(claim && n < claimCount && { locked_until: claim.lockedUntil, locked_by: claim.workerId }),
+      }),
+    );
     for (const chunk of chunks(rows, DELIVERIES_PER_STATEMENT)) {
-      const done = await trx
-        .insertInto('deliveries')
-        .values(chunk)
-        .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
-        .returning('id')
-        .execute();
-      for (const row of done) inserted.add(row.id);
+      const done = await trx.executeQuery<{ id: string }>(rowInsertQuery(trx, DELIVERY_INSERT, chunk));
+      for (const row of done.rows) inserted.add(row.id);
     }
     await trx
       .updateTable('events')
