@@ -6,7 +6,12 @@ import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { loadContract } from '../contract.js';
 import { contractOperations } from './contract-routes.js';
-import { collectTextViolations, integerQueryParameters, textPolicyViolation } from './text-policy.js';
+import {
+  collectTextViolations,
+  hasTextViolation,
+  integerQueryParameters,
+  textPolicyViolation,
+} from './text-policy.js';
 
 it("finds the integer query parameters, whose schema is inline or a $ref (the log's tree sizes)", () => {
   const { document } = loadContract();
@@ -26,6 +31,25 @@ it('names NUL and lone surrogates, and lets every other scalar value through', (
   const errors: { path: string; message: string }[] = [];
   collectTextViolations({ a: ['ok', 'x\u0000'], 'k/\ud800': 1 }, '/body', errors);
   expect(errors.map((e) => e.path).sort()).toEqual(['/body/a/1', '/body/k~1\ufffd']);
+});
+
+it('tells whether a body breaks the policy anywhere, in a string or a key, at any depth', () => {
+  const items = Array.from({ length: 1000 }, (_, i) => ({
+    subject: `s-${i}`,
+    context: { jurisdiction: 'DE' },
+  }));
+  expect(hasTextViolation({ items })).toBe(false);
+  expect(hasTextViolation([1, null, true, 'plain \uffff 😀', { a: [] }])).toBe(false);
+  expect(hasTextViolation('x\u0000')).toBe(true);
+  const deep = structuredClone(items);
+  (deep[999] as { context: Record<string, unknown> }).context['bad\ud800'] = 1;
+  expect(hasTextViolation({ items: deep })).toBe(true);
+  const errors: { path: string; message: string }[] = [];
+  collectTextViolations({ items: deep }, '/body', errors);
+  expect(errors.map((e) => e.path)).toEqual(['/body/items/999/context/bad\ufffd']);
+  const inArray = structuredClone(items);
+  (inArray[3] as { subject: string }).subject = '\udc00';
+  expect(hasTextViolation({ items: inArray })).toBe(true);
 });
 
 forEachDatabase('the text policy at the edge', ({ storage }) => {

@@ -32,8 +32,33 @@ function pointerToken(key: string): string {
   return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
+/**
+ * Whether any string or key of `value` breaks the policy. Nearly every body passes, so the check walks it
+ * first without making a JSON Pointer per string and key (a run of 1,000 items has about 10,000 of them);
+ * only a body that breaks it is walked again to name where.
+ */
+export function hasTextViolation(value: unknown): boolean {
+  // An explicit stack, as below.
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current === 'string') {
+      if (FORBIDDEN.test(current)) return true;
+    } else if (Array.isArray(current)) {
+      for (const element of current) stack.push(element);
+    } else if (typeof current === 'object' && current !== null) {
+      for (const key of Object.keys(current)) {
+        if (FORBIDDEN.test(key)) return true;
+        stack.push((current as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
 /** Collects every string (and key) of `value` that breaks the policy, as `{path, message}`. */
 export function collectTextViolations(value: unknown, path: string, into: ValidationError[]): void {
+  if (!hasTextViolation(value)) return;
   // An explicit stack: a deeply nested body must not overflow the call stack.
   const stack: [unknown, string][] = [[value, path]];
   while (stack.length > 0 && into.length < MAX_LISTED) {

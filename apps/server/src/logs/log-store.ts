@@ -72,15 +72,20 @@ export async function insertLogRecords(
  * present alone (the CID is the hash of the bytes). The database queues each row inserted for its leaf in
  * the tenant's verifiable log, in the same statement (a trigger, migration 0006). In key order: CIDs are
  * random, and sorted inserts touch fewer pages of the (tenant_id, cid) index. The sort is stable, so of
- * two equal rows the first wins.
+ * two equal rows the first wins. The tenant, request id and time, when a statement's rows all share them
+ * (a run batch's), are each sent once (see `rowInsertQuery`).
  */
 export async function insertLogRows(
   trx: Transaction<Database>,
   rows: readonly Insertable<LogRecordsTable>[],
 ): Promise<void> {
   const sorted = [...rows].sort((a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid));
-  for (const chunk of chunks(sorted, ROWS_PER_STATEMENT)) await insertRows(trx, LOG_ROW_INSERT, chunk);
+  for (const chunk of chunks(sorted, ROWS_PER_STATEMENT))
+    await insertRows(trx, LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS);
 }
+
+/** The log columns a run batch's rows share, each then bound once per statement. */
+const SHARED_LOG_COLUMNS = ['tenant_id', 'request_id', 'created_at'] as const;
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

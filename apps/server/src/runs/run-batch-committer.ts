@@ -87,7 +87,9 @@ export class RunBatchCommitter {
 /**
  * Writes batches in the caller's transaction: each batch's fence first (on PostgreSQL it also locks the
  * run's row, so a rival's commit waits, then misses; in run id order, so two groups cannot deadlock), then
- * the rows of the batches that passed, in one multi-row INSERT per table.
+ * the rows of the batches that passed: a multi-row INSERT per batch and table, in which the run id (and for
+ * the log records the tenant, run id and time) is one parameter for all the batch's rows instead of a
+ * copy per row (see `rowInsertQuery`); the events of all of them in one.
  */
 async function writeBatches(trx: Transaction<Database>, entries: readonly Entry[]): Promise<void> {
   const fenced: BatchCommit[] = [];
@@ -96,12 +98,11 @@ async function writeBatches(trx: Transaction<Database>, entries: readonly Entry[
     entry.committed = await fence(trx, entry.batch);
     if (entry.committed) fenced.push(entry.batch);
   }
-  const items = fenced.flatMap((batch) => batch.items);
-  for (const chunk of chunks(items, ROWS_PER_STATEMENT)) await insertRows(trx, RUN_ITEM_INSERT, chunk);
-  await insertLogRows(
-    trx,
-    fenced.flatMap((batch) => batch.logRecords),
-  );
+  for (const batch of fenced) {
+    for (const chunk of chunks(batch.items, ROWS_PER_STATEMENT))
+      await insertRows(trx, RUN_ITEM_INSERT, chunk, ['run_id']);
+    await insertLogRows(trx, batch.logRecords);
+  }
   await insertEvents(
     trx,
     fenced.flatMap((batch) => batch.events),

@@ -24,43 +24,66 @@ export interface BatchSource {
 }
 
 /**
- * Scores a batch of a run's items, the first being item `from`, exactly like a synchronous scoring: the
- * same engine pipeline, a log record per item under the run's tenant (its `request_id` column holds the run
- * id), and a `policy.escalated` event per escalated item. An item that cannot be scored gets its own
- * `internal_error` problem and is counted as failed; it does not stop the run.
+ * A batch's items as scored, in the compact form that crosses back from a scoring thread: a few arrays
+ * instead of two row objects per item, whose property names and repeated values (run id, tenant, time)
+ * the structured clone would copy for every item. `batchRows` makes the rows from it on the event loop.
  */
-export function scoreBatch(source: BatchSource, from: number, now: Date): ScoredBatch {
-  const createdAt = now.toISOString();
+export interface ScoredItems {
+  /** Per item, in order: its log record's CID, or null when the item could not be scored. */
+  cids: (string | null)[];
+  /** The log records' bytes, one per item whose CID is not null, in item order. */
+  records: Uint8Array[];
+  /** Per item, in order: 1 when it was escalated, else 0. */
+  escalated: (0 | 1)[];
+  /** The `policy.escalated` events of the escalated items. */
+  events: OutboxEvent[];
+  counts: RunCounts;
+}
+
+/**
+ * Scores a batch of a run's items exactly like a synchronous scoring: the
+ * same engine pipeline, a log record per item under the run's tenant, and a `policy.escalated` event per
+ * escalated item. An item that cannot be scored gets a null CID and is counted as failed; it does not
+ * stop the run.
+ */
+export function scoreItems(source: BatchSource, now: Date): ScoredItems {
   const counts: RunCounts = { succeeded: 0, failed: 0, escalated: 0 };
-  const batch: ScoredBatch = { items: [], logRecords: [], events: [], counts };
-  for (const [offset, { subject, context }] of source.items.entries()) {
-    const index = from + offset;
+  const scored: ScoredItems = { cids: [], records: [], escalated: [], events: [], counts };
+  for (const { subject, context } of source.items) {
     try {
       const scoring = scoreAndLog(subject, context);
       const event = escalationEvent(source.tenantId, subject, scoring, { runId: source.runId }, now);
-      batch.items.push({
-        run_id: source.runId,
-        item_index: index,
-        subject,
-        status: 'ok',
-        log_cid: scoring.logCid,
-        escalated: event ? 1 : 0,
-        error: null,
-      });
-      batch.logRecords.push({
-        tenant_id: source.tenantId,
-        cid: scoring.logCid,
-        bytes: scoring.logBytes,
-        request_id: source.runId,
-        created_at: createdAt,
-      });
+      scored.cids.push(scoring.logCid);
+      scored.records.push(scoring.logBytes);
+      scored.escalated.push(event ? 1 : 0);
       counts.succeeded += 1;
       if (event) {
-        batch.events.push(event);
+        scored.events.push(event);
         counts.escalated += 1;
       }
     } catch {
       // Items were validated against the contract at creation; reaching this is a bug, kept to this item.
+      scored.cids.push(null);
+      scored.escalated.push(0);
+      counts.failed += 1;
+    }
+  }
+  return scored;
+}
+
+/**
+ * The rows of a batch scored by `scoreItems` (on a thread or not): a `run_items` row per item (an item
+ * that could not be scored gets its own `internal_error` problem), and a log record per scored item under
+ * the run's tenant, whose `request_id` column holds the run id.
+ */
+export function batchRows(source: BatchSource, from: number, now: Date, scored: ScoredItems): ScoredBatch {
+  const createdAt = now.toISOString();
+  const batch: ScoredBatch = { items: [], logRecords: [], events: scored.events, counts: scored.counts };
+  let record = 0;
+  for (const [offset, { subject }] of source.items.entries()) {
+    const index = from + offset;
+    const cid = scored.cids[offset] ?? null;
+    if (cid === null) {
       const error = problem('internal_error', { detail: `Item ${index} could not be scored.` });
       batch.items.push({
         run_id: source.runId,
@@ -71,8 +94,29 @@ export function scoreBatch(source: BatchSource, from: number, now: Date): Scored
         escalated: 0,
         error: JSON.stringify(error),
       });
-      counts.failed += 1;
+      continue;
     }
+    batch.items.push({
+      run_id: source.runId,
+      item_index: index,
+      subject,
+      status: 'ok',
+      log_cid: cid,
+      escalated: scored.escalated[offset] ?? 0,
+      error: null,
+    });
+    batch.logRecords.push({
+      tenant_id: source.tenantId,
+      cid,
+      bytes: scored.records[record++] as Uint8Array,
+      request_id: source.runId,
+      created_at: createdAt,
+    });
   }
   return batch;
+}
+
+/** Scores a batch in this thread and makes its rows: `batchRows` of `scoreItems`. */
+export function scoreBatch(source: BatchSource, from: number, now: Date): ScoredBatch {
+  return batchRows(source, from, now, scoreItems(source, now));
 }

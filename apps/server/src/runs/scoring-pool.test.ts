@@ -22,18 +22,19 @@ const batchSource = (from: number, to: number) => ({
 });
 
 /**
- * A thread script that dies on a batch starting at item 0 and answers any other with an empty batch after
- * 200 ms, so that a batch held by a live thread is still pending when another thread dies.
+ * A thread script that dies on a batch starting at item 0 and answers any other after 200 ms with every
+ * item unscored, so that a batch held by a live thread is still pending when another thread dies.
  */
 function crashingThread(): URL {
   const file = join(mkdtempSync(join(tmpdir(), 'scoring-pool-')), 'crashing-thread.js');
   writeFileSync(
     file,
     `const { parentPort } = require('node:worker_threads');
-    parentPort.on('message', ({ id, from }) => {
+    parentPort.on('message', ({ id, from, source }) => {
       if (from === 0) throw new Error('the scoring thread crashed');
-      const batch = { items: [], logRecords: [], events: [], counts: { succeeded: 0, failed: 0, escalated: 0 } };
-      setTimeout(() => parentPort.postMessage({ id, batch }), 200);
+      const cids = source.items.map(() => null);
+      const scored = { cids, records: [], escalated: cids.map(() => 0), events: [], counts: { succeeded: 0, failed: cids.length, escalated: 0 } };
+      setTimeout(() => parentPort.postMessage({ id, scored }), 200);
     });`,
   );
   return pathToFileURL(file);
@@ -78,7 +79,11 @@ describe('the scoring pool', () => {
         crashing.score(batchSource(5, 10), 5, NOW),
       ]);
       expect(dying).toMatchObject({ status: 'rejected', reason: { message: 'the scoring thread crashed' } });
-      expect(living).toMatchObject({ status: 'fulfilled', value: { items: [] } });
+      expect(living).toMatchObject({ status: 'fulfilled', value: { logRecords: [] } });
+      const living5 = (living as PromiseFulfilledResult<Awaited<ReturnType<ScoringPool['score']>>>).value;
+      expect(living5.items.map((item) => [item.item_index, item.status])).toEqual(
+        [5, 6, 7, 8, 9].map((index) => [index, 'error']),
+      );
       expect(crashing.size).toBe(1);
 
       // The last thread dies too: the next batches are scored in process.
@@ -88,6 +93,22 @@ describe('the scoring pool', () => {
       expect(batch.items.map((item) => item.subject)).toEqual(items.slice(0, 5).map((item) => item.subject));
     } finally {
       await crashing.close();
+    }
+  });
+
+  it('when a thread answers something that is not a scored batch, then only that batch fails', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'scoring-pool-')), 'garbled-thread.js');
+    writeFileSync(
+      file,
+      `const { parentPort } = require('node:worker_threads');
+      parentPort.on('message', ({ id }) => parentPort.postMessage({ id, scored: null }));`,
+    );
+    const garbled = new ScoringPool(1, pathToFileURL(file));
+    try {
+      await expect(garbled.score(batchSource(0, 5), 0, NOW)).rejects.toThrow(TypeError);
+      expect(garbled.size).toBe(1);
+    } finally {
+      await garbled.close();
     }
   });
 

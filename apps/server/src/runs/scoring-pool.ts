@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { SERVER_FILES } from '../server-files.js';
-import { type BatchSource, type ScoredBatch, scoreBatch } from './run-batch.js';
+import { type BatchSource, batchRows, type ScoredBatch, type ScoredItems, scoreBatch } from './run-batch.js';
 
 /** A batch to score, as sent to a scoring thread. */
 export interface ScoringRequest {
@@ -13,12 +13,14 @@ export interface ScoringRequest {
   now: number;
 }
 
-type ScoringReply = { id: number; batch: ScoredBatch } | { id: number; error: string };
+/** A scoring thread's answer: the batch scored (see `scoreItems`), or why it could not be. */
+export type ScoringReply = { id: number; scored: ScoredItems } | { id: number; error: string };
 
 interface Pending {
   /** The thread scoring it: when that thread dies, the batch is rejected. */
   thread: Worker;
-  resolve: (batch: ScoredBatch) => void;
+  /** The batch's rows, made on the event loop from what the thread answered. */
+  resolve: (scored: ScoredItems) => void;
   reject: (error: Error) => void;
 }
 
@@ -64,7 +66,15 @@ export class ScoringPool {
     const id = this.#nextId++;
     const request: ScoringRequest = { id, source, from, now: now.getTime() };
     return new Promise<ScoredBatch>((resolve, reject) => {
-      this.#pending.set(id, { thread, resolve, reject });
+      // In a thread's 'message' event a throw would end the process: a bad answer fails its batch only.
+      const rows = (scored: ScoredItems) => {
+        try {
+          resolve(batchRows(source, from, now, scored));
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      };
+      this.#pending.set(id, { thread, resolve: rows, reject });
       thread.postMessage(request);
     });
   }
@@ -95,7 +105,7 @@ export class ScoringPool {
     if (!pending) return;
     this.#pending.delete(reply.id);
     if ('error' in reply) pending.reject(new Error(reply.error));
-    else pending.resolve(reply.batch);
+    else pending.resolve(reply.scored);
   }
 
   /** Rejects the batches held by `thread`, or all of them. */

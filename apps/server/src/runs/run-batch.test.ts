@@ -1,0 +1,62 @@
+import type { ScoreRequest } from '@scenario-scoring/api-types';
+import { scoreAndLog } from '@scenario-scoring/engine';
+import { expect, it } from 'vitest';
+import { batchRows, scoreBatch, scoreItems } from './run-batch.js';
+
+const NOW = new Date('2026-11-24T10:00:00.000Z');
+const RUN = 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0';
+// The second item cannot be scored (the contract refuses it at creation; here it stands for a bug).
+const items = [
+  { subject: 'a', context: { jurisdiction: 'DE', utilization: 0.35 } },
+  { subject: 'b', context: {} },
+  { subject: 'c', context: { jurisdiction: 'US-CA', on_time_ratio: 0.2, utilization: 0.99 } },
+] as ScoreRequest[];
+const source = { runId: RUN, tenantId: 'ten', items };
+/** Per item, 1 when one of `events` escalated it. */
+const escalatedFlags = (events: readonly { payload: string }[]) => {
+  const subjects = events.map((event) => JSON.parse(event.payload).data.subject);
+  expect(subjects.length).toBeGreaterThan(0);
+  return items.map((item) => (subjects.includes(item.subject) ? 1 : 0));
+};
+
+it('scores a batch into per-item arrays, with no row objects: what crosses back from a scoring thread', () => {
+  const scored = scoreItems(source, NOW);
+  const [a, c] = [scoreAndLog('a', items[0]?.context as never), scoreAndLog('c', items[2]?.context as never)];
+  expect(scored.cids).toEqual([a.logCid, null, c.logCid]);
+  expect(scored.records.map((bytes) => Buffer.from(bytes).toString())).toEqual(
+    [a.logBytes, c.logBytes].map((bytes) => Buffer.from(bytes).toString()),
+  );
+  expect(scored.escalated).toEqual(escalatedFlags(scored.events));
+  expect(scored.counts).toEqual({ succeeded: 2, failed: 1, escalated: scored.events.length });
+  expect(Object.keys(scored).sort()).toEqual(['cids', 'counts', 'escalated', 'events', 'records']);
+});
+
+it('makes the rows from it: a run item per item at its position, a log record per scored item', () => {
+  const rows = batchRows(source, 40, NOW, scoreItems(source, NOW));
+  const flags = escalatedFlags(rows.events);
+  expect(
+    rows.items.map(({ item_index, subject, status, escalated }) => [item_index, subject, status, escalated]),
+  ).toEqual([
+    [40, 'a', 'ok', flags[0]],
+    [41, 'b', 'error', 0],
+    [42, 'c', 'ok', flags[2]],
+  ]);
+  expect(JSON.parse(rows.items[1]?.error as string)).toMatchObject({
+    code: 'internal_error',
+    detail: 'Item 41 could not be scored.',
+  });
+  expect(rows.items.map((item) => item.log_cid)).toEqual([
+    rows.logRecords[0]?.cid,
+    null,
+    rows.logRecords[1]?.cid,
+  ]);
+  expect(rows.logRecords.map(({ bytes, ...row }) => row)).toEqual(
+    [0, 2].map((i) => ({
+      tenant_id: 'ten',
+      cid: rows.items[i]?.log_cid,
+      request_id: RUN,
+      created_at: NOW.toISOString(),
+    })),
+  );
+  expect(scoreBatch(source, 40, NOW).items).toEqual(rows.items);
+});
