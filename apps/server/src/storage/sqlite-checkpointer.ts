@@ -1,7 +1,14 @@
 import { Worker } from 'node:worker_threads';
 
-/** How often the checkpointer copies committed WAL frames into the database file. */
-const CHECKPOINT_INTERVAL_MS = 50;
+/**
+ * How often the checkpointer copies committed WAL frames into the database file. A checkpoint copies the
+ * latest frame of each page changed since the last one and flushes the file, so the pages every commit
+ * rewrites (the right edges of the log's tables, the b-trees' upper levels, the header) are copied once
+ * per interval, not once per commit: at 50 ms it cost about 4 µs of CPU per logged record, at 250 ms
+ * about 1. At a few thousand scorings a second the WAL then holds a few MB between checkpoints, far
+ * below the writer's own fallback (FALLBACK_AUTOCHECKPOINT_PAGES).
+ */
+const CHECKPOINT_INTERVAL_MS = 250;
 
 /**
  * The checkpointer thread, as source evaluated by the Worker: small and dependency-free, so the built

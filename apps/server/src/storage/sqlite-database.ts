@@ -24,8 +24,8 @@ const STATEMENT_CACHE_SIZE = 100;
 /**
  * Opens (creating if needed) `${dataDir}/scenario-scoring.sqlite` in WAL mode with synchronous=FULL,
  * so that a commit returns only once it is flushed to disk, on a connection in a thread of its own (see
- * sqlite-thread.ts): the event loop never waits for that flush. Checkpoints are left to a SqliteCheckpointer
- * (see FALLBACK_AUTOCHECKPOINT_PAGES).
+ * sqlite-thread.ts): the event loop never waits for that flush. Temporary storage (statement journals)
+ * is in memory. Checkpoints are left to a SqliteCheckpointer (see FALLBACK_AUTOCHECKPOINT_PAGES).
  */
 export function openSqliteDialect(dataDir: string): Dialect {
   // Owner-only: the directory 0700, every file in it 0600 (defect #10).
@@ -39,6 +39,13 @@ export function openSqliteDialect(dataDir: string): Dialect {
       `PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`,
       'PRAGMA foreign_keys = ON',
       `PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`,
+      // Statement journals in memory: a multi-row INSERT in a transaction (every group commit) journals
+      // each page it changes, and past 64 KiB SQLite spills that into a temp file it creates, writes and
+      // unlinks once per statement: about a fifth of this thread's CPU per scoring, and a failure where
+      // no temp directory is writable. A journal holds one statement's changed pages: about 100 KiB for a
+      // scoring group commit, a few MB at most for a run batch's 1,000-row insert. (Sorts for large
+      // index builds in a migration are held in memory too.)
+      'PRAGMA temp_store = MEMORY',
     ],
     statementCacheSize: STATEMENT_CACHE_SIZE,
     // The -wal and -shm files exist now; any left looser by an older version are tightened.
