@@ -8,10 +8,13 @@ import type { TransparencyLogConfig } from './log-config.js';
 import { tilesForAppend } from './tile-appender.js';
 import { TileTree } from './tile-tree.js';
 import {
+  appendListedLeaves,
   appendQueuedLeaves,
   insertCheckpoint,
   insertTiles,
+  LogMovedError,
   lockTenantLog,
+  selectQueuedLeaves,
   selectTenantsWithPendingRecords,
   selectTile,
   selectTreeSize,
@@ -37,10 +40,13 @@ export interface LogSequencerOptions {
 
 /**
  * Gives committed records their leaf indexes off the request path: every interval, for each tenant with
- * waiting records, one transaction takes the tenant's lock (an advisory lock on PostgreSQL, so one
- * instance at a time sequences a tenant), appends up to `maxBatch` leaves, stores the new tiles and signs a
- * checkpoint of the grown tree. Nothing is kept in memory between batches: the tree is read from its
- * tiles each time, so a crash mid-batch leaves the last committed tree, and the next batch goes on from it.
+ * waiting records, it appends up to `maxBatch` leaves, stores the new tiles and signs a checkpoint of the
+ * grown tree, all written in one transaction. On PostgreSQL that transaction takes the tenant's lock (an
+ * advisory lock, so one instance at a time sequences a tenant) and reads and hashes inside it. On SQLite,
+ * whose one connection every request's commit waits for, the reading and hashing come first and the
+ * transaction only writes, after checking the tree did not grow meanwhile. Nothing is kept in memory
+ * between batches: the tree is read from its tiles each time, so a crash mid-batch leaves the last
+ * committed tree, and the next batch goes on from it.
  */
 export class LogSequencer implements BackgroundWorker {
   readonly name = 'log-sequencer';
@@ -81,6 +87,47 @@ export class LogSequencer implements BackgroundWorker {
 
   /** Appends up to `maxBatch` of the tenant's waiting records and signs the new tree; undefined when another instance holds the tenant or nothing waits. */
   async sequenceTenant(tenantId: string): Promise<SequencedBatch | undefined> {
+    if (this.#options.storage.kind === 'sqlite') {
+      try {
+        return await this.#sequenceInShortTransaction(tenantId);
+      } catch (error) {
+        if (!(error instanceof LogMovedError)) throw error;
+      }
+    }
+    return this.#sequenceInOneTransaction(tenantId);
+  }
+
+  /**
+   * SQLite: reads the queued hashes and the tree's edge tiles, hashes the new tiles and the root and signs
+   * the checkpoint first, then writes the leaves, tiles and checkpoint in a short transaction that checks
+   * the tree did not grow meanwhile (LogMovedError otherwise, and nothing is written). The one SQLite
+   * connection serves every request's commit: held for a whole batch's hashing (tens of ms a round at
+   * thousands of leaves), it stalled every scoring in flight.
+   */
+  async #sequenceInShortTransaction(tenantId: string): Promise<SequencedBatch | undefined> {
+    const { storage, signer, config, clock } = this.#options;
+    const size = await selectTreeSize(storage.db, tenantId);
+    const queued = await selectQueuedLeaves(storage.db, tenantId, config.maxBatch);
+    if (queued.length === 0) return undefined;
+    const leafHashes = queued.map((leaf) => leaf.leafHash);
+    const tree = new TileTree((level, index) => selectTile(storage.db, tenantId, level, index));
+    const tiles = await tilesForAppend(tree, size, leafHashes);
+    const treeSize = size + leafHashes.length;
+    const rootHash = await tree.root(treeSize);
+    const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
+    return storage.db.transaction().execute(async (trx) => {
+      if ((await selectTreeSize(trx, tenantId)) !== size) {
+        throw new LogMovedError(`sequencing ${tenantId}: the tree grew from ${size} meanwhile`);
+      }
+      await appendListedLeaves(trx, tenantId, size, queued);
+      await insertTiles(trx, tenantId, tiles);
+      await insertCheckpoint(trx, tenantId, { treeSize, rootHash, note }, clock.now());
+      return { tenantId, leaves: leafHashes.length, treeSize };
+    });
+  }
+
+  /** Reads, hashes and writes in one transaction, under the tenant's lock (PostgreSQL, and SQLite's fallback). */
+  async #sequenceInOneTransaction(tenantId: string): Promise<SequencedBatch | undefined> {
     const { storage, signer, config, clock } = this.#options;
     return storage.db.transaction().execute(async (trx) => {
       if (!(await lockTenantLog(trx, storage.kind, tenantId))) return undefined;

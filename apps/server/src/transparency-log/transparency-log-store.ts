@@ -147,6 +147,102 @@ export async function appendQueuedLeaves(
   return rows.map((row) => row.leaf_hash);
 }
 
+/** A record waiting for its leaf, as the SQLite sequencer reads it before its write transaction. */
+export interface QueuedLeaf {
+  createdAt: string;
+  cid: string;
+  leafHash: Uint8Array;
+}
+
+/**
+ * Thrown inside a sequencing transaction when the queue or the tree is not what was read before it: the
+ * transaction rolls back, and the sequencer falls back to reading and appending in one transaction.
+ */
+export class LogMovedError extends Error {
+  override readonly name = 'LogMovedError';
+}
+
+/** Up to `limit` of the tenant's queued records, in the order they are given leaves (created_at, CID). */
+export async function selectQueuedLeaves(
+  db: Kysely<Database>,
+  tenantId: string,
+  limit: number,
+): Promise<QueuedLeaf[]> {
+  const rows = await db
+    .selectFrom('log_leaf_queue')
+    .select(['created_at', 'cid', 'leaf_hash'])
+    .where('tenant_id', '=', tenantId)
+    .orderBy('created_at')
+    .orderBy('cid')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ createdAt: row.created_at, cid: row.cid, leafHash: row.leaf_hash }));
+}
+
+/**
+ * SQLite: gives exactly the records `leaves` (read by selectQueuedLeaves before this transaction, in queue
+ * order) the leaf indexes `firstIndex, firstIndex + 1, …` in their order: inserts their `log_leaves` rows
+ * from their queue rows and deletes those. The caller has checked, in this transaction, that the tree did
+ * not grow since it read them, so none of them has left the queue (only sequencing removes queue rows).
+ *
+ * When the queue up to the last of them holds as many rows as were read, nothing was queued among them
+ * since: they are appended and deleted as that range of the queue's key, as one statement each. Otherwise
+ * (a record with an earlier created_at committed since) they are picked out by key, the keys travelling as
+ * one JSON parameter, and the records queued since are left for the next batch; `cross join` fixes that
+ * loop order (SQLite keeps it as written): the listed keys outside, each a primary-key lookup in the
+ * queue. Left to its planner, SQLite scanned the tenant's queue outside and the JSON inside, quadratic:
+ * 5.6 s for 5,000 leaves, not 5 ms. Throws LogMovedError (so the caller's transaction rolls back) unless
+ * every one of them was still queued.
+ */
+export async function appendListedLeaves(
+  trx: Transaction<Database>,
+  tenantId: string,
+  firstIndex: number,
+  leaves: readonly QueuedLeaf[],
+): Promise<void> {
+  const last = leaves.at(-1);
+  if (last === undefined) return;
+  const expect = (result: { numAffectedRows?: bigint }) => {
+    if (Number(result.numAffectedRows ?? 0) !== leaves.length) {
+      throw new LogMovedError(`sequencing ${tenantId}: a listed record is no longer queued`);
+    }
+  };
+  const through = sql<boolean>`(created_at, cid) <= (${last.createdAt}, ${last.cid})`;
+  const { rows } = await sql<{ queued: number | bigint }>`
+    select count(*) as queued from log_leaf_queue where tenant_id = ${tenantId} and ${through}
+  `.execute(trx);
+  if (Number(rows[0]?.queued) === leaves.length) {
+    expect(
+      await sql`
+        insert into log_leaves (tenant_id, created_at, cid, leaf_index)
+        select tenant_id, created_at, cid, ${firstIndex} + row_number() over (order by created_at, cid) - 1
+        from log_leaf_queue where tenant_id = ${tenantId} and ${through}
+      `.execute(trx),
+    );
+    expect(await sql`delete from log_leaf_queue where tenant_id = ${tenantId} and ${through}`.execute(trx));
+    return;
+  }
+  const keys = JSON.stringify(leaves.map((leaf) => [leaf.createdAt, leaf.cid]));
+  expect(await listedLeavesInsert(tenantId, firstIndex, keys).execute(trx));
+  expect(
+    await sql`
+      delete from log_leaf_queue where tenant_id = ${tenantId}
+        and (created_at, cid) in (select value ->> 0, value ->> 1 from json_each(${keys}))
+    `.execute(trx),
+  );
+}
+
+/** appendListedLeaves's INSERT, for its query-plan test: `keys` is the JSON array of [created_at, cid]. */
+export function listedLeavesInsert(tenantId: string, firstIndex: number, keys: string) {
+  return sql`
+    insert into log_leaves (tenant_id, created_at, cid, leaf_index)
+    select queued.tenant_id, queued.created_at, queued.cid, ${firstIndex} + listed.key
+    from json_each(${keys}) listed
+    cross join log_leaf_queue queued
+    where queued.tenant_id = ${tenantId} and queued.created_at = listed.value ->> 0 and queued.cid = listed.value ->> 1
+  `;
+}
+
 /** Stores new tiles; each (level, index, width) is written once. */
 export async function insertTiles(
   trx: Transaction<Database>,
