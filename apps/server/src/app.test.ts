@@ -40,6 +40,25 @@ forEachDatabase('createApp', ({ storage }) => {
     }
   });
 
+  it("matches the contract's paths case-sensitively, as the mock does: another case is 404 for every method", async () => {
+    const score = { subject: 'case', context: { jurisdiction: 'DE' } };
+    for (const path of ['/V1/scoring/score', '/v1/Scoring/score', '/v1/scoring/SCORE']) {
+      for (const method of ['POST', 'GET'] as const) {
+        const response = await server.request(path, {
+          key,
+          method,
+          ...(method === 'POST' && { body: score }),
+        });
+        expect(response.status, `${method} ${path}`).toBe(404);
+        expect(await problemOf(response)).toMatchObject({ code: 'not_found' });
+      }
+    }
+    // A trailing slash stays accepted (the request log and metrics name the operation, too).
+    expect((await server.request('/v1/scoring/score/', { key, method: 'POST', body: score })).status).toBe(
+      200,
+    );
+  });
+
   it('answers a wrong method with 405 and the methods the contract allows in Allow', async () => {
     const response = await server.request('/v1/scoring/score', { key, method: 'GET' });
     expect(response.status).toBe(405);

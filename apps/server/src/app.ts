@@ -111,6 +111,10 @@ export async function createApp(options: AppOptions): Promise<Express> {
   };
 
   const app = express();
+  // The contract's paths exactly, as the mock matches them: Express (and the validator, which follows this
+  // setting) would take /V1/Scoring/score for /v1/scoring/score, while a wrong method there got a 404.
+  // Set before the first app.use, which creates the router with it.
+  app.set('case sensitive routing', true);
   app.disable('x-powered-by');
   app.set('etag', false);
   // The app-wide middlewares run as three layers (see inSequence): what every answer carries, the API
