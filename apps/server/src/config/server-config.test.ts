@@ -25,6 +25,7 @@ describe('loadConfig', () => {
         leaseMs: 60_000,
         pollIntervalMs: 200,
         concurrency: 64,
+        tenantConcurrency: 32,
         maxWebhooksPerTenant: 50,
         maxDeliveriesPerEvent: 50,
         secretsKey: undefined,

@@ -22,4 +22,14 @@ describe('readWebhookConfig', () => {
       'WEBHOOK_ALLOWED_CIDRS must be a comma-separated list of CIDRs such as 127.0.0.1/32 (got "::1/129")',
     ]);
   });
+
+  it("gives one tenant half an instance's delivery slots unless WEBHOOK_TENANT_CONCURRENCY says otherwise", () => {
+    expect(read({}).config).toMatchObject({ concurrency: 64, tenantConcurrency: 32 });
+    expect(read({ WEBHOOK_CONCURRENCY: '1' }).config.tenantConcurrency).toBe(1);
+    expect(read({ WEBHOOK_CONCURRENCY: '10', WEBHOOK_TENANT_CONCURRENCY: '3' }).config).toMatchObject({
+      concurrency: 10,
+      tenantConcurrency: 3,
+    });
+    expect(read({ WEBHOOK_TENANT_CONCURRENCY: '0' }).problems).toHaveLength(1);
+  });
 });

@@ -33,6 +33,11 @@ export interface WebhookConfig {
   pollIntervalMs: number;
   /** Attempts in flight at once per instance. */
   concurrency: number;
+  /**
+   * The most of an instance's attempts one tenant may hold (in flight or claimed and waiting for a slot):
+   * a tenant whose receivers hang or crawl never holds more, so the other slots stay free for the others.
+   */
+  tenantConcurrency: number;
   /** Webhooks (not deleted) one tenant may have: registrations beyond are 422 `webhook_limit_reached`. */
   maxWebhooksPerTenant: number;
   /** The most deliveries one event fans out to (the tenant's oldest matching webhooks first). */
@@ -73,6 +78,7 @@ export function readWebhookConfig(
       'SECRETS_KEY is required with DATABASE_URL: every instance must encrypt webhook secrets under the same key (openssl rand -base64 32)',
     );
   }
+  const concurrency = reader.integer('WEBHOOK_CONCURRENCY', 64, 1, 4096);
   return {
     allowedCidrs,
     allowHttp: development,
@@ -83,7 +89,13 @@ export function readWebhookConfig(
     disableAfterFailingMs: reader.durationMs('WEBHOOK_DISABLE_AFTER', 5 * DAY_MS, 1),
     leaseMs,
     pollIntervalMs: reader.durationMs('WEBHOOK_POLL_INTERVAL', 200, 1),
-    concurrency: reader.integer('WEBHOOK_CONCURRENCY', 64, 1, 4096),
+    concurrency,
+    tenantConcurrency: reader.integer(
+      'WEBHOOK_TENANT_CONCURRENCY',
+      Math.max(1, Math.floor(concurrency / 2)),
+      1,
+      4096,
+    ),
     maxWebhooksPerTenant: reader.integer(
       'WEBHOOK_MAX_PER_TENANT',
       DEFAULT_MAX_WEBHOOKS_PER_TENANT,

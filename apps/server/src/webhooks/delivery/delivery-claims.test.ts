@@ -97,18 +97,25 @@ forEachDatabase('delivery claims', ({ storage, database, kind }) => {
         await client.query('set auto_explain.log_level = notice');
         const now = new Date().toISOString();
         const lease = new Date(Date.now() + LEASE_MS).toISOString();
-        const { rows } = await client.query('select id from claim_due_deliveries($1, $2, $3, $4)', [
+        const { rows } = await client.query('select id from claim_due_deliveries($1, $2, $3, $4, $5, $6)', [
           'worker-plan',
           now,
           lease,
           10,
+          10,
+          '{}',
         ]);
         expect(rows).toHaveLength(10);
         const update = plans.find((plan) => plan.includes('Update on deliveries'));
-        expect(update).toContain('Index Scan using deliveries_due_idx');
-        expect(update).not.toMatch(/\bSort\b/);
+        // Each tenant's due rows in index order, cut at the limit; the chosen ones looked up by key.
+        expect(update).toMatch(
+          /Limit[^\n]*\n\s*->\s*Index Scan using deliveries_tenant_due_idx on deliveries x/,
+        );
+        expect(update).toContain('Index Scan using deliveries_pkey on deliveries k');
+        expect(update).not.toMatch(/\b(Seq|Bitmap Heap) Scan\b/);
         // The setting is the function's own: the session's is as it was.
-        expect((await client.query('show enable_sort')).rows[0]).toEqual({ enable_sort: 'on' });
+        expect((await client.query('show enable_seqscan')).rows[0]).toEqual({ enable_seqscan: 'on' });
+        expect((await client.query('show enable_bitmapscan')).rows[0]).toEqual({ enable_bitmapscan: 'on' });
       } finally {
         await client.end();
       }
@@ -120,6 +127,41 @@ forEachDatabase('delivery claims', ({ storage, database, kind }) => {
         .execute();
     },
   );
+
+  it('shares a claim among tenants, the fewest held first, and never gives one more than its cap however old its backlog', async () => {
+    // An old backlog of one tenant, then two deliveries of another.
+    await pendingFor('claims-fair-a', 12);
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ next_attempt_at: '2026-01-01T00:00:00.000Z' })
+      .where('tenant_id', '=', 'claims-fair-a')
+      .execute();
+    await pendingFor('claims-fair-b', 2);
+    const tenants = (claimed: { tenantId: string }[]) => claimed.map((d) => d.tenantId.slice(-1)).join('');
+    const fair = (workerId: string, limit: number, held: Record<string, number>) =>
+      claimDueDeliveries(storage(), secretBox, {
+        workerId,
+        now: new Date(),
+        leaseMs: LEASE_MS,
+        limit,
+        tenantCap: 3,
+        held: new Map(Object.entries(held)),
+      });
+    // Ranks a1 b1 a2 b2 a3: the oldest first within a rank; a's third is its cap.
+    expect(tenants(await fair('worker-fair-1', 10, {}))).toBe('ababa');
+    expect(await releaseClaims(storage(), 'worker-fair-1')).toBe(5);
+    // The worker holds 2 of a's already: a's next ranks third, after both of b's, and only one more fits.
+    expect(tenants(await fair('worker-fair-2', 10, { 'claims-fair-a': 2 }))).toBe('bba');
+    expect(await releaseClaims(storage(), 'worker-fair-2')).toBe(3);
+    // At its cap, a's backlog is passed over, however old.
+    expect(tenants(await fair('worker-fair-3', 10, { 'claims-fair-a': 3 }))).toBe('bb');
+    await releaseClaims(storage(), 'worker-fair-3');
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', 'in', ['claims-fair-a', 'claims-fair-b'])
+      .execute();
+  });
 
   it('claims the most overdue first', async () => {
     await pendingFor('claims-order', 3);

@@ -5,6 +5,7 @@ import type { SecretBox } from '../outbound/secret-box.js';
 /** A delivery this worker holds a lease on, with what its attempt needs. */
 export interface ClaimedDelivery {
   id: string;
+  tenantId: string;
   webhookId: string;
   eventId: string;
   /** The lease this claim set: with the worker id, it fences the claim's writes. */
@@ -26,6 +27,7 @@ export interface ClaimedDelivery {
 /** A claimed delivery's row, with its webhook and event as the attempt needs them. */
 interface ClaimedRow {
   id: string;
+  tenant_id: string;
   webhook_id: string;
   event_id: string;
   failed_scheduled_attempts: number;
@@ -42,16 +44,34 @@ interface ClaimedRow {
   secrets: string | string[] | null;
 }
 
-type ClaimOptions = { workerId: string; now: Date; leaseMs: number; limit: number };
+type ClaimOptions = {
+  workerId: string;
+  now: Date;
+  leaseMs: number;
+  limit: number;
+  /** The most deliveries the worker may hold for one tenant (default: `limit`, no other bound). */
+  tenantCap?: number;
+  /** The deliveries the worker holds already (in flight or waiting for a slot), by tenant. */
+  held?: ReadonlyMap<string, number>;
+};
 
 /**
  * Claims up to `limit` due deliveries for `workerId` with a lease until `now + leaseMs`: pending, due, and
- * not leased by a live worker, the most overdue first; then loads each one's webhook, event payload and
- * valid secrets. On PostgreSQL all of it is one round trip, the function claim_due_deliveries (migration
- * 0007): the candidate rows are locked with FOR UPDATE SKIP LOCKED, so concurrent instances claim disjoint
- * sets without waiting on each other. SQLite has a single writer. Either way the lease is written without
- * a disk flush of its own (see withLeaseDurability): a lease lost to a power failure only makes the
- * delivery claimable again.
+ * not leased by a live worker; then loads each one's webhook, event payload and valid secrets.
+ *
+ * Shared fairly among tenants: the claim walks the tenants with pending deliveries (an index probe each,
+ * deliveries_tenant_due_idx) and takes each one's most overdue; a tenant's k-th ranks at k plus what the
+ * worker already holds for it, lowest first, then the most overdue; and no tenant gets more than
+ * `tenantCap` less what it holds. So a tenant whose receiver hangs, or whose backlog is large and old,
+ * holds at most `tenantCap` of the worker's slots, and another tenant's delivery is found in the next
+ * claim, not behind that backlog. The walk costs about a microsecond or two per tenant with pending
+ * deliveries (retries included).
+ *
+ * On PostgreSQL all of it is one round trip, the function claim_due_deliveries (migration 0007): the
+ * chosen rows are locked with FOR UPDATE SKIP LOCKED, so concurrent instances claim disjoint sets without
+ * waiting on each other. SQLite has a single writer. Either way the lease is written without a disk flush
+ * of its own (see withLeaseDurability): a lease lost to a power failure only makes the delivery claimable
+ * again.
  */
 export async function claimDueDeliveries(
   storage: Pick<Storage, 'db' | 'kind'>,
@@ -60,16 +80,21 @@ export async function claimDueDeliveries(
 ): Promise<ClaimedDelivery[]> {
   const nowIso = options.now.toISOString();
   const lockedUntil = new Date(options.now.getTime() + options.leaseMs).toISOString();
+  const fairness: Fairness = {
+    tenantCap: options.tenantCap ?? options.limit,
+    heldJson: JSON.stringify(Object.fromEntries(options.held ?? [])),
+  };
   const rows =
     storage.kind === 'postgres'
       ? (
           await sql<ClaimedRow>`
-            select * from claim_due_deliveries(${options.workerId}, ${nowIso}, ${lockedUntil}, ${options.limit})
+            select * from claim_due_deliveries(${options.workerId}, ${nowIso}, ${lockedUntil}, ${options.limit},
+              ${fairness.tenantCap}, ${fairness.heldJson}::json)
           `.execute(storage.db)
         ).rows
-      : await claimOnSqlite(storage, options, nowIso, lockedUntil);
+      : await claimOnSqlite(storage, options, fairness, nowIso, lockedUntil);
   const opened = new Map<string, string | undefined>();
-  return inClaimOrder(rows, nowIso).map((row) => {
+  return inClaimOrder(rows, nowIso, options.held).map((row) => {
     const delivery = claimedDelivery(row, lockedUntil, nowIso);
     // PostgreSQL answers the json as an array, SQLite as its text.
     const sealed: string[] = typeof row.secrets === 'string' ? JSON.parse(row.secrets) : (row.secrets ?? []);
@@ -77,10 +102,27 @@ export async function claimDueDeliveries(
   });
 }
 
-/** The most overdue first (ISO times sort as text; a row without a due time counts as due now). */
-function inClaimOrder<Row extends ClaimedRow>(rows: Row[], nowIso: string): Row[] {
+/**
+ * In the claim's order (RETURNING keeps none), which the worker starts them in: a tenant's k-th most
+ * overdue at k plus what the worker holds for it, lowest first, then the most overdue (ISO times sort as
+ * text; a row without a due time counts as due now).
+ */
+function inClaimOrder<Row extends ClaimedRow>(
+  rows: Row[],
+  nowIso: string,
+  held: ReadonlyMap<string, number> = new Map(),
+): Row[] {
   const dueAt = (row: ClaimedRow) => row.next_attempt_at ?? nowIso;
-  return rows.sort((a, b) => (dueAt(a) < dueAt(b) ? -1 : dueAt(a) > dueAt(b) ? 1 : 0));
+  rows.sort((a, b) => (dueAt(a) < dueAt(b) ? -1 : dueAt(a) > dueAt(b) ? 1 : 0));
+  const counts = new Map<string, number>();
+  const rank = new Map<Row, number>();
+  for (const row of rows) {
+    const count = (counts.get(row.tenant_id) ?? held.get(row.tenant_id) ?? 0) + 1;
+    counts.set(row.tenant_id, count);
+    rank.set(row, count);
+  }
+  // Stable: within one rank, the most overdue first.
+  return rows.sort((a, b) => (rank.get(a) as number) - (rank.get(b) as number));
 }
 
 function claimedDelivery(
@@ -90,6 +132,7 @@ function claimedDelivery(
 ): Omit<ClaimedDelivery, 'secrets'> {
   return {
     id: row.id,
+    tenantId: row.tenant_id,
     webhookId: row.webhook_id,
     eventId: row.event_id,
     lockedUntil,
@@ -134,30 +177,61 @@ function succeededBefore(delivery: RawBuilder<unknown>) {
       and a.status_code >= 200 and a.status_code < 300 and a.error is null))`;
 }
 
+/** The claim's share per tenant: its cap, and what the worker holds already (a json object, tenant to count). */
+interface Fairness {
+  tenantCap: number;
+  heldJson: string;
+}
+
 /**
  * SQLite: the same claim as claim_due_deliveries, one statement on the connection held with lease
  * durability (its RETURNING may not name a joined table, so the webhook, payload and secrets come from
- * subqueries). `'pending'` is a literal, so that SQLite uses the partial index deliveries_due_idx.
+ * subqueries; and SQLite has no LATERAL, so each tenant's most overdue are an `in` list of at most `limit`,
+ * cut to the tenant's room by their row number). `'pending'` is a literal, so that SQLite uses the partial
+ * index deliveries_tenant_due_idx.
  */
 async function claimOnSqlite(
   storage: Pick<Storage, 'db' | 'kind'>,
   options: ClaimOptions,
+  fairness: Fairness,
   nowIso: string,
   lockedUntil: string,
 ): Promise<ClaimedRow[]> {
   const webhook = (column: string) =>
     sql`(select ${sql.ref(`w.${column}`)} from webhooks as w where w.id = deliveries.webhook_id)`;
+  const { limit } = options;
+  const { tenantCap, heldJson } = fairness;
   const { rows } = await withLeaseDurability(storage, (leaseDb) =>
     sql<ClaimedRow>`
+      with recursive pending_tenants(tenant_id) as (
+        select (select min(p.tenant_id) from deliveries as p where p.status = 'pending')
+        union all
+        select (select min(p.tenant_id) from deliveries as p
+            where p.status = 'pending' and p.tenant_id > t.tenant_id)
+        from pending_tenants as t where t.tenant_id is not null
+      ),
+      rooms as (
+        select t.tenant_id, coalesce(h.value, 0) as held_count
+        from pending_tenants as t left join json_each(${heldJson}) as h on h.key = t.tenant_id
+        where t.tenant_id is not null and coalesce(h.value, 0) < ${tenantCap}
+      ),
+      ranked as (
+        select c.id, c.next_attempt_at, r.held_count, ${tenantCap} - r.held_count as room,
+          row_number() over (partition by c.tenant_id order by c.next_attempt_at, c.id) as n
+        from rooms as r join deliveries as c on c.id in (
+          select x.id from deliveries as x
+          where x.tenant_id = r.tenant_id and x.status = 'pending' and x.next_attempt_at <= ${nowIso}
+            and (x.locked_until is null or x.locked_until < ${nowIso})
+          order by x.next_attempt_at
+          limit ${limit})
+      )
       update deliveries set locked_until = ${lockedUntil}, locked_by = ${options.workerId}
       where id in (
-        select id from deliveries
-        where status = 'pending' and next_attempt_at <= ${nowIso}
-          and (locked_until is null or locked_until < ${nowIso})
-        order by next_attempt_at
-        limit ${options.limit}
+        select q.id from ranked as q where q.n <= q.room
+        order by q.held_count + q.n, q.next_attempt_at
+        limit ${limit}
       )
-      returning id, webhook_id, event_id, failed_scheduled_attempts, next_trigger, next_attempt_at,
+      returning id, tenant_id, webhook_id, event_id, failed_scheduled_attempts, next_trigger, next_attempt_at,
         ${webhook('url')} as url, ${webhook('status')} as webhook_status,
         ${webhook('deleted_at')} as webhook_deleted_at,
         (select e.payload from events as e where e.id = deliveries.event_id) as payload,
@@ -219,6 +293,21 @@ export async function loadSigningSecrets(
     bySecret.set(row.webhook_id, list);
   }
   return bySecret;
+}
+
+/** Gives back the claims of `workerId` on the deliveries `ids`, so that any worker may take them at once. */
+export async function releaseClaimsOn(
+  storage: Pick<Storage, 'db'>,
+  workerId: string,
+  ids: readonly string[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  await storage.db
+    .updateTable('deliveries')
+    .set({ locked_until: null, locked_by: null })
+    .where('id', 'in', ids)
+    .where('locked_by', '=', workerId)
+    .execute();
 }
 
 /** Gives back every claim `workerId` still holds, so another worker (or this one after a restart) takes them at once. */

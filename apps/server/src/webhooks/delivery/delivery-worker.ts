@@ -14,6 +14,7 @@ import {
   type ClaimedDelivery,
   claimDueDeliveries,
   releaseClaims,
+  releaseClaimsOn,
   withSigningSecrets,
 } from './delivery-claims.js';
 import { nextDeliveryState } from './delivery-outcome.js';
@@ -80,10 +81,25 @@ export class DeliveryWorker implements BackgroundWorker {
   readonly #agent: Agent;
   readonly #recorder: GroupCommitter<DeliveryWrite>;
   readonly #inFlight = new Set<Promise<void>>();
-  /** Claimed deliveries waiting for a slot, in the order they were claimed (the most overdue first). */
+  /** Claimed deliveries waiting for a slot, in the order they were claimed (see claimDueDeliveries). */
   #queue: ClaimedDelivery[] = [];
+  /** The deliveries this worker holds (queued or in flight), by tenant: no tenant holds more than its cap. */
+  readonly #held = new Map<string, number>();
+  /**
+   * Tenants that reached their cap: a tenant whose deliveries are due may wait on its own attempts alone,
+   * with slots free, so the loop claims again once a quarter of its cap has freed up.
+   */
+  readonly #atCap = new Set<string>();
+  /** The attempts in flight, by tenant: none starts beyond the tenant's cap. */
+  readonly #inFlightByTenant = new Map<string, number>();
   /** Deliveries claimed beyond the free slots (see PREFETCH_MIN_LEASE_TIMEOUTS). */
   readonly #prefetch: number;
+  /**
+   * The most deliveries the worker holds for one tenant: its cap of attempts in flight, and as many queued
+   * when the worker prefetches (a tenant's queued ones wait for its own attempts, never for a slot another
+   * tenant could use: the room of the others is the concurrency and the prefetch less twice the cap).
+   */
+  readonly #heldCap: number;
   #running = false;
   #claimsHealthy = true;
   #dispatchHealthy = true;
@@ -105,6 +121,7 @@ export class DeliveryWorker implements BackgroundWorker {
     this.workerId = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     const { concurrency, leaseMs, timeoutMs } = options.config;
     this.#prefetch = leaseMs >= PREFETCH_MIN_LEASE_TIMEOUTS * timeoutMs ? concurrency : 0;
+    this.#heldCap = options.config.tenantConcurrency * (this.#prefetch > 0 ? 2 : 1);
     this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
     this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
     // Isolated: one outcome that cannot be stored never fails the others of its batch (defect #1).
@@ -150,7 +167,8 @@ export class DeliveryWorker implements BackgroundWorker {
     this.#unsubscribe?.();
     this.#signal();
     await this.#loop;
-    this.#queue = [];
+    for (const delivery of this.#queue.splice(0)) this.#release(delivery);
+    this.#atCap.clear();
     await Promise.all(this.#inFlight);
     await this.#recorder.close();
     try {
@@ -179,14 +197,17 @@ export class DeliveryWorker implements BackgroundWorker {
       const free = this.#room();
       if (free > 0) {
         this.#reserved += free;
+        const heldBefore = new Map(this.#held);
         try {
           const claimed = await claimDueDeliveries(storage, secretBox, {
             workerId: this.workerId,
             now: clock.now(),
             leaseMs: config.leaseMs,
             limit: free,
+            tenantCap: this.#heldCap,
+            held: heldBefore,
           });
-          this.#enqueue(claimed);
+          this.#enqueue(claimed, heldBefore);
           atCapacity = claimed.length === free;
           this.#claimsHealthy = true;
         } catch (error) {
@@ -248,16 +269,23 @@ export class DeliveryWorker implements BackgroundWorker {
     const { config, storage, clock, secretBox, logger } = this.#options;
     const max = Math.max(0, this.#room() >> 1);
     this.#reserved += max;
+    const heldBefore = new Map(this.#held);
     try {
       const now = clock.now();
       const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
       const fanOut = await dispatchEvents(storage, now, {
-        claim: { workerId: this.workerId, lockedUntil, max },
+        claim: {
+          workerId: this.workerId,
+          lockedUntil,
+          max,
+          tenantCap: this.#heldCap,
+          held: heldBefore,
+        },
         maxPerEvent: config.maxDeliveriesPerEvent,
       });
       // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
       if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;
-      this.#enqueue(await withSigningSecrets(storage, secretBox, fanOut.claimed, now));
+      this.#enqueue(await withSigningSecrets(storage, secretBox, fanOut.claimed, now), heldBefore);
       this.#dispatchHealthy = true;
     } catch (error) {
       this.#dispatchHealthy = false;
@@ -269,27 +297,106 @@ export class DeliveryWorker implements BackgroundWorker {
     }
   }
 
-  #enqueue(claimed: readonly ClaimedDelivery[]): void {
-    this.#queue.push(...claimed);
+  /**
+   * Queues what a claim or a fan-out took, given what the worker held when it asked. A tenant that got all
+   * its cap allowed may have more due, held back only by its own attempts: it is marked, and the loop
+   * claims again once a quarter of its cap is free (see #release), however few it holds by then.
+   */
+  #enqueue(claimed: readonly ClaimedDelivery[], heldBefore: ReadonlyMap<string, number>): void {
+    const cap = this.#heldCap;
+    const taken = new Map<string, number>();
+    const excess: ClaimedDelivery[] = [];
+    for (const delivery of claimed) {
+      const held = this.#held.get(delivery.tenantId) ?? 0;
+      // A claim and a fan-out side by side may both have given a tenant its share: the second goes back.
+      if (held >= cap) {
+        excess.push(delivery);
+        continue;
+      }
+      this.#held.set(delivery.tenantId, held + 1);
+      taken.set(delivery.tenantId, (taken.get(delivery.tenantId) ?? 0) + 1);
+      this.#queue.push(delivery);
+    }
+    for (const [tenantId, held] of heldBefore) if (held >= cap) this.#atCap.add(tenantId);
+    for (const [tenantId, count] of taken)
+      if ((heldBefore.get(tenantId) ?? 0) + count >= cap) this.#atCap.add(tenantId);
+    for (const { tenantId } of excess) this.#atCap.add(tenantId);
+    if (excess.length > 0) this.#giveBack(excess);
     this.#startQueued();
+    // Those whose attempts ended while the claim was on its way.
+    for (const tenantId of this.#atCap) this.#claimAgainIfFreed(tenantId);
   }
 
-  /** Starts queued deliveries while slots are free (none once stopping: stop() gives their claims back). */
-  #startQueued(): void {
-    const { config, clock } = this.#options;
-    while (this.#running && this.#inFlight.size < config.concurrency && this.#queue.length > 0) {
-      const delivery = this.#queue.shift() as ClaimedDelivery;
-      // Never attempt on a lease that could expire during the attempt: another worker may take it over.
-      // Left leased, it is claimed again once the lease expires (slots stuck far longer than a timeout).
-      if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - clock.now().getTime() < config.timeoutMs)
-        continue;
-      this.#launch(delivery);
+  /** Gives claims back at once (if that fails, their leases expire and they are claimed again then). */
+  #giveBack(deliveries: readonly ClaimedDelivery[]): void {
+    const { storage, logger } = this.#options;
+    const ids = deliveries.map((delivery) => delivery.id);
+    releaseClaimsOn(storage, this.workerId, ids).catch((error: unknown) => {
+      logger.error(
+        'could not give back webhook delivery claims; they are claimed again when their lease expires',
+        {
+          count: ids.length,
+          error: describeError(error),
+        },
+      );
+    });
+  }
+
+  /** The worker no longer holds `delivery` (its attempt ended, or it was left to its lease). */
+  #release({ tenantId }: ClaimedDelivery): void {
+    const held = (this.#held.get(tenantId) ?? 1) - 1;
+    if (held > 0) this.#held.set(tenantId, held);
+    else this.#held.delete(tenantId);
+    this.#claimAgainIfFreed(tenantId);
+  }
+
+  /**
+   * A tenant that reached its cap may have due deliveries that only its own attempts hold back, with slots
+   * free: the loop claims again once a quarter of its cap is free.
+   */
+  #claimAgainIfFreed(tenantId: string): void {
+    const cap = this.#heldCap;
+    if (this.#atCap.has(tenantId) && (this.#held.get(tenantId) ?? 0) <= cap - Math.max(1, cap >> 2)) {
+      this.#atCap.delete(tenantId);
+      this.#signal();
     }
   }
 
+  /**
+   * Starts queued deliveries while slots are free (none once stopping: stop() gives their claims back),
+   * in the queue's order, passing over those of a tenant with its cap of attempts in flight: a claim and a
+   * fan-out running side by side may both have given it its share, and the second share waits for the
+   * first's attempts, not beside them.
+   */
+  #startQueued(): void {
+    const { config, clock } = this.#options;
+    if (!this.#running) return;
+    const waiting: ClaimedDelivery[] = [];
+    let next = 0;
+    for (; next < this.#queue.length && this.#inFlight.size < config.concurrency; next++) {
+      const delivery = this.#queue[next] as ClaimedDelivery;
+      // Never attempt on a lease that could expire during the attempt: another worker may take it over.
+      // Left leased, it is claimed again once the lease expires (slots stuck far longer than a timeout).
+      if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - clock.now().getTime() < config.timeoutMs) {
+        this.#release(delivery);
+      } else if ((this.#inFlightByTenant.get(delivery.tenantId) ?? 0) >= config.tenantConcurrency) {
+        waiting.push(delivery);
+      } else {
+        this.#launch(delivery);
+      }
+    }
+    if (next > 0) this.#queue = waiting.concat(this.#queue.slice(next));
+  }
+
   #launch(delivery: ClaimedDelivery): void {
+    const { tenantId } = delivery;
+    this.#inFlightByTenant.set(tenantId, (this.#inFlightByTenant.get(tenantId) ?? 0) + 1);
     const attempt = this.#attempt(delivery).finally(() => {
       this.#inFlight.delete(attempt);
+      const inFlight = (this.#inFlightByTenant.get(tenantId) ?? 1) - 1;
+      if (inFlight > 0) this.#inFlightByTenant.set(tenantId, inFlight);
+      else this.#inFlightByTenant.delete(tenantId);
+      this.#release(delivery);
       this.#startQueued();
       // Claim again once a quarter of the room is free: fewer, larger claims.
       const { concurrency } = this.#options.config;

@@ -57,6 +57,10 @@ export interface FanOutClaim {
   lockedUntil: string;
   /** How many of the new deliveries to claim (the worker's free slots). */
   max: number;
+  /** The most deliveries the worker may hold for one tenant (default: `max`, no other bound). */
+  tenantCap?: number;
+  /** The deliveries the worker holds already, by tenant. */
+  held?: ReadonlyMap<string, number>;
 }
 
 /** What a fan-out did: the events dispatched, and the new deliveries claimed (secrets not loaded yet). */
@@ -70,7 +74,8 @@ export interface FanOut {
  * active, non-deleted webhooks that existed when the event was committed and whose filter takes its type;
  * then marks the events dispatched. One transaction, so an event is fanned out exactly once: PostgreSQL
  * instances claim disjoint events with FOR UPDATE SKIP LOCKED, SQLite has a single writer. With `claim`,
- * the first `claim.max` new deliveries are created already leased to that worker.
+ * up to `claim.max` new deliveries are created already leased to that worker, shared among tenants as a
+ * claim shares them (see `fairShare`).
  */
 export async function dispatchEvents(
   storage: Pick<Storage, 'db' | 'kind'>,
@@ -118,7 +123,13 @@ export async function dispatchEvents(
         .slice(0, maxPerEvent)
         .map((webhook) => ({ event, webhook, id: newId('dlv') })),
     );
-    const claimCount = Math.min(claim?.max ?? 0, fanned.length);
+    const chosen = claim
+      ? fairShare(
+          fanned.map(({ event }) => event.tenant_id),
+          claim,
+        )
+      : [];
+    const leased = new Set(chosen);
     const inserted = new Set<string>();
     const rows = fanned.map(
       ({ event, webhook, id }, n): NewDeliveryRow => ({
@@ -131,7 +142,7 @@ export async function dispatchEvents(
         next_attempt_at: nowIso,
         created_at: nowIso,
         updated_at: nowIso,
-        ...(claim && n < claimCount && { locked_until: claim.lockedUntil, locked_by: claim.workerId }),
+        ...(claim && leased.has(n) && { locked_until: claim.lockedUntil, locked_by: claim.workerId }),
       }),
     );
     for (const chunk of chunks(rows, DELIVERIES_PER_STATEMENT)) {
@@ -147,11 +158,12 @@ export async function dispatchEvents(
         events.map((event) => event.id),
       )
       .execute();
-    const claimed = fanned
-      .slice(0, claimCount)
+    const claimed = chosen
+      .map((n) => fanned[n] as (typeof fanned)[number])
       .filter(({ id }) => inserted.has(id))
       .map(({ event, webhook, id }) => ({
         id,
+        tenantId: event.tenant_id,
         webhookId: webhook.id,
         eventId: event.id,
         lockedUntil: claim?.lockedUntil as string,
@@ -165,4 +177,27 @@ export async function dispatchEvents(
       }));
     return { dispatched: events.length, claimed };
   });
+}
+
+/**
+ * Which of new deliveries (given by their tenants, in the order they were made) a worker takes, and in
+ * which order: as claimDueDeliveries shares a claim, a tenant's k-th ranks at k plus what the worker holds
+ * for it, lowest first, then in order; none beyond the tenant's cap; at most `max`.
+ */
+export function fairShare(
+  tenants: readonly string[],
+  claim: Pick<FanOutClaim, 'max' | 'tenantCap' | 'held'>,
+): number[] {
+  const cap = claim.tenantCap ?? claim.max;
+  const counts = new Map<string, number>();
+  const ranked: { n: number; rank: number }[] = [];
+  tenants.forEach((tenant, n) => {
+    const rank = (counts.get(tenant) ?? claim.held?.get(tenant) ?? 0) + 1;
+    counts.set(tenant, rank);
+    if (rank <= cap) ranked.push({ n, rank });
+  });
+  return ranked
+    .sort((a, b) => a.rank - b.rank || a.n - b.n)
+    .slice(0, Math.max(0, claim.max))
+    .map(({ n }) => n);
 }
