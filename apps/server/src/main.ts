@@ -17,6 +17,18 @@ module.enableCompileCache?.({
   portable: true,
 });
 
+// A SIGTERM or SIGINT that comes while the server's modules load (a tenth of a second or more) is kept and
+// handed to start(), which drains once started, instead of Node's default action killing the process.
+// These listeners stay for the life of the process and pass every signal on to start()'s handler: one
+// removed and replaced could drop a signal caught while the import held the event loop.
+const early: NodeJS.Signals[] = [];
+let deliver: ((signal: NodeJS.Signals) => void) | undefined;
+const onSignal = (signal: NodeJS.Signals) => (deliver ? deliver(signal) : early.push(signal));
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, onSignal);
+
 // Imported only now: the server loads node:sqlite, which an older Node cannot even link.
 const { start } = await import('./start.js');
-await start();
+await start((handler) => {
+  deliver = handler;
+  for (const signal of early.splice(0)) handler(signal);
+});

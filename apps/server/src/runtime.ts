@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
@@ -10,6 +10,7 @@ import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { answerClientErrors } from './http/client-error.js';
 import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
 import { closeGracefully } from './http/graceful-close.js';
+import { withOriginFormTargets } from './http/request-target.js';
 import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
@@ -108,7 +109,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     if (metricsPort !== undefined) {
       metricsServer = await startMetricsServer(metrics, { ...metricsListener, port: metricsPort }, logger);
     }
-    const server = app.listen(config.port, config.host);
+    const server = createServer(withOriginFormTargets(app)).listen(config.port, config.host);
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = REQUEST_TIMEOUT_MS;
     answerClientErrors(server);

@@ -7,9 +7,15 @@ import { type Runtime, startRuntime } from './runtime.js';
  * SIGTERM or SIGINT it drains (see Runtime.stop) and exits 0; a second signal during the drain exits 1 at
  * once. The handlers are installed before the start: a signal that comes while the server starts (it may
  * already listen, and answer) is kept, and the drain begins as soon as the start is done, rather than
- * Node's default action killing the process mid-start.
+ * Node's default action killing the process mid-start. `onSignals` subscribes the handler to SIGTERM and
+ * SIGINT (main.ts's: its own listeners, installed before it loaded this module, which pass on the signals
+ * they kept meanwhile).
  */
-export async function start(): Promise<void> {
+export async function start(
+  onSignals: (handler: (signal: NodeJS.Signals) => void) => void = (handler) => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, handler);
+  },
+): Promise<void> {
   let logger: Logger = jsonLogger;
   let runtime: Runtime | undefined;
   let stopping = false;
@@ -30,7 +36,7 @@ export async function start(): Promise<void> {
     logger.info('shutting down', { signal });
     if (runtime) drain(runtime);
   };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
+  onSignals(stop);
   try {
     const config = loadConfig();
     logger = createLogger(config.logs);

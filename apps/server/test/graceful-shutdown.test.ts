@@ -1,5 +1,9 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, type ClientRequest, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
@@ -142,5 +146,42 @@ it('keeps a SIGTERM sent while it starts: the start completes, then it drains an
   } finally {
     if (server.running) await server.stop('SIGKILL');
     await fresh.dispose();
+  }
+});
+
+it('keeps a SIGTERM sent the moment the process handles one, while its modules still load', async () => {
+  // A preload prints a line when the first SIGTERM listener is added: main.ts's, before it imports the
+  // server (Node's own handler, which exits by the signal, is there from the start, so /proc cannot tell).
+  const dir = await mkdtemp(join(tmpdir(), 'ss-early-signal-'));
+  const preload = join(dir, 'mark-sigterm-listener.mjs');
+  await writeFile(
+    preload,
+    `const on = process.on;
+process.on = function (event, listener) {
+  if (event === 'SIGTERM' && process.listenerCount('SIGTERM') === 0) process.stderr.write('first SIGTERM listener\\n');
+  return on.call(this, event, listener);
+};
+`,
+  );
+  const fresh = await createTestDatabase('sqlite');
+  const server = new BuiltServer({
+    DATA_DIR: fresh.options.dataDir,
+    SHUTDOWN_DRAIN_DELAY: '0s',
+    NODE_OPTIONS: `--import=${pathToFileURL(preload).href}`,
+  });
+  try {
+    await server.waitFor(/first SIGTERM listener/, 10_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${server.output}`);
+    });
+    server.kill('SIGTERM');
+    expect(await server.exited, server.output).toEqual({ code: 0, signal: null });
+    expect(server.output).not.toMatch(/Created an API key[^]*first SIGTERM listener/);
+    expect(server.logLines().map((line) => line.message)).toEqual(
+      expect.arrayContaining(['shutting down', 'started', 'stopped']),
+    );
+  } finally {
+    if (server.running) await server.stop('SIGKILL');
+    await fresh.dispose();
+    await rm(dir, { recursive: true, force: true });
   }
 });

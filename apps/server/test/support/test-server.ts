@@ -9,6 +9,7 @@ import type { Features } from '../../src/features.js';
 import type { InstanceLifecycle } from '../../src/health/instance-lifecycle.js';
 import { answerClientErrors } from '../../src/http/client-error.js';
 import { contractValidation, warmUpContractValidation } from '../../src/http/contract-validation.js';
+import { withOriginFormTargets } from '../../src/http/request-target.js';
 import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -99,10 +100,12 @@ export async function startTestServer(options: {
     ...(options.lifecycle && { lifecycle: options.lifecycle }),
     ...(options.logSigner && { logSigner: options.logSigner }),
   });
+  // As the runtime listens: request targets put into origin form first.
+  const listener = withOriginFormTargets(app);
   const server: Server =
     options.requestTimeoutMs === undefined
-      ? app.listen(0, '127.0.0.1')
-      : createServer({ connectionsCheckingInterval: 50 }, app).listen(0, '127.0.0.1');
+      ? createServer(listener).listen(0, '127.0.0.1')
+      : createServer({ connectionsCheckingInterval: 50 }, listener).listen(0, '127.0.0.1');
   if (options.requestTimeoutMs !== undefined) {
     server.requestTimeout = options.requestTimeoutMs;
     server.headersTimeout = options.requestTimeoutMs;
