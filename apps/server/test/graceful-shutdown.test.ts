@@ -175,7 +175,7 @@ process.on = function (event, listener) {
     });
     server.kill('SIGTERM');
     expect(await server.exited, server.output).toEqual({ code: 0, signal: null });
-    expect(server.output).not.toMatch(/Created an API key[^]*first SIGTERM listener/);
+    expect(server.output).not.toMatch(/Created an API key[\s\S]*first SIGTERM listener/);
     expect(server.logLines().map((line) => line.message)).toEqual(
       expect.arrayContaining(['shutting down', 'started', 'stopped']),
     );
