@@ -44,6 +44,20 @@ forEachDatabase('errors of the HTTP parser', ({ storage }) => {
     expect(answer.problem).toMatchObject({ status: 400, code: 'malformed_request' });
   });
 
+  it('answers with the standard reason phrase in the status line', async () => {
+    const answer = await rawExchange(server.url, 'NOT HTTP AT ALL\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+  });
+
+  it('answers a CONNECT (Node closes it without a word) with a problem+json method_not_allowed', async () => {
+    const answer = await rawExchange(
+      server.url,
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    expect(parse(answer).problem).toMatchObject({ status: 405, code: 'method_not_allowed' });
+  });
+
   it('answers headers over 16 KiB with a problem+json headers_too_large', async () => {
     const answer = parse(
       await rawExchange(

@@ -1,4 +1,4 @@
-import { maxHeaderSize, type Server } from 'node:http';
+import { maxHeaderSize, type Server, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../errors/error-codes.js';
 import { ERROR_CODES } from '../errors/error-codes.js';
@@ -46,15 +46,33 @@ export function answerClientErrors(server: Server): void {
     }
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') timedOutConnections.add(socket);
     const { code, detail } = parserProblem(error.code);
-    const body = JSON.stringify(problem(code, { detail }));
-    const { status, title } = ERROR_CODES[code];
-    socket.end(
-      `HTTP/1.1 ${status} ${title}\r\n` +
-        'Content-Type: application/problem+json; charset=utf-8\r\n' +
-        'X-Content-Type-Options: nosniff\r\n' +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        'Connection: close\r\n\r\n' +
-        body,
-    );
+    endWithProblem(socket, code, detail);
   });
+  answerConnectRequests(server);
+}
+
+/**
+ * Answers a CONNECT (a proxy's method, which Node hands to a `connect` listener, not to Express, and
+ * otherwise closes without a word) with 405 `method_not_allowed`, as Express answers any method the
+ * contract does not have.
+ */
+function answerConnectRequests(server: Server): void {
+  server.on('connect', (_req, socket: Duplex) => {
+    socket.on('error', () => {});
+    endWithProblem(socket, 'method_not_allowed', 'CONNECT is not a method of this API; it is not a proxy.');
+  });
+}
+
+/** Writes a problem+json answer to a socket Express does not own, and closes it. */
+function endWithProblem(socket: Duplex, code: ErrorCode, detail: string): void {
+  const body = JSON.stringify(problem(code, { detail }));
+  const { status } = ERROR_CODES[code];
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+      'Content-Type: application/problem+json; charset=utf-8\r\n' +
+      'X-Content-Type-Options: nosniff\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }

@@ -25,11 +25,21 @@ describe('readWebhookConfig', () => {
 
   it("gives one tenant half an instance's delivery slots unless WEBHOOK_TENANT_CONCURRENCY says otherwise", () => {
     expect(read({}).config).toMatchObject({ concurrency: 64, tenantConcurrency: 32 });
-    expect(read({ WEBHOOK_CONCURRENCY: '1' }).config.tenantConcurrency).toBe(1);
+    expect(read({ WEBHOOK_CONCURRENCY: '2' }).config.tenantConcurrency).toBe(1);
+    expect(read({ WEBHOOK_CONCURRENCY: '3' }).config.tenantConcurrency).toBe(1);
     expect(read({ WEBHOOK_CONCURRENCY: '10', WEBHOOK_TENANT_CONCURRENCY: '3' }).config).toMatchObject({
       concurrency: 10,
       tenantConcurrency: 3,
     });
     expect(read({ WEBHOOK_TENANT_CONCURRENCY: '0' }).problems).toHaveLength(1);
+  });
+
+  it('refuses settings that let one tenant hold every delivery slot', () => {
+    expect(read({ WEBHOOK_CONCURRENCY: '1' }).problems).toEqual([
+      expect.stringContaining('WEBHOOK_CONCURRENCY'),
+    ]);
+    expect(read({ WEBHOOK_CONCURRENCY: '8', WEBHOOK_TENANT_CONCURRENCY: '8' }).problems).toEqual([
+      "WEBHOOK_TENANT_CONCURRENCY must be less than WEBHOOK_CONCURRENCY (got 8, with 8): one tenant's hanging receivers would hold every delivery slot",
+    ]);
   });
 });

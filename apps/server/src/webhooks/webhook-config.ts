@@ -78,7 +78,18 @@ export function readWebhookConfig(
       'SECRETS_KEY is required with DATABASE_URL: every instance must encrypt webhook secrets under the same key (openssl rand -base64 32)',
     );
   }
-  const concurrency = reader.integer('WEBHOOK_CONCURRENCY', 64, 1, 4096);
+  // At least two slots: one tenant never holds them all (see tenantConcurrency).
+  const concurrency = reader.integer('WEBHOOK_CONCURRENCY', 64, 2, 4096);
+  const tenantConcurrency = reader.integer(
+    'WEBHOOK_TENANT_CONCURRENCY',
+    Math.max(1, Math.floor(concurrency / 2)),
+    1,
+    4096,
+  );
+  if (concurrency >= 2 && tenantConcurrency >= concurrency)
+    reader.problems.push(
+      `WEBHOOK_TENANT_CONCURRENCY must be less than WEBHOOK_CONCURRENCY (got ${tenantConcurrency}, with ${concurrency}): one tenant's hanging receivers would hold every delivery slot`,
+    );
   return {
     allowedCidrs,
     allowHttp: development,
@@ -90,12 +101,7 @@ export function readWebhookConfig(
     leaseMs,
     pollIntervalMs: reader.durationMs('WEBHOOK_POLL_INTERVAL', 200, 1),
     concurrency,
-    tenantConcurrency: reader.integer(
-      'WEBHOOK_TENANT_CONCURRENCY',
-      Math.max(1, Math.floor(concurrency / 2)),
-      1,
-      4096,
-    ),
+    tenantConcurrency,
     maxWebhooksPerTenant: reader.integer(
       'WEBHOOK_MAX_PER_TENANT',
       DEFAULT_MAX_WEBHOOKS_PER_TENANT,
