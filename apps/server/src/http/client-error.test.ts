@@ -1,23 +1,10 @@
-import { connect } from 'node:net';
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { rawExchange } from '../../test/support/raw-http.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import type { Logger } from '../logging/logger.js';
-
-/** Sends raw bytes and reads the whole answer (the server closes the connection after it). */
-function rawExchange(url: string, request: string): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(request));
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    socket.on('error', reject);
-    socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
-  });
-}
 
 function parse(answer: string): { status: number; headers: string; problem: Problem } {
   const [head = '', body = ''] = answer.split('\r\n\r\n');

@@ -1,5 +1,5 @@
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawExchange } from '../../test/support/raw-http.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { originFormTarget } from './request-target.js';
@@ -20,20 +20,9 @@ describe('originFormTarget', () => {
   });
 });
 
-/** Sends `requestLine` and a Host header on a raw socket; resolves with the whole answer. */
+/** Sends `requestLine` with a Host header on a raw socket; resolves with the whole answer. */
 function raw(url: string, requestLine: string): Promise<string> {
-  const { port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1');
-    let answer = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => {
-      answer += chunk;
-    });
-    socket.on('end', () => resolve(answer));
-    socket.on('error', reject);
-    socket.write(`${requestLine}\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
-  });
+  return rawExchange(url, `${requestLine}\r\nHost: ${new URL(url).host}\r\nConnection: close\r\n\r\n`);
 }
 
 forEachDatabase('request targets', ({ storage }) => {

@@ -1,0 +1,18 @@
+import { connect } from 'node:net';
+
+/**
+ * Sends `request` as raw bytes to the server at `url` and reads the whole answer (the server, or the
+ * request's `Connection: close`, ends the connection after it): for what fetch cannot send, such as a
+ * broken request line, a control character in a header, or a target with a fragment.
+ */
+export function rawExchange(url: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+    socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
+  });
+}
