@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { type Storage, withLeaseDurability } from '../../storage/storage.js';
 import type { SecretBox } from '../outbound/secret-box.js';
+import { fairShare } from './fair-share.js';
 
 /** A delivery this worker holds a lease on, with what its attempt needs. */
 export interface ClaimedDelivery {
@@ -110,19 +111,16 @@ export async function claimDueDeliveries(
 function inClaimOrder<Row extends ClaimedRow>(
   rows: Row[],
   nowIso: string,
-  held: ReadonlyMap<string, number> = new Map(),
+  held: ReadonlyMap<string, number> | undefined,
 ): Row[] {
   const dueAt = (row: ClaimedRow) => row.next_attempt_at ?? nowIso;
   rows.sort((a, b) => (dueAt(a) < dueAt(b) ? -1 : dueAt(a) > dueAt(b) ? 1 : 0));
-  const counts = new Map<string, number>();
-  const rank = new Map<Row, number>();
-  for (const row of rows) {
-    const count = (counts.get(row.tenant_id) ?? held.get(row.tenant_id) ?? 0) + 1;
-    counts.set(row.tenant_id, count);
-    rank.set(row, count);
-  }
-  // Stable: within one rank, the most overdue first.
-  return rows.sort((a, b) => (rank.get(a) as number) - (rank.get(b) as number));
+  // Every row: the claim kept each tenant within its cap already.
+  const order = fairShare(
+    rows.map((row) => row.tenant_id),
+    { max: rows.length, tenantCap: Number.POSITIVE_INFINITY, held },
+  );
+  return order.map((n) => rows[n] as Row);
 }
 
 function claimedDelivery(

@@ -5,7 +5,7 @@ import { commitTestEvents, createTestWebhook } from '../../../test/support/test-
 import { openStorage } from '../../storage/storage.js';
 import { webhookWants } from '../api/event-filter.js';
 import { SecretBox } from '../outbound/secret-box.js';
-import { dispatchEvents, fairShare } from './event-dispatcher.js';
+import { dispatchEvents } from './event-dispatcher.js';
 
 const secretBox = new SecretBox(randomBytes(32));
 const URL = 'http://127.0.0.1:9/hook';
@@ -14,14 +14,6 @@ it('a filter of ["*"] takes every event type; otherwise only the listed ones', (
   expect(webhookWants(['*'], 'run.failed')).toBe(true);
   expect(webhookWants(['run.completed', 'run.failed'], 'run.failed')).toBe(true);
   expect(webhookWants(['run.completed'], 'webhook.test')).toBe(false);
-});
-
-it("takes a fan-out's new deliveries as a claim shares them: the fewest held first, none beyond a tenant's cap", () => {
-  const tenants = ['a', 'a', 'a', 'a', 'b', 'b', 'c'];
-  expect(fairShare(tenants, { max: 10 })).toEqual([0, 4, 6, 1, 5, 2, 3]);
-  expect(fairShare(tenants, { max: 4, tenantCap: 2 })).toEqual([0, 4, 6, 1]);
-  expect(fairShare(tenants, { max: 10, tenantCap: 2, held: new Map([['a', 2]]) })).toEqual([4, 6, 5]);
-  expect(fairShare(tenants, { max: 0 })).toEqual([]);
 });
 
 forEachDatabase('the event dispatcher', ({ kind, storage, database }) => {

@@ -5,6 +5,7 @@ import type { Storage } from '../../storage/storage.js';
 import { webhookWants } from '../api/event-filter.js';
 import { DEFAULT_MAX_DELIVERIES_PER_EVENT } from '../webhook-config.js';
 import type { ClaimedDelivery } from './delivery-claims.js';
+import { fairShare } from './fair-share.js';
 
 /** Events fanned out per transaction. */
 export const DISPATCH_BATCH = 500;
@@ -177,27 +178,4 @@ export async function dispatchEvents(
       }));
     return { dispatched: events.length, claimed };
   });
-}
-
-/**
- * Which of new deliveries (given by their tenants, in the order they were made) a worker takes, and in
- * which order: as claimDueDeliveries shares a claim, a tenant's k-th ranks at k plus what the worker holds
- * for it, lowest first, then in order; none beyond the tenant's cap; at most `max`.
- */
-export function fairShare(
-  tenants: readonly string[],
-  claim: Pick<FanOutClaim, 'max' | 'tenantCap' | 'held'>,
-): number[] {
-  const cap = claim.tenantCap ?? claim.max;
-  const counts = new Map<string, number>();
-  const ranked: { n: number; rank: number }[] = [];
-  tenants.forEach((tenant, n) => {
-    const rank = (counts.get(tenant) ?? claim.held?.get(tenant) ?? 0) + 1;
-    counts.set(tenant, rank);
-    if (rank <= cap) ranked.push({ n, rank });
-  });
-  return ranked
-    .sort((a, b) => a.rank - b.rank || a.n - b.n)
-    .slice(0, Math.max(0, claim.max))
-    .map(({ n }) => n);
 }
