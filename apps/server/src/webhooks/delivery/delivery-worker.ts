@@ -84,14 +84,14 @@ export class DeliveryWorker implements BackgroundWorker {
   /** Claimed deliveries waiting for a slot, in the order they were claimed (see claimDueDeliveries). */
   #queue: ClaimedDelivery[] = [];
   /** The deliveries this worker holds (queued or in flight), by tenant: no tenant holds more than its cap. */
-  readonly #held = new Map<string, number>();
+  readonly #held = new TenantCounts();
   /**
    * Tenants that reached their cap: a tenant whose deliveries are due may wait on its own attempts alone,
    * with slots free, so the loop claims again once a quarter of its cap has freed up.
    */
   readonly #atCap = new Set<string>();
   /** The attempts in flight, by tenant: none starts beyond the tenant's cap. */
-  readonly #inFlightByTenant = new Map<string, number>();
+  readonly #inFlightByTenant = new TenantCounts();
   /** Deliveries claimed beyond the free slots (see PREFETCH_MIN_LEASE_TIMEOUTS). */
   readonly #prefetch: number;
   /**
@@ -197,7 +197,7 @@ export class DeliveryWorker implements BackgroundWorker {
       const free = this.#room();
       if (free > 0) {
         this.#reserved += free;
-        const heldBefore = new Map(this.#held);
+        const heldBefore = this.#held.snapshot();
         try {
           const claimed = await claimDueDeliveries(storage, secretBox, {
             workerId: this.workerId,
@@ -269,7 +269,7 @@ export class DeliveryWorker implements BackgroundWorker {
     const { config, storage, clock, secretBox, logger } = this.#options;
     const max = Math.max(0, this.#room() >> 1);
     this.#reserved += max;
-    const heldBefore = new Map(this.#held);
+    const heldBefore = this.#held.snapshot();
     try {
       const now = clock.now();
       const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
@@ -304,21 +304,20 @@ export class DeliveryWorker implements BackgroundWorker {
    */
   #enqueue(claimed: readonly ClaimedDelivery[], heldBefore: ReadonlyMap<string, number>): void {
     const cap = this.#heldCap;
-    const taken = new Map<string, number>();
+    const taken = new TenantCounts();
     const excess: ClaimedDelivery[] = [];
     for (const delivery of claimed) {
-      const held = this.#held.get(delivery.tenantId) ?? 0;
       // A claim and a fan-out side by side may both have given a tenant its share: the second goes back.
-      if (held >= cap) {
+      if (this.#held.get(delivery.tenantId) >= cap) {
         excess.push(delivery);
         continue;
       }
-      this.#held.set(delivery.tenantId, held + 1);
-      taken.set(delivery.tenantId, (taken.get(delivery.tenantId) ?? 0) + 1);
+      this.#held.add(delivery.tenantId);
+      taken.add(delivery.tenantId);
       this.#queue.push(delivery);
     }
     for (const [tenantId, held] of heldBefore) if (held >= cap) this.#atCap.add(tenantId);
-    for (const [tenantId, count] of taken)
+    for (const [tenantId, count] of taken.entries())
       if ((heldBefore.get(tenantId) ?? 0) + count >= cap) this.#atCap.add(tenantId);
     for (const { tenantId } of excess) this.#atCap.add(tenantId);
     if (excess.length > 0) this.#giveBack(excess);
@@ -344,9 +343,7 @@ export class DeliveryWorker implements BackgroundWorker {
 
   /** The worker no longer holds `delivery` (its attempt ended, or it was left to its lease). */
   #release({ tenantId }: ClaimedDelivery): void {
-    const held = (this.#held.get(tenantId) ?? 1) - 1;
-    if (held > 0) this.#held.set(tenantId, held);
-    else this.#held.delete(tenantId);
+    this.#held.remove(tenantId);
     this.#claimAgainIfFreed(tenantId);
   }
 
@@ -356,7 +353,7 @@ export class DeliveryWorker implements BackgroundWorker {
    */
   #claimAgainIfFreed(tenantId: string): void {
     const cap = this.#heldCap;
-    if (this.#atCap.has(tenantId) && (this.#held.get(tenantId) ?? 0) <= cap - Math.max(1, cap >> 2)) {
+    if (this.#atCap.has(tenantId) && this.#held.get(tenantId) <= cap - Math.max(1, cap >> 2)) {
       this.#atCap.delete(tenantId);
       this.#signal();
     }
@@ -379,7 +376,7 @@ export class DeliveryWorker implements BackgroundWorker {
       // Left leased, it is claimed again once the lease expires (slots stuck far longer than a timeout).
       if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - clock.now().getTime() < config.timeoutMs) {
         this.#release(delivery);
-      } else if ((this.#inFlightByTenant.get(delivery.tenantId) ?? 0) >= config.tenantConcurrency) {
+      } else if (this.#inFlightByTenant.get(delivery.tenantId) >= config.tenantConcurrency) {
         waiting.push(delivery);
       } else {
         this.#launch(delivery);
@@ -389,13 +386,10 @@ export class DeliveryWorker implements BackgroundWorker {
   }
 
   #launch(delivery: ClaimedDelivery): void {
-    const { tenantId } = delivery;
-    this.#inFlightByTenant.set(tenantId, (this.#inFlightByTenant.get(tenantId) ?? 0) + 1);
+    this.#inFlightByTenant.add(delivery.tenantId);
     const attempt = this.#attempt(delivery).finally(() => {
       this.#inFlight.delete(attempt);
-      const inFlight = (this.#inFlightByTenant.get(tenantId) ?? 1) - 1;
-      if (inFlight > 0) this.#inFlightByTenant.set(tenantId, inFlight);
-      else this.#inFlightByTenant.delete(tenantId);
+      this.#inFlightByTenant.remove(delivery.tenantId);
       this.#release(delivery);
       this.#startQueued();
       // Claim again once a quarter of the room is free: fewer, larger claims.
@@ -475,6 +469,34 @@ export class DeliveryWorker implements BackgroundWorker {
   #signal(): void {
     if (this.#wake) this.#wake();
     else this.#signalled = true;
+  }
+}
+
+/** Counts by tenant (deliveries held, attempts in flight); a tenant at zero is not kept. */
+class TenantCounts {
+  readonly #counts = new Map<string, number>();
+
+  get(tenantId: string): number {
+    return this.#counts.get(tenantId) ?? 0;
+  }
+
+  add(tenantId: string): void {
+    this.#counts.set(tenantId, this.get(tenantId) + 1);
+  }
+
+  remove(tenantId: string): void {
+    const count = this.get(tenantId) - 1;
+    if (count > 0) this.#counts.set(tenantId, count);
+    else this.#counts.delete(tenantId);
+  }
+
+  entries(): IterableIterator<[string, number]> {
+    return this.#counts.entries();
+  }
+
+  /** The counts now, as a claim takes them (they change while it is on its way). */
+  snapshot(): Map<string, number> {
+    return new Map(this.#counts);
   }
 }
 
