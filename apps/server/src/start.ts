@@ -11,11 +11,7 @@ import { type Runtime, startRuntime } from './runtime.js';
  * SIGINT (main.ts's: its own listeners, installed before it loaded this module, which pass on the signals
  * they kept meanwhile).
  */
-export async function start(
-  onSignals: (handler: (signal: NodeJS.Signals) => void) => void = (handler) => {
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, handler);
-  },
-): Promise<void> {
+export async function start(onSignals: (handler: (signal: NodeJS.Signals) => void) => void): Promise<void> {
   let logger: Logger = jsonLogger;
   let runtime: Runtime | undefined;
   let stopping = false;
