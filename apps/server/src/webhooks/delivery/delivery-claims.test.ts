@@ -53,6 +53,25 @@ forEachDatabase('delivery claims', ({ storage, database, kind }) => {
       .execute();
   });
 
+  it("gives back only the claims named, and only the worker's own", async () => {
+    await pendingFor('claims-give-back', 3);
+    const now = new Date();
+    const claimed = await claim('worker-give', now);
+    expect(claimed).toHaveLength(3);
+    const [first, second] = claimed.map((d) => d.id) as [string, string];
+    expect(await releaseClaims(storage(), 'worker-other', [first])).toBe(0);
+    expect(await releaseClaims(storage(), 'worker-give', [])).toBe(0);
+    expect(await releaseClaims(storage(), 'worker-give', [first, second])).toBe(2);
+    expect((await claim('worker-take', now)).map((d) => d.id).sort()).toEqual([first, second].sort());
+    expect(await releaseClaims(storage(), 'worker-give')).toBe(1);
+    await releaseClaims(storage(), 'worker-take');
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', '=', 'claims-give-back')
+      .execute();
+  });
+
   it('leaves out a secret sealed under another key rather than failing the claim', async () => {
     const secret = await pendingFor('claims-d', 1);
     const foreign = new SecretBox(randomBytes(32)).seal('whsec_AAAA');

@@ -293,27 +293,21 @@ export async function loadSigningSecrets(
   return bySecret;
 }
 
-/** Gives back the claims of `workerId` on the deliveries `ids`, so that any worker may take them at once. */
-export async function releaseClaimsOn(
+/**
+ * Gives back every claim `workerId` still holds, or only those on the deliveries `ids`, so another worker
+ * (or this one after a restart) takes them at once; returns how many it gave back.
+ */
+export async function releaseClaims(
   storage: Pick<Storage, 'db'>,
   workerId: string,
-  ids: readonly string[],
-): Promise<void> {
-  if (ids.length === 0) return;
-  await storage.db
-    .updateTable('deliveries')
-    .set({ locked_until: null, locked_by: null })
-    .where('id', 'in', ids)
-    .where('locked_by', '=', workerId)
-    .execute();
-}
-
-/** Gives back every claim `workerId` still holds, so another worker (or this one after a restart) takes them at once. */
-export async function releaseClaims(storage: Pick<Storage, 'db'>, workerId: string): Promise<number> {
+  ids?: readonly string[],
+): Promise<number> {
+  if (ids?.length === 0) return 0;
   const result = await storage.db
     .updateTable('deliveries')
     .set({ locked_until: null, locked_by: null })
     .where('locked_by', '=', workerId)
+    .$if(ids !== undefined, (update) => update.where('id', 'in', ids as readonly string[]))
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }

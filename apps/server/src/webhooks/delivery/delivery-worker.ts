@@ -14,7 +14,6 @@ import {
   type ClaimedDelivery,
   claimDueDeliveries,
   releaseClaims,
-  releaseClaimsOn,
   withSigningSecrets,
 } from './delivery-claims.js';
 import { nextDeliveryState } from './delivery-outcome.js';
@@ -330,7 +329,7 @@ export class DeliveryWorker implements BackgroundWorker {
   #giveBack(deliveries: readonly ClaimedDelivery[]): void {
     const { storage, logger } = this.#options;
     const ids = deliveries.map((delivery) => delivery.id);
-    releaseClaimsOn(storage, this.workerId, ids).catch((error: unknown) => {
+    releaseClaims(storage, this.workerId, ids).catch((error: unknown) => {
       logger.error(
         'could not give back webhook delivery claims; they are claimed again when their lease expires',
         {
