@@ -1,11 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import { describeError, type Logger } from '../logging/logger.js';
+import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import { type CheckpointSigner, checkpointBody } from './checkpoint-signer.js';
 import type { TransparencyLogConfig } from './log-config.js';
-import { tilesForAppend } from './tile-appender.js';
+import { type NewTile, tilesForAppend } from './tile-appender.js';
 import { TileTree } from './tile-tree.js';
 import {
   appendListedLeaves,
@@ -14,6 +16,7 @@ import {
   insertTiles,
   LogMovedError,
   lockTenantLog,
+  type StoredCheckpoint,
   selectQueuedLeaves,
   selectTenantsWithPendingRecords,
   selectTile,
@@ -21,6 +24,13 @@ import {
 } from './transparency-log-store.js';
 
 /** What one tenant's sequencing transaction did. */
+/** A tree grown by a batch of leaves, to be written: its new tiles and its signed checkpoint. */
+interface Growth {
+  tiles: NewTile[];
+  checkpoint: StoredCheckpoint;
+  leaves: number;
+}
+
 export interface SequencedBatch {
   tenantId: string;
   /** Leaves added. */
@@ -105,44 +115,61 @@ export class LogSequencer implements BackgroundWorker {
    * thousands of leaves), it stalled every scoring in flight.
    */
   async #sequenceInShortTransaction(tenantId: string): Promise<SequencedBatch | undefined> {
-    const { storage, signer, config, clock } = this.#options;
+    const { storage, config } = this.#options;
     const size = await selectTreeSize(storage.db, tenantId);
     const queued = await selectQueuedLeaves(storage.db, tenantId, config.maxBatch);
     if (queued.length === 0) return undefined;
-    const leafHashes = queued.map((leaf) => leaf.leafHash);
-    const tree = new TileTree((level, index) => selectTile(storage.db, tenantId, level, index));
-    const tiles = await tilesForAppend(tree, size, leafHashes);
-    const treeSize = size + leafHashes.length;
-    const rootHash = await tree.root(treeSize);
-    const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
+    const growth = await this.#grow(
+      storage.db,
+      tenantId,
+      size,
+      queued.map((leaf) => leaf.leafHash),
+    );
     return storage.db.transaction().execute(async (trx) => {
       if ((await selectTreeSize(trx, tenantId)) !== size) {
         throw new LogMovedError(`sequencing ${tenantId}: the tree grew from ${size} meanwhile`);
       }
       await appendListedLeaves(trx, tenantId, size, queued);
-      await insertTiles(trx, tenantId, tiles);
-      await insertCheckpoint(trx, tenantId, { treeSize, rootHash, note }, clock.now());
-      return { tenantId, leaves: leafHashes.length, treeSize };
+      return this.#store(trx, tenantId, growth);
     });
   }
 
   /** Reads, hashes and writes in one transaction, under the tenant's lock (PostgreSQL, and SQLite's fallback). */
   async #sequenceInOneTransaction(tenantId: string): Promise<SequencedBatch | undefined> {
-    const { storage, signer, config, clock } = this.#options;
+    const { storage, config } = this.#options;
     return storage.db.transaction().execute(async (trx) => {
       if (!(await lockTenantLog(trx, storage.kind, tenantId))) return undefined;
       const size = await selectTreeSize(trx, tenantId);
       const leafHashes = await appendQueuedLeaves(trx, storage.kind, tenantId, size, config.maxBatch);
       if (leafHashes.length === 0) return undefined;
-      const tree = new TileTree((level, index) => selectTile(trx, tenantId, level, index));
-      const tiles = await tilesForAppend(tree, size, leafHashes);
-      const treeSize = size + leafHashes.length;
-      const rootHash = await tree.root(treeSize);
-      await insertTiles(trx, tenantId, tiles);
-      const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
-      await insertCheckpoint(trx, tenantId, { treeSize, rootHash, note }, clock.now());
-      return { tenantId, leaves: leafHashes.length, treeSize };
+      return this.#store(trx, tenantId, await this.#grow(trx, tenantId, size, leafHashes));
     });
+  }
+
+  /**
+   * The tree of `size` leaves grown by `leafHashes`, read through `db`: its new tiles, and its checkpoint,
+   * signed.
+   */
+  async #grow(
+    db: Kysely<Database>,
+    tenantId: string,
+    size: number,
+    leafHashes: readonly Uint8Array[],
+  ): Promise<Growth> {
+    const { signer, config } = this.#options;
+    const tree = new TileTree((level, index) => selectTile(db, tenantId, level, index));
+    const tiles = await tilesForAppend(tree, size, leafHashes);
+    const treeSize = size + leafHashes.length;
+    const rootHash = await tree.root(treeSize);
+    const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
+    return { tiles, checkpoint: { treeSize, rootHash, note }, leaves: leafHashes.length };
+  }
+
+  /** Writes a grown tree's tiles and checkpoint. */
+  async #store(trx: Transaction<Database>, tenantId: string, growth: Growth): Promise<SequencedBatch> {
+    await insertTiles(trx, tenantId, growth.tiles);
+    await insertCheckpoint(trx, tenantId, growth.checkpoint, this.#options.clock.now());
+    return { tenantId, leaves: growth.leaves, treeSize: growth.checkpoint.treeSize };
   }
 
   async #run(): Promise<void> {
