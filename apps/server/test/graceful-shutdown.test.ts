@@ -156,10 +156,13 @@ it('keeps a SIGTERM sent the moment the process handles one, while its modules s
   const preload = join(dir, 'mark-sigterm-listener.mjs');
   await writeFile(
     preload,
+    // The line is written once the listener is in place: written before, the test's signal could come first.
     `const on = process.on;
 process.on = function (event, listener) {
-  if (event === 'SIGTERM' && process.listenerCount('SIGTERM') === 0) process.stderr.write('first SIGTERM listener\\n');
-  return on.call(this, event, listener);
+  const first = event === 'SIGTERM' && process.listenerCount('SIGTERM') === 0;
+  const result = on.call(this, event, listener);
+  if (first) process.stderr.write('first SIGTERM listener\\n');
+  return result;
 };
 `,
   );
