@@ -30,7 +30,7 @@ export interface FeatureOptions {
 /** Builds the features' stores and signals on `storage`. */
 export function wireFeatures(storage: Storage, options: FeatureOptions = {}): Features {
   const outbox = new OutboxSignal();
-  const logs = createLogStore(storage.db, { maxBatch: options.groupCommitMaxBatch, outbox });
+  const logs = createLogStore(storage, { maxBatch: options.groupCommitMaxBatch, outbox });
   return {
     storage,
     logs,

@@ -1,5 +1,5 @@
 import type { EventPayloads } from '@scenario-scoring/api-types';
-import type { Kysely, Transaction } from 'kysely';
+import type { CompiledQuery, Kysely, Transaction } from 'kysely';
 import { newId } from '../ids.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
@@ -46,17 +46,30 @@ export async function insertEvents(
   events: readonly OutboxEvent[],
   options: { dispatchedAt?: string } = {},
 ): Promise<void> {
-  for (const chunk of chunks(events, EVENTS_PER_STATEMENT)) {
-    const rows = chunk.map((event) => ({
-      id: event.id,
-      tenant_id: event.tenantId,
-      type: event.type,
-      payload: event.payload,
-      created_at: event.createdAt.toISOString(),
-      dispatched_at: options.dispatchedAt ?? null,
-    }));
-    await db.insertInto('events').values(rows).execute();
-  }
+  for (const query of eventInserts(db, events, options)) await db.executeQuery(query);
+}
+
+/** The statements `insertEvents` runs (none for no events), compiled with `db`, to run in a transaction of the caller's. */
+export function eventInserts(
+  db: Kysely<Database>,
+  events: readonly OutboxEvent[],
+  options: { dispatchedAt?: string } = {},
+): CompiledQuery[] {
+  return Array.from(chunks(events, EVENTS_PER_STATEMENT), (chunk) =>
+    db
+      .insertInto('events')
+      .values(
+        chunk.map((event) => ({
+          id: event.id,
+          tenant_id: event.tenantId,
+          type: event.type,
+          payload: event.payload,
+          created_at: event.createdAt.toISOString(),
+          dispatched_at: options.dispatchedAt ?? null,
+        })),
+      )
+      .compile(),
+  );
 }
 
 /**

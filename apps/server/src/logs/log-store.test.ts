@@ -92,7 +92,7 @@ forEachDatabase('the score log', ({ storage, database }) => {
 
 forEachDatabase('the score log with a small batch cap', ({ storage }) => {
   it('splits a burst into batches of at most maxBatch records', async () => {
-    const logs = createLogStore(storage().db, { maxBatch: 100 });
+    const logs = createLogStore(storage(), { maxBatch: 100 });
     await Promise.all(Array.from({ length: 250 }, () => logs.append(record('tenant_cap'))));
     await logs.close();
     expect(logs.stats).toMatchObject({

@@ -1,9 +1,10 @@
-import type { Insertable, Kysely, Transaction } from 'kysely';
-import { insertEvents, type OutboxEvent, type OutboxSignal } from '../events/event-outbox.js';
+import type { CompiledQuery, Insertable, Kysely, Transaction } from 'kysely';
+import { eventInserts, type OutboxEvent, type OutboxSignal } from '../events/event-outbox.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
-import { insertRows, type RowInsert } from '../storage/row-insert.js';
+import { type RowInsert, rowInsertQuery } from '../storage/row-insert.js';
+import type { Storage } from '../storage/storage.js';
 
 /**
  * Rows per INSERT statement: 5 parameters a row stays far below SQLite's 32766 and PostgreSQL's 65535
@@ -47,7 +48,7 @@ export interface LogStore {
  * events it wrote, so the caller can wake the delivery workers after the commit.
  */
 export async function insertLogRecords(
-  db: Kysely<Database>,
+  storage: Pick<Storage, 'db' | 'transact'>,
   records: readonly StoredLogRecord[],
 ): Promise<number> {
   const events: OutboxEvent[] = [];
@@ -59,11 +60,9 @@ export async function insertLogRecords(
     request_id: record.requestId,
     created_at: record.createdAt.toISOString(),
   }));
-  await db.transaction().execute(async (trx) => {
-    await insertLogRows(trx, rows);
-    // One multi-row insert for the whole group, so escalations do not cost the group commit a statement each.
-    await insertEvents(trx, events);
-  });
+  // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
+  // whole group, so escalations do not cost the group commit a statement each.
+  await storage.transact([...logRowInserts(storage.db, rows), ...eventInserts(storage.db, events)]);
   return events.length;
 }
 
@@ -79,9 +78,18 @@ export async function insertLogRows(
   trx: Transaction<Database>,
   rows: readonly Insertable<LogRecordsTable>[],
 ): Promise<void> {
+  for (const query of logRowInserts(trx, rows)) await trx.executeQuery(query);
+}
+
+/** The statements `insertLogRows` runs, compiled with `db`, to run in a transaction of the caller's. */
+export function logRowInserts(
+  db: Kysely<Database>,
+  rows: readonly Insertable<LogRecordsTable>[],
+): CompiledQuery[] {
   const sorted = [...rows].sort((a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid));
-  for (const chunk of chunks(sorted, ROWS_PER_STATEMENT))
-    await insertRows(trx, LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS);
+  return Array.from(chunks(sorted, ROWS_PER_STATEMENT), (chunk) =>
+    rowInsertQuery(db, LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS),
+  );
 }
 
 /** The log columns a run batch's rows share, each then bound once per statement. */
@@ -118,11 +126,15 @@ export interface LogStoreOptions {
 }
 
 /** A LogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
-export function createLogStore(db: Kysely<Database>, options: LogStoreOptions = {}): LogStore {
+export function createLogStore(
+  storage: Pick<Storage, 'db' | 'transact'>,
+  options: LogStoreOptions = {},
+): LogStore {
+  const { db } = storage;
   // Isolated: a record that cannot be stored fails its own request only, never the others of its batch.
   const committer = new GroupCommitter<StoredLogRecord>(
     async (batch) => {
-      const events = await insertLogRecords(db, batch);
+      const events = await insertLogRecords(storage, batch);
       if (events > 0) options.outbox?.notify();
     },
     options.maxBatch,

@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import type { Dialect } from 'kysely';
 import { createOwnerOnlyFile, secureDataDir } from './owner-only-files.js';
 import { SqliteThreadDialect } from './sqlite-thread.js';
 
@@ -27,7 +26,7 @@ const STATEMENT_CACHE_SIZE = 100;
  * sqlite-thread.ts): the event loop never waits for that flush. Temporary storage (statement journals)
  * is in memory. Checkpoints are left to a SqliteCheckpointer (see FALLBACK_AUTOCHECKPOINT_PAGES).
  */
-export function openSqliteDialect(dataDir: string): Dialect {
+export function openSqliteDialect(dataDir: string): SqliteThreadDialect {
   // Owner-only: the directory 0700, every file in it 0600 (defect #10).
   secureDataDir(dataDir);
   createOwnerOnlyFile(join(dataDir, SQLITE_FILE_NAME));

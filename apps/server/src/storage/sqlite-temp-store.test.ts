@@ -41,7 +41,7 @@ async function insertLogGroups(storage: Storage): Promise<void> {
     createdAt: new Date(),
   });
   for (let batch = 0; batch < 3; batch++)
-    await insertLogRecords(storage.db, Array.from({ length: 500 }, record));
+    await insertLogRecords(storage, Array.from({ length: 500 }, record));
 }
 
 it('when a group commit inserts many log records into a large index, then its statement journal stays in memory: no temporary file', async () => {

@@ -104,6 +104,77 @@ describe('the SQLite connection in its own thread', () => {
     ]);
   });
 
+  it('runs a transaction known up front as one message: all of it, or none when a statement or the begin fails', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite');
+    const dialect = new SqliteThreadDialect({ file, pragmas: [], statementCacheSize: 4 });
+    const db = new Kysely<Tables>({ dialect });
+    open.push(db);
+    await sql`create table t (n integer primary key, label text)`.execute(db);
+    const insert = (n: number) =>
+      db
+        .insertInto('t')
+        .values({ n, label: `#${n}` })
+        .compile();
+    const results = await dialect.executeTransaction([
+      insert(1),
+      insert(2),
+      db.selectFrom('t').select('n').orderBy('n').compile(),
+    ]);
+    expect(results.map((result) => result.numAffectedRows)).toEqual([1n, 1n, undefined]);
+    expect(results[2]?.rows).toEqual([{ n: 1 }, { n: 2 }]);
+    // The second statement fails: the first is rolled back with it, and the error is SQLite's own.
+    await expect(dialect.executeTransaction([insert(3), insert(1)])).rejects.toMatchObject({
+      message: expect.stringMatching(/UNIQUE constraint failed/),
+      code: 'ERR_SQLITE_ERROR',
+    });
+    // Another connection holds the write lock: the begin fails, nothing is left open.
+    const other = new DatabaseSync(file);
+    other.exec('begin immediate');
+    await expect(dialect.executeTransaction([insert(4)])).rejects.toThrow(/database is locked/);
+    other.exec('rollback');
+    other.close();
+    await dialect.executeTransaction([insert(5)]);
+    expect(await db.selectFrom('t').select('n').orderBy('n').execute()).toEqual([
+      { n: 1 },
+      { n: 2 },
+      { n: 5 },
+    ]);
+  });
+
+  it('sends no transaction of its own into a Kysely transaction in progress, nor a Kysely query into its own', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite');
+    const dialect = new SqliteThreadDialect({ file, pragmas: [], statementCacheSize: 4 });
+    const db = new Kysely<Tables>({ dialect });
+    open.push(db);
+    await sql`create table t (n integer primary key, label text)`.execute(db);
+    const insert = (n: number) => db.insertInto('t').values({ n, label: null }).compile();
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const kysely = db.transaction().execute(async (trx) => {
+      await trx.insertInto('t').values({ n: 1, label: null }).execute();
+      await gate; // the transaction is open in the thread
+      await trx.insertInto('t').values({ n: 2, label: null }).execute();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    let done = 0;
+    const ours = [10, 11, 12].map((n) => dialect.executeTransaction([insert(n)]).then(() => done++));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(done).toBe(0);
+    release();
+    await Promise.all([kysely, ...ours]);
+    expect(done).toBe(3);
+    // And a Kysely query asked for while ours are in flight waits for them.
+    const more = [20, 21].map((n) => dialect.executeTransaction([insert(n)]));
+    const count = db
+      .selectFrom('t')
+      .select((eb) => eb.fn.countAll<number>().as('rows'))
+      .executeTakeFirstOrThrow();
+    await Promise.all(more);
+    expect((await count).rows).toBe(7);
+  });
+
   it('keeps bytes as bytes, views on a larger buffer (pooled Buffers) included', async () => {
     const db = openDb();
     await sql`create table b (n integer, data blob)`.execute(db);

@@ -69,12 +69,44 @@ function prepare(sql) {
   cache.set(sql, entry);
   return entry;
 }
+function execute(sql, parameters) {
+  const { statement, reader } = prepare(sql);
+  if (reader) return { rows: statement.all(...parameters) };
+  const { changes, lastInsertRowid } = statement.run(...parameters);
+  return { changes, lastInsertRowid };
+}
+// A whole transaction in one message: begin, each statement, commit; on a failure, rollback, and the
+// error says which statement failed. Nothing of the transaction waits for the event loop in between.
+function runTransaction(id, statements) {
+  try {
+    prepare('begin immediate').statement.run();
+  } catch (error) {
+    parentPort.postMessage({ id, error: describe(error) });
+    return;
+  }
+  const results = [];
+  let index = 0;
+  try {
+    for (; index < statements.length; index++) {
+      const { sql, parameters } = statements[index];
+      results.push(execute(sql, parameters));
+    }
+    index = -1;
+    prepare('commit').statement.run();
+  } catch (error) {
+    try { if (database.isTransaction) prepare('rollback').statement.run(); } catch {}
+    parentPort.postMessage({ id, error: describe(error), ...(index >= 0 && { statement: index }) });
+    return;
+  }
+  parentPort.postMessage({ id, results });
+}
 if (database !== undefined) parentPort.on('message', (message) => {
   if (message.close) {
     try { database.close(); } catch {}
     parentPort.close();
     return;
   }
+  if (message.transaction) return runTransaction(message.id, message.transaction);
   const { id, sql, parameters, begin } = message;
   try {
     if (begin) {
@@ -85,13 +117,7 @@ if (database !== undefined) parentPort.on('message', (message) => {
         return;
       }
     }
-    const { statement, reader } = prepare(sql);
-    if (reader) {
-      parentPort.postMessage({ id, rows: statement.all(...parameters) });
-    } else {
-      const { changes, lastInsertRowid } = statement.run(...parameters);
-      parentPort.postMessage({ id, changes, lastInsertRowid });
-    }
+    parentPort.postMessage({ id, ...execute(sql, parameters) });
   } catch (error) {
     parentPort.postMessage({ id, error: describe(error) });
   }
@@ -106,10 +132,25 @@ interface SqliteError {
   errstr?: string;
 }
 
+/** What one statement gave: its rows, or its changes. */
+type StatementResult =
+  | { rows: Record<string, unknown>[] }
+  | { changes: number | bigint; lastInsertRowid: number | bigint };
+
 type Reply =
-  | { id: number; rows: Record<string, unknown>[] }
-  | { id: number; changes: number | bigint; lastInsertRowid: number | bigint }
-  | { id: number; error: SqliteError; notBegun?: true };
+  | ({ id: number } & StatementResult)
+  | { id: number; results: StatementResult[] }
+  | { id: number; error: SqliteError; notBegun?: true; statement?: number };
+
+/** Kysely's QueryResult of a statement's result. */
+function queryResult<R>(result: StatementResult): QueryResult<R> {
+  if ('rows' in result) return { rows: result.rows as R[] };
+  return {
+    insertId: result.lastInsertRowid != null ? BigInt(result.lastInsertRowid) : undefined,
+    numAffectedRows: result.changes != null ? BigInt(result.changes) : undefined,
+    rows: [],
+  };
+}
 
 /** An error of the thread's SQLite, as node:sqlite threw it (message, code, errcode, errstr). */
 function sqliteError(described: SqliteError): Error {
@@ -181,15 +222,37 @@ class SqliteThreadConnection implements DatabaseConnection {
   }
 
   #send(sql: string, parameters: readonly unknown[]): Promise<Reply> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    const id = this.#nextId++;
     const begin = this.#beginPending;
     this.#beginPending = false;
+    return this.#post({ sql, parameters: parameters.map(compactBytes), begin });
+  }
+
+  #post(message: object): Promise<Reply> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const id = this.#nextId++;
     return new Promise<Reply>((resolve, reject) => {
       if (this.#pending.size === 0) this.#worker.ref();
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, sql, parameters: parameters.map(compactBytes), begin });
+      this.#worker.postMessage({ id, ...message });
     });
+  }
+
+  /**
+   * Runs `queries` as one transaction in one message: the thread begins it, runs each statement and
+   * commits (or rolls back and fails with the first error, as `executeQuery` would have thrown it), without
+   * a round trip through the event loop between them. Not inside a transaction Kysely has begun.
+   */
+  async executeTransaction(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+    if (this.#beginPending) throw new Error('executeTransaction inside a transaction');
+    const reply = await this.#post({
+      transaction: queries.map((query) => ({
+        sql: query.sql,
+        parameters: query.parameters.map(compactBytes),
+      })),
+    });
+    if ('error' in reply) throw sqliteError(reply.error);
+    if (!('results' in reply)) throw new Error('the SQLite thread answered a transaction with one result');
+    return reply.results.map((result) => queryResult(result));
   }
 
   /**
@@ -217,12 +280,8 @@ class SqliteThreadConnection implements DatabaseConnection {
       if (reply.notBegun) this.#beginFailed = true;
       throw sqliteError(reply.error);
     }
-    if ('rows' in reply) return { rows: reply.rows as R[] };
-    return {
-      insertId: reply.lastInsertRowid != null ? BigInt(reply.lastInsertRowid) : undefined,
-      numAffectedRows: reply.changes != null ? BigInt(reply.changes) : undefined,
-      rows: [],
-    };
+    if ('results' in reply) throw new Error('the SQLite thread answered a statement with a transaction');
+    return queryResult(reply);
   }
 
   async *streamQuery<R>(
@@ -236,11 +295,38 @@ class SqliteThreadConnection implements DatabaseConnection {
   }
 }
 
+/**
+ * The connection's one holder at a time, in the order they asked: Kysely's users (Kysely also serializes
+ * a single-connection dialect's users itself) and `executeTransaction`'s, which do not go through Kysely.
+ * A Kysely transaction is several messages, and nothing else may run between them.
+ */
+class ConnectionMutex {
+  #last: Promise<void> = Promise.resolve();
+  #release: (() => void) | undefined;
+
+  async lock(): Promise<void> {
+    const previous = this.#last;
+    let release: () => void = () => {};
+    this.#last = new Promise((resolve) => {
+      release = resolve;
+    });
+    await previous;
+    this.#release = release;
+  }
+
+  unlock(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
+  }
+}
+
 class SqliteThreadDriver implements Driver {
   readonly #options: SqliteThreadOptions;
   #worker: Worker | undefined;
   #connection: SqliteThreadConnection | undefined;
   #exited: Promise<void> | undefined;
+  readonly #mutex = new ConnectionMutex();
 
   constructor(options: SqliteThreadOptions) {
     this.#options = options;
@@ -276,6 +362,23 @@ class SqliteThreadDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = this.#started();
+    await this.#mutex.lock();
+    return connection;
+  }
+
+  /** See SqliteThreadConnection.executeTransaction; waits for the connection like any Kysely query. */
+  async executeTransaction(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+    const connection = this.#started();
+    await this.#mutex.lock();
+    try {
+      return await connection.executeTransaction(queries);
+    } finally {
+      this.#mutex.unlock();
+    }
+  }
+
+  #started(): SqliteThreadConnection {
     if (this.#connection === undefined) throw new Error('the SQLite thread is not started');
     return this.#connection;
   }
@@ -292,7 +395,9 @@ class SqliteThreadDriver implements Driver {
     await (connection as SqliteThreadConnection).endTransaction('rollback');
   }
 
-  async releaseConnection(): Promise<void> {}
+  async releaseConnection(): Promise<void> {
+    this.#mutex.unlock();
+  }
 
   /** Closes the connection in its thread and waits for the thread to end. */
   async destroy(): Promise<void> {
@@ -315,13 +420,27 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
 /** Kysely's SQLite dialect, with the connection in a thread of its own (see SqliteThreadConnection). */
 export class SqliteThreadDialect implements Dialect {
   readonly #options: SqliteThreadOptions;
+  #driver: SqliteThreadDriver | undefined;
 
   constructor(options: SqliteThreadOptions) {
     this.#options = options;
   }
 
   createDriver(): Driver {
-    return new SqliteThreadDriver(this.#options);
+    this.#driver = new SqliteThreadDriver(this.#options);
+    return this.#driver;
+  }
+
+  /**
+   * Runs `queries` as one transaction, sent to the thread as one message (begin, each statement,
+   * commit): for writes known up front, such as a group commit, whose commit then does not wait for the
+   * event loop to hand the thread its next statement. Rejects with the first statement's error, nothing
+   * of the transaction kept. Only once the Kysely instance made with this dialect has run a query (the
+   * migrations do).
+   */
+  executeTransaction(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+    if (this.#driver === undefined) return Promise.reject(new Error('the SQLite dialect has no driver yet'));
+    return this.#driver.executeTransaction(queries);
   }
 
   createQueryCompiler(): QueryCompiler {

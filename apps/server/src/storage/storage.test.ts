@@ -35,6 +35,24 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
     expect(await testFeatures(again).keys.find(key)).toMatchObject({ tenantId: 'tenant_storage' });
   });
 
+  it('runs writes known up front as one transaction (transact): all of them, or none when one fails', async () => {
+    const { db, transact } = storage();
+    const tenant = (id: string) =>
+      db.insertInto('tenants').values({ id, created_at: '2025-01-31T12:00:00.000Z' }).compile();
+    const results = await transact([tenant('tenant_tx_a'), tenant('tenant_tx_b')]);
+    expect(results.map((result) => result.numAffectedRows)).toEqual([1n, 1n]);
+    await expect(transact([tenant('tenant_tx_c'), tenant('tenant_tx_a')])).rejects.toThrow(
+      /unique|UNIQUE|duplicate/,
+    );
+    const ids = await db
+      .selectFrom('tenants')
+      .select('id')
+      .where('id', 'like', 'tenant_tx_%')
+      .orderBy('id')
+      .execute();
+    expect(ids.map((row) => row.id)).toEqual(['tenant_tx_a', 'tenant_tx_b']);
+  });
+
   it('flushes pending appends on close', async () => {
     const pending = [1, 2, 3].map((i) => testFeatures(storage()).logs.append(record(`cid_close_${i}`)));
     const again = await reopen(); // closes the current storage without waiting for the appends first
