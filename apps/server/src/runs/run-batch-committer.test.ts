@@ -55,7 +55,7 @@ forEachDatabase('the run batch committer', ({ storage }) => {
     (await db().selectFrom('run_items').select('item_index').where('run_id', '=', id).execute()).length;
 
   it('when batches of several runs are ready together, then one transaction commits them all', async () => {
-    const committer = new RunBatchCommitter(db());
+    const committer = new RunBatchCommitter(storage());
     const runs = await Promise.all([1, 2, 3].map(() => claimedRun('group', 4)));
     const results = await Promise.all(runs.map((run) => committer.commit(batchOf(run, 0, 4))));
 
@@ -68,7 +68,7 @@ forEachDatabase('the run batch committer', ({ storage }) => {
   });
 
   it('when one batch of a group fails its fence, then it writes nothing and the others commit', async () => {
-    const committer = new RunBatchCommitter(db());
+    const committer = new RunBatchCommitter(storage());
     const [kept, moved] = await Promise.all([claimedRun('fence', 3), claimedRun('fence', 3)]);
     if (!kept || !moved) throw new Error('runs missing');
     // Another worker already committed `moved` up to item 2: a batch scored from 0 must not land.
@@ -85,7 +85,7 @@ forEachDatabase('the run batch committer', ({ storage }) => {
   });
 
   it('when one batch of a group cannot be written, then only that batch fails, the others commit alone', async () => {
-    const committer = new RunBatchCommitter(db());
+    const committer = new RunBatchCommitter(storage());
     const [good, bad] = await Promise.all([claimedRun('poison', 2), claimedRun('poison', 2)]);
     if (!good || !bad) throw new Error('runs missing');
     // Its rows name a run that does not exist: the foreign key refuses them, and the shared transaction.

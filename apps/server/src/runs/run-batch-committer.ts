@@ -1,10 +1,12 @@
-import type { Insertable, Kysely, Transaction } from 'kysely';
-import { insertEvents } from '../events/event-outbox.js';
-import { insertLogRows } from '../logs/log-store.js';
+import type { CompiledQuery, Insertable, Kysely } from 'kysely';
+import { eventInserts } from '../events/event-outbox.js';
+import { logRowInserts } from '../logs/log-store.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, RunItemsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
-import { insertRows, type RowInsert } from '../storage/row-insert.js';
+import { type RowInsert, rowInsertQuery } from '../storage/row-insert.js';
+import type { Storage } from '../storage/storage.js';
+import { changedRows, type TransactionStep } from '../storage/transaction-steps.js';
 import type { BatchCommit } from './run-claim.js';
 
 /** Rows per run_items INSERT: at 7 parameters a row, below both dialects' bound-parameter limits. */
@@ -40,12 +42,12 @@ interface Entry {
  * already shares WAL flushes between concurrent commits, and one shared transaction would serialize them.
  */
 export class RunBatchCommitter {
-  readonly #db: Kysely<Database>;
+  readonly #storage: Pick<Storage, 'db' | 'transact'>;
   readonly #group: GroupCommitter<Entry>;
   readonly #grouping: boolean;
 
-  constructor(db: Kysely<Database>, options: { group?: boolean } = {}) {
-    this.#db = db;
+  constructor(storage: Pick<Storage, 'db' | 'transact'>, options: { group?: boolean } = {}) {
+    this.#storage = storage;
     this.#grouping = options.group ?? true;
     this.#group = new GroupCommitter<Entry>((entries) => this.#flush(entries), MAX_BATCHES_PER_COMMIT);
   }
@@ -66,7 +68,7 @@ export class RunBatchCommitter {
 
   async #flush(entries: readonly Entry[]): Promise<void> {
     try {
-      await this.#db.transaction().execute((trx) => writeBatches(trx, entries));
+      await this.#write(entries);
       return;
     } catch (error) {
       if (entries.length === 1) {
@@ -76,42 +78,60 @@ export class RunBatchCommitter {
     }
     for (const entry of entries) {
       try {
-        await this.#db.transaction().execute((trx) => writeBatches(trx, [entry]));
+        await this.#write([entry]);
       } catch (error) {
         entry.error = error;
       }
     }
   }
+
+  /** Writes the batches in one transaction known up front (one message on SQLite, see Storage.transact). */
+  async #write(entries: readonly Entry[]): Promise<void> {
+    const { steps, fences } = batchSteps(this.#storage.db, entries);
+    const results = await this.#storage.transact(steps);
+    fences.forEach((index, entry) => {
+      entry.committed = changedRows(results, index);
+    });
+  }
 }
 
 /**
- * Writes batches in the caller's transaction: each batch's fence first (on PostgreSQL it also locks the
- * run's row, so a rival's commit waits, then misses; in run id order, so two groups cannot deadlock), then
- * the rows of the batches that passed: a multi-row INSERT per batch and table, in which the run id (and for
- * the log records the tenant, run id and time) is one parameter for all the batch's rows instead of a
- * copy per row (see `rowInsertQuery`); the events of all of them in one.
+ * The statements of one transaction writing `entries`: each batch's fence first (on PostgreSQL it also
+ * locks the run's row, so a rival's commit waits, then misses; in run id order, so two groups cannot
+ * deadlock), then the rows of each batch, fenced on its fence (a batch whose claim was lost writes
+ * nothing): a multi-row INSERT per batch and table, in which the run id (and for the log records the
+ * tenant, run id and time) is one parameter for all the batch's rows instead of a copy per row (see
+ * `rowInsertQuery`), and its events. `fences` gives each entry's fence statement.
  */
-async function writeBatches(trx: Transaction<Database>, entries: readonly Entry[]): Promise<void> {
-  const fenced: BatchCommit[] = [];
+function batchSteps(
+  db: Kysely<Database>,
+  entries: readonly Entry[],
+): { steps: TransactionStep[]; fences: Map<Entry, number> } {
+  const steps: TransactionStep[] = [];
+  const fences = new Map<Entry, number>();
   const byRun = [...entries].sort((a, b) => (a.batch.runId < b.batch.runId ? -1 : 1));
   for (const entry of byRun) {
-    entry.committed = await fence(trx, entry.batch);
-    if (entry.committed) fenced.push(entry.batch);
+    fences.set(entry, steps.length);
+    steps.push(fence(db, entry.batch));
   }
-  for (const batch of fenced) {
-    for (const chunk of chunks(batch.items, ROWS_PER_STATEMENT))
-      await insertRows(trx, RUN_ITEM_INSERT, chunk, ['run_id']);
-    await insertLogRows(trx, batch.logRecords);
+  for (const entry of byRun) {
+    const onlyIfChanged = fences.get(entry) as number;
+    const { batch } = entry;
+    const statements = [
+      ...Array.from(chunks(batch.items, ROWS_PER_STATEMENT), (chunk) =>
+        rowInsertQuery(db, RUN_ITEM_INSERT, chunk, ['run_id']),
+      ),
+      ...logRowInserts(db, batch.logRecords),
+      ...eventInserts(db, batch.events),
+    ];
+    for (const statement of statements) steps.push({ statement, onlyIfChanged });
   }
-  await insertEvents(
-    trx,
-    fenced.flatMap((batch) => batch.events),
-  );
+  return { steps, fences };
 }
 
-/** Advances the run past the batch if the batch's claim still holds it at `fromIndex`; false otherwise. */
-async function fence(trx: Transaction<Database>, batch: BatchCommit): Promise<boolean> {
-  const fenced = await trx
+/** The UPDATE that advances the run past the batch if the batch's claim still holds it at `fromIndex` (one row changed), and changes nothing otherwise. */
+function fence(db: Kysely<Database>, batch: BatchCommit): CompiledQuery {
+  return db
     .updateTable('runs')
     .set({
       next_index: batch.fromIndex + batch.items.length,
@@ -130,6 +150,5 @@ async function fence(trx: Transaction<Database>, batch: BatchCommit): Promise<bo
     .where('claims', '=', batch.claims)
     .where('next_index', '=', batch.fromIndex)
     .where('status', '=', 'running')
-    .executeTakeFirst();
-  return Number(fenced.numUpdatedRows) === 1;
+    .compile();
 }

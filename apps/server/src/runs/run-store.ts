@@ -77,9 +77,9 @@ export interface RunStore {
 }
 
 /** The RunStore over the server's storage. */
-export function createRunStore(storage: Pick<Storage, 'db' | 'kind'>): RunStore {
+export function createRunStore(storage: Pick<Storage, 'db' | 'kind' | 'transact'>): RunStore {
   const { db, kind } = storage;
-  const committer = new RunBatchCommitter(db, { group: kind === 'sqlite' });
+  const committer = new RunBatchCommitter(storage, { group: kind === 'sqlite' });
   return {
     async claim(workerId, now, leaseMs) {
       const nowIso = now.toISOString();

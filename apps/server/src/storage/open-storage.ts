@@ -1,10 +1,11 @@
 import { join } from 'node:path';
-import { type CompiledQuery, type Dialect, Kysely, type QueryResult, sql } from 'kysely';
+import { type Dialect, Kysely, sql } from 'kysely';
 import type { Database } from './database.js';
 import { migrateToLatest } from './migrate.js';
 import { openPostgresDialect } from './postgres-database.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { openSqliteDialect, SQLITE_FILE_NAME } from './sqlite-database.js';
+import { runSteps, type TransactionResults, type TransactionStep } from './transaction-steps.js';
 
 /**
  * The server's persistence: one Kysely query layer over SQLite (embedded default) or PostgreSQL. It only
@@ -16,12 +17,13 @@ export interface Storage {
   readonly db: Kysely<Database>;
   /**
    * Runs writes known up front (compiled with `db`) as one transaction, and resolves with each one's
-   * result once it is committed; rejects with the first failure, nothing of it kept. On SQLite the whole
+   * result once it is committed; rejects with the first failure, nothing of it kept. A step may be fenced
+   * on an earlier one (see TransactionStep). On SQLite the whole
    * transaction is one message to the connection's thread, so its commit does not wait for the event loop
    * between statements (a group commit under load waited for it twice); on PostgreSQL it is
    * `db.transaction()` running them in order.
    */
-  transact(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]>;
+  transact(steps: readonly TransactionStep[]): Promise<TransactionResults>;
   /** Where the data lives, for the start-up log: the SQLite file, or the PostgreSQL URL without password. */
   readonly location: string;
   /** True when the database answers. */
@@ -61,13 +63,8 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     kind,
     db,
     transact: sqlite
-      ? (queries) => sqlite.executeTransaction(queries)
-      : (queries) =>
-          db.transaction().execute(async (trx) => {
-            const results: QueryResult<unknown>[] = [];
-            for (const query of queries) results.push(await trx.executeQuery(query));
-            return results;
-          }),
+      ? (steps) => sqlite.executeTransaction(steps)
+      : (steps) => db.transaction().execute((trx) => runSteps(steps, (query) => trx.executeQuery(query))),
     location: options.databaseUrl
       ? redactPassword(options.databaseUrl)
       : join(options.dataDir, SQLITE_FILE_NAME),

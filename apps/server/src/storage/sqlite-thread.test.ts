@@ -120,7 +120,7 @@ describe('the SQLite connection in its own thread', () => {
       insert(2),
       db.selectFrom('t').select('n').orderBy('n').compile(),
     ]);
-    expect(results.map((result) => result.numAffectedRows)).toEqual([1n, 1n, undefined]);
+    expect(results.map((result) => result?.numAffectedRows)).toEqual([1n, 1n, undefined]);
     expect(results[2]?.rows).toEqual([{ n: 1 }, { n: 2 }]);
     // The second statement fails: the first is rolled back with it, and the error is SQLite's own.
     await expect(dialect.executeTransaction([insert(3), insert(1)])).rejects.toMatchObject({

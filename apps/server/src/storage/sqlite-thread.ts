@@ -13,6 +13,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
+import { stepParts, type TransactionResults, type TransactionStep } from './transaction-steps.js';
 
 /**
  * The thread that owns the SQLite connection, as source evaluated by the Worker (like the checkpointer's:
@@ -76,7 +77,9 @@ function execute(sql, parameters) {
   return { changes, lastInsertRowid };
 }
 // A whole transaction in one message: begin, each statement, commit; on a failure, rollback, and the
-// error says which statement failed. Nothing of the transaction waits for the event loop in between.
+// error says which statement failed. Nothing of the transaction waits for the event loop in between. A
+// statement with onlyIfChanged runs only when that earlier statement changed a row (its result is null
+// otherwise): see TransactionStep.
 function runTransaction(id, statements) {
   try {
     prepare('begin immediate').statement.run();
@@ -88,8 +91,10 @@ function runTransaction(id, statements) {
   let index = 0;
   try {
     for (; index < statements.length; index++) {
-      const { sql, parameters } = statements[index];
-      results.push(execute(sql, parameters));
+      const { sql, parameters, onlyIfChanged } = statements[index];
+      const fence = onlyIfChanged === undefined ? undefined : results[onlyIfChanged];
+      const runs = onlyIfChanged === undefined || (fence != null && fence.changes > 0);
+      results.push(runs ? execute(sql, parameters) : null);
     }
     index = -1;
     prepare('commit').statement.run();
@@ -139,7 +144,7 @@ type StatementResult =
 
 type Reply =
   | ({ id: number } & StatementResult)
-  | { id: number; results: StatementResult[] }
+  | { id: number; results: (StatementResult | null)[] }
   | { id: number; error: SqliteError; notBegun?: true; statement?: number };
 
 /** Kysely's QueryResult of a statement's result. */
@@ -238,21 +243,22 @@ class SqliteThreadConnection implements DatabaseConnection {
   }
 
   /**
-   * Runs `queries` as one transaction in one message: the thread begins it, runs each statement and
-   * commits (or rolls back and fails with the first error, as `executeQuery` would have thrown it), without
-   * a round trip through the event loop between them. Not inside a transaction Kysely has begun.
+   * Runs `steps` as one transaction in one message: the thread begins it, runs each statement (a fenced
+   * one only when its fence changed a row) and commits, or rolls back and fails with the first error, as
+   * `executeQuery` would have thrown it, without a round trip through the event loop between them. Not
+   * inside a transaction Kysely has begun.
    */
-  async executeTransaction(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+  async executeTransaction(steps: readonly TransactionStep[]): Promise<TransactionResults> {
     if (this.#beginPending) throw new Error('executeTransaction inside a transaction');
     const reply = await this.#post({
-      transaction: queries.map((query) => ({
-        sql: query.sql,
-        parameters: query.parameters.map(compactBytes),
-      })),
+      transaction: steps.map((step) => {
+        const { query, onlyIfChanged } = stepParts(step);
+        return { sql: query.sql, parameters: query.parameters.map(compactBytes), onlyIfChanged };
+      }),
     });
     if ('error' in reply) throw sqliteError(reply.error);
     if (!('results' in reply)) throw new Error('the SQLite thread answered a transaction with one result');
-    return reply.results.map((result) => queryResult(result));
+    return reply.results.map((result) => (result === null ? undefined : queryResult(result)));
   }
 
   /**
@@ -368,11 +374,11 @@ class SqliteThreadDriver implements Driver {
   }
 
   /** See SqliteThreadConnection.executeTransaction; waits for the connection like any Kysely query. */
-  async executeTransaction(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+  async executeTransaction(steps: readonly TransactionStep[]): Promise<TransactionResults> {
     const connection = this.#started();
     await this.#mutex.lock();
     try {
-      return await connection.executeTransaction(queries);
+      return await connection.executeTransaction(steps);
     } finally {
       this.#mutex.unlock();
     }
@@ -432,15 +438,15 @@ export class SqliteThreadDialect implements Dialect {
   }
 
   /**
-   * Runs `queries` as one transaction, sent to the thread as one message (begin, each statement,
+   * Runs `steps` as one transaction, sent to the thread as one message (begin, each statement,
    * commit): for writes known up front, such as a group commit, whose commit then does not wait for the
    * event loop to hand the thread its next statement. Rejects with the first statement's error, nothing
    * of the transaction kept. Only once the Kysely instance made with this dialect has run a query (the
    * migrations do).
    */
-  executeTransaction(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+  executeTransaction(steps: readonly TransactionStep[]): Promise<TransactionResults> {
     if (this.#driver === undefined) return Promise.reject(new Error('the SQLite dialect has no driver yet'));
-    return this.#driver.executeTransaction(queries);
+    return this.#driver.executeTransaction(steps);
   }
 
   createQueryCompiler(): QueryCompiler {

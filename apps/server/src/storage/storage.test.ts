@@ -35,12 +35,12 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
     expect(await testFeatures(again).keys.find(key)).toMatchObject({ tenantId: 'tenant_storage' });
   });
 
-  it('runs writes known up front as one transaction (transact): all of them, or none when one fails', async () => {
+  it('runs writes known up front as one transaction (transact): all of them, or none when one fails; fenced ones only when their fence changed a row', async () => {
     const { db, transact } = storage();
     const tenant = (id: string) =>
       db.insertInto('tenants').values({ id, created_at: '2025-01-31T12:00:00.000Z' }).compile();
     const results = await transact([tenant('tenant_tx_a'), tenant('tenant_tx_b')]);
-    expect(results.map((result) => result.numAffectedRows)).toEqual([1n, 1n]);
+    expect(results.map((result) => result?.numAffectedRows)).toEqual([1n, 1n]);
     await expect(transact([tenant('tenant_tx_c'), tenant('tenant_tx_a')])).rejects.toThrow(
       /unique|UNIQUE|duplicate/,
     );
@@ -51,6 +51,28 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
       .orderBy('id')
       .execute();
     expect(ids.map((row) => row.id)).toEqual(['tenant_tx_a', 'tenant_tx_b']);
+    // Fenced steps run only when their fence changed a row.
+    const touch = (id: string) =>
+      db
+        .updateTable('tenants')
+        .set({ created_at: '2025-02-01T00:00:00.000Z' })
+        .where('id', '=', id)
+        .compile();
+    const fenced = await transact([
+      touch('tenant_tx_a'),
+      touch('tenant_tx_missing'),
+      { statement: tenant('tenant_tx_d'), onlyIfChanged: 0 },
+      { statement: tenant('tenant_tx_e'), onlyIfChanged: 1 },
+      { statement: tenant('tenant_tx_f'), onlyIfChanged: 3 },
+    ]);
+    expect(fenced.map((result) => result?.numAffectedRows)).toEqual([1n, 0n, 1n, undefined, undefined]);
+    const after = await db
+      .selectFrom('tenants')
+      .select('id')
+      .where('id', 'like', 'tenant_tx_%')
+      .orderBy('id')
+      .execute();
+    expect(after.map((row) => row.id)).toEqual(['tenant_tx_a', 'tenant_tx_b', 'tenant_tx_d']);
   });
 
   it('flushes pending appends on close', async () => {

@@ -1,0 +1,38 @@
+import type { CompiledQuery, QueryResult } from 'kysely';
+
+/**
+ * A statement of a transaction known up front (Storage.transact). A bare query always runs; a fenced one
+ * runs only when the statement at index `onlyIfChanged` (an earlier one) changed a row: the inserts of a
+ * run batch behind the UPDATE that checks its claim still holds, so a batch whose claim was lost writes
+ * nothing while the others of its transaction commit.
+ */
+export type TransactionStep = CompiledQuery | { statement: CompiledQuery; onlyIfChanged: number };
+
+/** One result per step, in order: undefined for a fenced step that did not run. */
+export type TransactionResults = (QueryResult<unknown> | undefined)[];
+
+/** The step's query, and the index of the statement it is fenced on (undefined when it always runs). */
+export function stepParts(step: TransactionStep): { query: CompiledQuery; onlyIfChanged?: number } {
+  return 'statement' in step ? { query: step.statement, onlyIfChanged: step.onlyIfChanged } : { query: step };
+}
+
+/** True when the step at `index` ran and changed a row. */
+export function changedRows(results: TransactionResults, index: number): boolean {
+  const affected = results[index]?.numAffectedRows;
+  return affected !== undefined && affected > 0n;
+}
+
+/** Runs the steps in order with `execute` (inside a transaction the caller began), skipping fenced ones whose fence changed nothing. */
+export async function runSteps(
+  steps: readonly TransactionStep[],
+  execute: (query: CompiledQuery) => Promise<QueryResult<unknown>>,
+): Promise<TransactionResults> {
+  const results: TransactionResults = [];
+  for (const step of steps) {
+    const { query, onlyIfChanged } = stepParts(step);
+    results.push(
+      onlyIfChanged === undefined || changedRows(results, onlyIfChanged) ? await execute(query) : undefined,
+    );
+  }
+  return results;
+}
