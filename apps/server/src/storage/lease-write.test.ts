@@ -40,5 +40,18 @@ forEachDatabase('withLeaseDurability', ({ kind, storage }) => {
       expect(inside).toBe(1);
       expect(await other).toBe(2);
     });
+
+    it('holds the connection against a transaction known up front too (a group commit): it runs after, at FULL', async () => {
+      const { db, transact } = storage();
+      let inside = 0;
+      const lease = withLeaseDurability(storage(), async (held) => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        inside = (await synchronous(held)) ?? -1;
+      });
+      const groupCommit = transact([sql`pragma synchronous`.compile(db)]);
+      await lease;
+      expect(inside).toBe(1);
+      expect((await groupCommit)[0]?.rows).toEqual([{ synchronous: 2 }]);
+    });
   }
 });
