@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { Kysely, sql } from 'kysely';
+import { CompiledQuery, Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteThreadDialect } from './sqlite-thread.js';
 
@@ -126,6 +126,7 @@ describe('the SQLite connection in its own thread', () => {
     await expect(dialect.executeTransaction([insert(3), insert(1)])).rejects.toMatchObject({
       message: expect.stringMatching(/UNIQUE constraint failed/),
       code: 'ERR_SQLITE_ERROR',
+      statement: 1,
     });
     // Another connection holds the write lock: the begin fails, nothing is left open.
     const other = new DatabaseSync(file);
@@ -134,6 +135,10 @@ describe('the SQLite connection in its own thread', () => {
     other.exec('rollback');
     other.close();
     await dialect.executeTransaction([insert(5)]);
+    // A value the thread cannot be given: refused at once, and the connection goes on working.
+    await expect(dialect.executeTransaction([CompiledQuery.raw('select ?', [() => 1])])).rejects.toThrow(
+      /could not be cloned/,
+    );
     expect(await db.selectFrom('t').select('n').orderBy('n').execute()).toEqual([
       { n: 1 },
       { n: 2 },

@@ -19,7 +19,8 @@ import { stepParts, type TransactionResults, type TransactionStep } from './tran
  * The thread that owns the SQLite connection, as source evaluated by the Worker (like the checkpointer's:
  * dependency-free, so the built server and the TypeScript tests run the same code). It opens the file,
  * registers `log_leaf_hash` (for the log's queuing trigger), applies the pragmas, then runs one statement
- * per message and answers with its rows or its changes. Prepared statements are kept for the most recent
+ * per message (or one whole transaction, see executeTransaction) and answers with its rows or its
+ * changes. Prepared statements are kept for the most recent
  * SQL texts. A transaction begins with `begin immediate`, sent with its first statement: every
  * transaction here writes, and taking the write lock up front lets busy_timeout wait for another process
  * instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
@@ -93,6 +94,7 @@ function runTransaction(id, statements) {
     for (; index < statements.length; index++) {
       const { sql, parameters, onlyIfChanged } = statements[index];
       const fence = onlyIfChanged === undefined ? undefined : results[onlyIfChanged];
+      if (fence != null && !('changes' in fence)) throw new Error('a fence statement must not return rows');
       const runs = onlyIfChanged === undefined || (fence != null && fence.changes > 0);
       results.push(runs ? execute(sql, parameters) : null);
     }
@@ -238,7 +240,14 @@ class SqliteThreadConnection implements DatabaseConnection {
     return new Promise<Reply>((resolve, reject) => {
       if (this.#pending.size === 0) this.#worker.ref();
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, ...message });
+      try {
+        this.#worker.postMessage({ id, ...message });
+      } catch (error) {
+        // Not sent (a value the thread cannot be given): nothing will answer it.
+        this.#pending.delete(id);
+        if (this.#pending.size === 0) this.#worker.unref();
+        reject(error);
+      }
     });
   }
 
@@ -256,14 +265,19 @@ class SqliteThreadConnection implements DatabaseConnection {
         return { sql: query.sql, parameters: query.parameters.map(compactBytes), onlyIfChanged };
       }),
     });
-    if ('error' in reply) throw sqliteError(reply.error);
+    if ('error' in reply) {
+      const error = sqliteError(reply.error);
+      // Which step failed, when one did (not the begin or the commit).
+      throw reply.statement === undefined ? error : Object.assign(error, { statement: reply.statement });
+    }
     if (!('results' in reply)) throw new Error('the SQLite thread answered a transaction with one result');
     return reply.results.map((result) => (result === null ? undefined : queryResult(result)));
   }
 
   /**
    * Begins a transaction with its first statement: `begin` and that statement are one message, not two
-   * round trips (a group commit is then two messages: its insert and its commit). The write lock is
+   * round trips (a Kysely transaction of one insert is then two messages: its insert and its commit; a
+   * group commit is one, see executeTransaction). The write lock is
    * taken at the same point as before, since nothing runs in between.
    */
   beginWithNextStatement(): void {

@@ -73,6 +73,13 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
       .orderBy('id')
       .execute();
     expect(after.map((row) => row.id)).toEqual(['tenant_tx_a', 'tenant_tx_b', 'tenant_tx_d']);
+    // A fence is a write that returns no rows: one that returns rows fails the transaction, on both databases.
+    await expect(
+      transact([
+        db.selectFrom('tenants').select('id').where('id', '=', 'tenant_tx_a').compile(),
+        { statement: tenant('tenant_tx_g'), onlyIfChanged: 0 },
+      ]),
+    ).rejects.toThrow('a fence statement must not return rows');
   });
 
   it('flushes pending appends on close', async () => {

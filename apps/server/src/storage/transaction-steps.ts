@@ -4,7 +4,8 @@ import type { CompiledQuery, QueryResult } from 'kysely';
  * A statement of a transaction known up front (Storage.transact). A bare query always runs; a fenced one
  * runs only when the statement at index `onlyIfChanged` (an earlier one) changed a row: the inserts of a
  * run batch behind the UPDATE that checks its claim still holds, so a batch whose claim was lost writes
- * nothing while the others of its transaction commit.
+ * nothing while the others of its transaction commit. A fence is a write that returns no rows (no
+ * `returning`, no select): a step fenced on one that returns rows fails the transaction, on both databases.
  */
 export type TransactionStep = CompiledQuery | { statement: CompiledQuery; onlyIfChanged: number };
 
@@ -22,6 +23,11 @@ export function changedRows(results: TransactionResults, index: number): boolean
   return affected !== undefined && affected > 0n;
 }
 
+/** Throws when the step at `index` ran and returned rows: it cannot be a fence (see TransactionStep). */
+function checkFence(results: TransactionResults, index: number): void {
+  if ((results[index]?.rows.length ?? 0) > 0) throw new Error('a fence statement must not return rows');
+}
+
 /** Runs the steps in order with `execute` (inside a transaction the caller began), skipping fenced ones whose fence changed nothing. */
 export async function runSteps(
   steps: readonly TransactionStep[],
@@ -30,6 +36,7 @@ export async function runSteps(
   const results: TransactionResults = [];
   for (const step of steps) {
     const { query, onlyIfChanged } = stepParts(step);
+    if (onlyIfChanged !== undefined) checkFence(results, onlyIfChanged);
     results.push(
       onlyIfChanged === undefined || changedRows(results, onlyIfChanged) ? await execute(query) : undefined,
     );
