@@ -16,15 +16,19 @@ afterEach(async () => {
 });
 
 function openDb(file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite')): Kysely<Tables> {
-  const db = new Kysely<Tables>({
-    dialect: new SqliteThreadDialect({
-      file,
-      pragmas: ['PRAGMA journal_mode = WAL', 'PRAGMA synchronous = FULL'],
-      statementCacheSize: 2,
-    }),
+  return openDialect(file).db;
+}
+
+/** A database on a fresh file (or `file`), with its dialect, whose `executeTransaction` bypasses Kysely. */
+function openDialect(file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite')) {
+  const dialect = new SqliteThreadDialect({
+    file,
+    pragmas: ['PRAGMA journal_mode = WAL', 'PRAGMA synchronous = FULL'],
+    statementCacheSize: 2,
   });
+  const db = new Kysely<Tables>({ dialect });
   open.push(db);
-  return db;
+  return { file, dialect, db };
 }
 
 describe('the SQLite connection in its own thread', () => {
@@ -105,10 +109,7 @@ describe('the SQLite connection in its own thread', () => {
   });
 
   it('runs a transaction known up front as one message: all of it, or none when a statement or the begin fails', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite');
-    const dialect = new SqliteThreadDialect({ file, pragmas: [], statementCacheSize: 4 });
-    const db = new Kysely<Tables>({ dialect });
-    open.push(db);
+    const { file, dialect, db } = openDialect();
     await sql`create table t (n integer primary key, label text)`.execute(db);
     const insert = (n: number) =>
       db
@@ -147,10 +148,7 @@ describe('the SQLite connection in its own thread', () => {
   });
 
   it('sends no transaction of its own into a Kysely transaction in progress, nor a Kysely query into its own', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite');
-    const dialect = new SqliteThreadDialect({ file, pragmas: [], statementCacheSize: 4 });
-    const db = new Kysely<Tables>({ dialect });
-    open.push(db);
+    const { dialect, db } = openDialect();
     await sql`create table t (n integer primary key, label text)`.execute(db);
     const insert = (n: number) => db.insertInto('t').values({ n, label: null }).compile();
     let release = () => {};

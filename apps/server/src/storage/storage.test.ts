@@ -39,18 +39,16 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
     const { db, transact } = storage();
     const tenant = (id: string) =>
       db.insertInto('tenants').values({ id, created_at: '2025-01-31T12:00:00.000Z' }).compile();
+    const tenantIds = async () =>
+      (
+        await db.selectFrom('tenants').select('id').where('id', 'like', 'tenant_tx_%').orderBy('id').execute()
+      ).map((row) => row.id);
     const results = await transact([tenant('tenant_tx_a'), tenant('tenant_tx_b')]);
     expect(results.map((result) => result?.numAffectedRows)).toEqual([1n, 1n]);
     await expect(transact([tenant('tenant_tx_c'), tenant('tenant_tx_a')])).rejects.toThrow(
       /unique|UNIQUE|duplicate/,
     );
-    const ids = await db
-      .selectFrom('tenants')
-      .select('id')
-      .where('id', 'like', 'tenant_tx_%')
-      .orderBy('id')
-      .execute();
-    expect(ids.map((row) => row.id)).toEqual(['tenant_tx_a', 'tenant_tx_b']);
+    expect(await tenantIds()).toEqual(['tenant_tx_a', 'tenant_tx_b']);
     // Fenced steps run only when their fence changed a row.
     const touch = (id: string) =>
       db
@@ -66,13 +64,7 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
       { statement: tenant('tenant_tx_f'), onlyIfChanged: 3 },
     ]);
     expect(fenced.map((result) => result?.numAffectedRows)).toEqual([1n, 0n, 1n, undefined, undefined]);
-    const after = await db
-      .selectFrom('tenants')
-      .select('id')
-      .where('id', 'like', 'tenant_tx_%')
-      .orderBy('id')
-      .execute();
-    expect(after.map((row) => row.id)).toEqual(['tenant_tx_a', 'tenant_tx_b', 'tenant_tx_d']);
+    expect(await tenantIds()).toEqual(['tenant_tx_a', 'tenant_tx_b', 'tenant_tx_d']);
     // A fence is a write that returns no rows: one that returns rows fails the transaction, on both databases.
     await expect(
       transact([

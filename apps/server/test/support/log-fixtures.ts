@@ -4,7 +4,7 @@ import { cidOfBytes } from '@scenario-scoring/engine';
 import type { Kysely } from 'kysely';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { insertLogRows } from '../../src/logs/log-store.js';
+import { logRowInserts } from '../../src/logs/log-store.js';
 import type { Database } from '../../src/storage/database.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { CheckpointSigner } from '../../src/transparency-log/checkpoint-signer.js';
@@ -24,8 +24,9 @@ export function testRecord(
 }
 
 /**
- * Logs records: the even ones as scorings do (the group commit), the odd ones as run batches do
- * (`insertLogRows` in a transaction), so both paths end in the log.
+ * Logs records: the even ones as scorings do (the group commit), the odd ones as run batches do (their
+ * rows, sharing a request id, in a transaction of their own: `logRowInserts` through `transact`), so both
+ * paths end in the log.
  */
 export async function logRecords(storage: Storage, records: ReturnType<typeof testRecord>[]): Promise<void> {
   const now = new Date();
@@ -34,9 +35,9 @@ export async function logRecords(storage: Storage, records: ReturnType<typeof te
   const { logs } = testFeatures(storage);
   await Promise.all([
     ...scorings.map((record) => logs.append({ ...record, requestId: 'req_test', createdAt: now })),
-    storage.db.transaction().execute((trx) =>
-      insertLogRows(
-        trx,
+    storage.transact(
+      logRowInserts(
+        storage.db,
         runItems.map((record) => ({
           tenant_id: record.tenantId,
           cid: record.cid,
