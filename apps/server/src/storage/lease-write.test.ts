@@ -1,57 +1,73 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
-import { withLeaseDurability } from './lease-write.js';
+import { leaseWrite } from './lease-write.js';
 
-forEachDatabase('withLeaseDurability', ({ kind, storage }) => {
+forEachDatabase('leaseWrite', ({ kind, storage }) => {
   const synchronous = async (db = storage().db) =>
     (await sql<{ synchronous: number }>`pragma synchronous`.execute(db)).rows[0]?.synchronous;
 
-  it('commits the write, and leaves the connection flushing every other commit (synchronous=FULL)', async () => {
-    const seen = await withLeaseDurability(storage(), async (db) => {
-      await sql`update tenants set id = id where id = 'none'`.execute(db);
-      return kind === 'sqlite' ? synchronous(db) : 'as is';
-    });
-    // NORMAL (1) during the lease write on SQLite; PostgreSQL's commits do not block and are left as they are.
-    expect(seen).toBe(kind === 'sqlite' ? 1 : 'as is');
-    if (kind === 'sqlite') expect(await synchronous()).toBe(2);
+  it('commits the write and answers its rows', async () => {
+    const { db } = storage();
+    await db.insertInto('tenants').values({ id: 'lease-a', created_at: 'then' }).execute();
+    const { rows } = await leaseWrite(
+      storage(),
+      db
+        .updateTable('tenants')
+        .set({ created_at: 'now' })
+        .where('id', '=', 'lease-a')
+        .returning('id')
+        .compile(),
+    );
+    expect(rows).toEqual([{ id: 'lease-a' }]);
+    expect(await db.selectFrom('tenants').select('created_at').where('id', '=', 'lease-a').execute()).toEqual(
+      [{ created_at: 'now' }],
+    );
   });
 
-  it('sets synchronous=FULL back when the write fails, and passes its error on', async () => {
+  it('passes a failed write’s error on, and keeps nothing of it', async () => {
+    const { db } = storage();
+    await db.insertInto('tenants').values({ id: 'lease-b', created_at: 'then' }).execute();
+    // The update is valid; the returning of a column that does not exist fails the statement.
     await expect(
-      withLeaseDurability(storage(), async (db) => {
-        await sql`select * from no_such_table`.execute(db);
-      }),
-    ).rejects.toThrow(/no_such_table/);
+      leaseWrite(
+        storage(),
+        sql`update tenants set created_at = 'now' where id = 'lease-b' returning nope`.compile(db),
+      ),
+    ).rejects.toThrow(/nope/);
+    expect(await db.selectFrom('tenants').select('created_at').where('id', '=', 'lease-b').execute()).toEqual(
+      [{ created_at: 'then' }],
+    );
     if (kind === 'sqlite') expect(await synchronous()).toBe(2);
   });
 
   if (kind === 'sqlite') {
-    it('holds the connection: a commit started meanwhile runs after the lease write, at FULL', async () => {
-      let inside = 0;
-      const lease = withLeaseDurability(storage(), async (db) => {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        inside = (await synchronous(db)) ?? -1;
-      });
-      const other = storage()
-        .db.transaction()
-        .execute(async (trx) => synchronous(trx));
-      await lease;
-      expect(inside).toBe(1);
-      expect(await other).toBe(2);
+    it('runs without a disk flush of its own (synchronous=NORMAL), and leaves the connection at FULL', async () => {
+      const { db } = storage();
+      const { rows } = await leaseWrite(
+        storage(),
+        sql<{ synchronous: number }>`pragma synchronous`.compile(db),
+      );
+      expect(rows).toEqual([{ synchronous: 1 }]);
+      expect(await synchronous()).toBe(2);
     });
 
-    it('holds the connection against a transaction known up front too (a group commit): it runs after, at FULL', async () => {
+    it('waits for a transaction holding the connection, and neither it nor a group commit queued after runs at NORMAL', async () => {
       const { db, transact } = storage();
-      let inside = 0;
-      const lease = withLeaseDurability(storage(), async (held) => {
+      const order: string[] = [];
+      const held = db.transaction().execute(async (trx) => {
         await new Promise((resolve) => setTimeout(resolve, 20));
-        inside = (await synchronous(held)) ?? -1;
+        order.push(`held ${await synchronous(trx)}`);
       });
-      const groupCommit = transact([sql`pragma synchronous`.compile(db)]);
-      await lease;
-      expect(inside).toBe(1);
-      expect((await groupCommit)[0]?.rows).toEqual([{ synchronous: 2 }]);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const lease = leaseWrite(storage(), sql<{ synchronous: number }>`pragma synchronous`.compile(db)).then(
+        ({ rows }) => order.push(`lease ${rows[0]?.synchronous}`),
+      );
+      const groupCommit = transact([sql`pragma synchronous`.compile(db)]).then((results) =>
+        order.push(`group ${(results[0]?.rows[0] as { synchronous: number } | undefined)?.synchronous}`),
+      );
+      await Promise.all([held, lease, groupCommit]);
+      expect(order).toEqual(['held 2', 'lease 1', 'group 2']);
     });
   }
 });

@@ -178,6 +178,22 @@ describe('the SQLite connection in its own thread', () => {
     expect((await count).rows).toBe(7);
   });
 
+  it('lets the connection go once a transaction known up front is posted: what is asked for next runs after it, even when it fails', async () => {
+    const { dialect, db } = openDialect();
+    await sql`create table t (n integer primary key, label text)`.execute(db);
+    const insert = (n: number) => db.insertInto('t').values({ n, label: null }).compile();
+    const failing = dialect.executeTransaction([insert(1), sql`insert into nope values (1)`.compile(db)]);
+    const lease = dialect.executeTransaction([insert(2)], { durability: 'lease' });
+    const next = db
+      .transaction()
+      .execute((trx) => trx.insertInto('t').values({ n: 3, label: null }).execute());
+    const synchronous = sql<{ synchronous: number }>`pragma synchronous`.execute(db);
+    await expect(failing).rejects.toThrow(/nope/);
+    await Promise.all([lease, next]);
+    expect((await synchronous).rows).toEqual([{ synchronous: 2 }]);
+    expect(await db.selectFrom('t').select('n').orderBy('n').execute()).toEqual([{ n: 2 }, { n: 3 }]);
+  });
+
   it('keeps bytes as bytes, views on a larger buffer (pooled Buffers) included', async () => {
     const db = openDb();
     await sql`create table b (n integer, data blob)`.execute(db);

@@ -9,6 +9,15 @@ import type { CompiledQuery, QueryResult } from 'kysely';
  */
 export type TransactionStep = CompiledQuery | { statement: CompiledQuery; onlyIfChanged: number };
 
+/**
+ * How durable a transaction's commit is. `full` (the default): flushed to disk before it is acknowledged,
+ * like every commit the server acknowledges. `lease`: for writes nothing is acknowledged on (a worker's
+ * lease on a run or a delivery), on SQLite committed without a disk flush of its own (see leaseWrite).
+ */
+export interface TransactOptions {
+  durability?: 'full' | 'lease';
+}
+
 /** One result per step, in order: undefined for a fenced step that did not run. */
 export type TransactionResults = (QueryResult<unknown> | undefined)[];
 

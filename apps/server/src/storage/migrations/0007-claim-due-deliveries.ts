@@ -27,7 +27,7 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
  * - `synchronous_commit = off` for the transaction it runs in (its own: it is called alone): a lease does
  *   not wait for its WAL flush. It survives a kill -9 of the server as any commit does; only a crash of
  *   PostgreSQL itself can lose it, which makes the delivery claimable again, as an expired lease would (see
- *   withLeaseDurability, the same trade on SQLite).
+ *   leaseWrite, the same trade on SQLite).
  */
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function up(db: Kysely<any>): Promise<void> {

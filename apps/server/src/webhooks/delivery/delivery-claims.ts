@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import { type Storage, withLeaseDurability } from '../../storage/storage.js';
+import { leaseWrite, type Storage } from '../../storage/storage.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 import { fairShare } from './fair-share.js';
 
@@ -71,11 +71,11 @@ type ClaimOptions = {
  * On PostgreSQL all of it is one round trip, the function claim_due_deliveries (migration 0007): the
  * chosen rows are locked with FOR UPDATE SKIP LOCKED, so concurrent instances claim disjoint sets without
  * waiting on each other. SQLite has a single writer. Either way the lease is written without a disk flush
- * of its own (see withLeaseDurability): a lease lost to a power failure only makes the delivery claimable
+ * of its own (see leaseWrite): a lease lost to a power failure only makes the delivery claimable
  * again.
  */
 export async function claimDueDeliveries(
-  storage: Pick<Storage, 'db' | 'kind'>,
+  storage: Pick<Storage, 'db' | 'kind' | 'transact'>,
   secretBox: SecretBox,
   options: ClaimOptions,
 ): Promise<ClaimedDelivery[]> {
@@ -189,7 +189,7 @@ interface Fairness {
  * index deliveries_tenant_due_idx.
  */
 async function claimOnSqlite(
-  storage: Pick<Storage, 'db' | 'kind'>,
+  storage: Pick<Storage, 'db' | 'kind' | 'transact'>,
   options: ClaimOptions,
   fairness: Fairness,
   nowIso: string,
@@ -199,7 +199,8 @@ async function claimOnSqlite(
     sql`(select ${sql.ref(`w.${column}`)} from webhooks as w where w.id = deliveries.webhook_id)`;
   const { limit } = options;
   const { tenantCap, heldJson } = fairness;
-  const { rows } = await withLeaseDurability(storage, (leaseDb) =>
+  const { rows } = await leaseWrite(
+    storage,
     sql<ClaimedRow>`
       with recursive pending_tenants(tenant_id) as (
         select (select min(p.tenant_id) from deliveries as p where p.status = 'pending')
@@ -238,7 +239,7 @@ async function claimOnSqlite(
           from webhook_secrets as s
           where s.webhook_id = deliveries.webhook_id and (s.expires_at is null or s.expires_at > ${nowIso})
         ) as secrets
-    `.execute(leaseDb),
+    `.compile(storage.db),
   );
   return rows;
 }
