@@ -30,8 +30,8 @@ forEachDatabase('the run store', ({ storage }) => {
   const runRow = (id: string) =>
     db().selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
   const after = (ms: number) => new Date(T0.getTime() + ms);
-  const claimed = (run: ClaimedRun | undefined) => {
-    if (!run) throw new Error('nothing was claimed');
+  const claimed = ([run, ...more]: ClaimedRun[]) => {
+    if (!run || more.length > 0) throw new Error(`claimed ${more.length + (run ? 1 : 0)} runs, not 1`);
     return run;
   };
 
@@ -82,5 +82,19 @@ forEachDatabase('the run store', ({ storage }) => {
 
     const second = claimed(await store.claim('wrk_other', T0, LEASE_MS));
     expect([second.id, first.claims, second.claims]).toEqual([id, 1, 1]);
+  });
+
+  it('when several slots are free, then one claim takes up to that many runs, the oldest first, and leaves the rest', async () => {
+    const ids = [await queueRun('many'), await queueRun('many'), await queueRun('many')];
+    const store = createRunStore(storage());
+    const first = await store.claim(INSTANCE, T0, LEASE_MS, 2);
+    expect(first.map((run) => [run.id, run.items.length, run.nextIndex, run.claims])).toEqual([
+      [ids[0], 3, 0, 1],
+      [ids[1], 3, 0, 1],
+    ]);
+    const rest = await store.claim(INSTANCE, T0, LEASE_MS, 5);
+    expect(rest.map((run) => run.id)).toEqual([ids[2]]);
+    expect(await store.claim(INSTANCE, T0, LEASE_MS, 5)).toEqual([]);
+    for (const id of ids) expect(await runRow(id)).toMatchObject({ status: 'running', locked_by: INSTANCE });
   });
 });

@@ -2,7 +2,7 @@ import type { Problem, RunCounts, ScoreRequest } from '@scenario-scoring/api-typ
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
 import type { Database, RunItemsTable, RunsTable } from '../storage/database.js';
-import { type Storage, withLeaseDurability } from '../storage/storage.js';
+import { leaseWrite, type Storage } from '../storage/storage.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
 import type { BatchCommit, RunClaim } from './run-claim.js';
 
@@ -60,8 +60,11 @@ export interface RunFailure extends RunClaim {
 
 /** The run queries the worker uses; tests wrap it to inject storage faults. */
 export interface RunStore {
-  /** Claims the oldest unfinished run nobody holds, for `leaseMs`; undefined when there is none. */
-  claim(workerId: string, now: Date, leaseMs: number): Promise<ClaimedRun | undefined>;
+  /**
+   * Claims the oldest unfinished runs nobody holds, up to `limit` (1 by default), for `leaseMs`, in one
+   * statement; oldest first, none when there is none.
+   */
+  claim(workerId: string, now: Date, leaseMs: number, limit?: number): Promise<ClaimedRun[]>;
   /**
    * Commits a batch, possibly in one transaction with other runs' batches (see RunBatchCommitter); false
    * when the claim was lost (another worker took the run over), so nothing was written.
@@ -81,11 +84,12 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind' | 'transact'
   const { db, kind } = storage;
   const committer = new RunBatchCommitter(storage, { group: kind === 'sqlite' });
   return {
-    async claim(workerId, now, leaseMs) {
+    async claim(workerId, now, leaseMs, limit = 1) {
       const nowIso = now.toISOString();
-      // A lease: written without a disk flush of its own (see withLeaseDurability).
-      const row = await withLeaseDurability(storage, (leaseDb) =>
-        leaseDb
+      // A lease: written without a disk flush of its own (see leaseWrite).
+      const { rows } = await leaseWrite(
+        storage,
+        db
           .updateTable('runs')
           .set({
             status: 'running',
@@ -94,7 +98,7 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind' | 'transact'
             started_at: sql<string>`coalesce(started_at, ${nowIso})`,
             claims: sql<number>`claims + 1`,
           })
-          .where('id', '=', (eb) =>
+          .where('id', 'in', (eb) =>
             eb
               .selectFrom('runs')
               .select('id')
@@ -102,7 +106,7 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind' | 'transact'
               .where(sql<boolean>`status in ('queued', 'running')`)
               .where((free) => free.or([free('locked_until', 'is', null), free('locked_until', '<', nowIso)]))
               .orderBy('id')
-              .limit(1)
+              .limit(limit)
               // Instances claim different runs instead of queueing behind one another's row locks.
               .$if(kind === 'postgres', (query) => query.forUpdate().skipLocked()),
           )
@@ -118,19 +122,21 @@ export function createRunStore(storage: Pick<Storage, 'db' | 'kind' | 'transact'
             'deadline_at',
             'claims',
           ])
-          .executeTakeFirst(),
+          .compile(),
       );
-      if (!row) return undefined;
-      return {
-        id: row.id,
-        tenantId: row.tenant_id,
-        items: JSON.parse(row.items) as ScoreRequest[],
-        nextIndex: row.next_index,
-        counts: { succeeded: row.succeeded, failed: row.failed, escalated: row.escalated },
-        createdAt: row.created_at,
-        deadlineAt: row.deadline_at,
-        claims: row.claims,
-      };
+      // Oldest first, as they were chosen (RETURNING keeps no order of its own).
+      return rows
+        .sort((a, b) => (a.id < b.id ? -1 : 1))
+        .map((row) => ({
+          id: row.id,
+          tenantId: row.tenant_id,
+          items: JSON.parse(row.items) as ScoreRequest[],
+          nextIndex: row.next_index,
+          counts: { succeeded: row.succeeded, failed: row.failed, escalated: row.escalated },
+          createdAt: row.created_at,
+          deadlineAt: row.deadline_at,
+          claims: row.claims,
+        }));
     },
 
     commitBatch: (batch) => committer.commit(batch),

@@ -84,26 +84,31 @@ export class RunWorker implements BackgroundWorker {
     const { store, config, clock, logger } = this.#options;
     while (!this.#stopping) {
       this.#woken = false;
-      let claimed = false;
-      if (this.#active.size < config.concurrency) {
+      let claimedAll = false;
+      const room = config.concurrency - this.#active.size;
+      if (room > 0) {
         try {
-          const run = await store.claim(this.#workerId, clock.now(), config.leaseMs);
-          if (run && !this.#stopping) {
-            claimed = true;
+          // Every free slot in one claim: slots freed together (a burst of runs) fill at once, not one
+          // claim's round trip after another.
+          const runs = await store.claim(this.#workerId, clock.now(), config.leaseMs, room);
+          for (const run of runs) {
+            if (this.#stopping) {
+              await store.release(claimOf(run, this.#workerId));
+              continue;
+            }
             const task = this.#process(run).finally(() => {
               this.#active.delete(task);
               this.#wake();
             });
             this.#active.add(task);
-          } else if (run) {
-            await store.release(claimOf(run, this.#workerId));
           }
+          claimedAll = runs.length === room;
         } catch (error) {
           logger.error('run claim failed', { error: String(error) });
         }
       }
-      // Another claim at once while there may be more runs and room for them; else wait.
-      if (claimed && this.#active.size < config.concurrency) continue;
+      // Another claim at once while there may be more runs and room for them (runs ended meanwhile); else wait.
+      if (claimedAll && this.#active.size < config.concurrency) continue;
       if (!this.#woken) await this.#sleepUntilWoken(config.pollIntervalMs);
     }
   }
