@@ -101,7 +101,12 @@ async function sequencingThroughput({ name, server }: (typeof builds)[number]): 
     const sequencer = new LogSequencer({
       storage,
       signer: new CheckpointSigner('bench', randomBytes(32)),
-      config: { origin: 'bench.example/log', checkpointIntervalMs: 1000, maxBatch: 100_000 },
+      config: {
+        origin: 'bench.example/log',
+        checkpointIntervalMs: 1000,
+        // The build's own default (100,000 before builds exported it).
+        maxBatch: 'DEFAULT_LOG_SEQUENCER_BATCH' in server ? server.DEFAULT_LOG_SEQUENCER_BATCH : 100_000,
+      },
       clock: { now: () => new Date() },
       logger: silentLogger,
     });

@@ -12,6 +12,7 @@ export { createMetrics, type Metrics } from './metrics/metrics.js';
 export { type Runtime, type RuntimeOptions, startRuntime } from './runtime.js';
 export { openStorage, type Storage, type StorageOptions } from './storage/storage.js';
 export { CheckpointSigner } from './transparency-log/checkpoint-signer.js';
+export { DEFAULT_LOG_SEQUENCER_BATCH } from './transparency-log/log-config.js';
 export { LogSequencer } from './transparency-log/log-sequencer.js';
 export { insertNewWebhook } from './webhooks/api/webhook-store.js';
 export { SecretBox } from './webhooks/outbound/secret-box.js';

@@ -48,7 +48,7 @@ describe('loadConfig', () => {
         keyName: 'localhost/scenario-scoring',
         signingKey: undefined,
         checkpointIntervalMs: 1000,
-        maxBatch: 100_000,
+        maxBatch: 4096,
       },
     });
   });

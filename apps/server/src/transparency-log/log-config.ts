@@ -1,5 +1,8 @@
 import type { EnvReader } from '../config/env-reader.js';
 
+/** `LOG_SEQUENCER_BATCH`'s default: a batch of it holds the SQLite connection for a few milliseconds. */
+export const DEFAULT_LOG_SEQUENCER_BATCH = 4096;
+
 /** The verifiable log: who it claims to be, how it signs, how often it sequences. */
 export interface TransparencyLogConfig {
   /** Prefix of every tenant's origin line: `<origin>/<tenant>`. */
@@ -10,14 +13,18 @@ export interface TransparencyLogConfig {
   signingKey: string | undefined;
   /** How often the sequencer gives new records their indexes and signs a checkpoint per grown tree. */
   checkpointIntervalMs: number;
-  /** Leaves sequenced per tenant per checkpoint, so one tenant's backlog cannot hold the others back. */
+  /**
+   * The most leaves one batch sequences for a tenant (one checkpoint each): a tenant with more waiting gets
+   * another batch in the next round, which then starts at once, after every other tenant's turn. So one
+   * tenant's backlog cannot hold the others back, and no batch holds the database long.
+   */
   maxBatch: number;
 }
 
 /**
  * Reads `LOG_ORIGIN` (localhost/scenario-scoring), `LOG_KEY_NAME` (the origin), `LOG_SIGNING_KEY` (required
  * with DATABASE_URL, so every instance signs with one key), `LOG_CHECKPOINT_INTERVAL` (1s) and
- * `LOG_SEQUENCER_BATCH` (100000).
+ * `LOG_SEQUENCER_BATCH` (4096).
  */
 export function readTransparencyLogConfig(
   reader: EnvReader,
@@ -43,6 +50,6 @@ export function readTransparencyLogConfig(
     keyName,
     signingKey,
     checkpointIntervalMs: reader.durationMs('LOG_CHECKPOINT_INTERVAL', 1000, 1),
-    maxBatch: reader.integer('LOG_SEQUENCER_BATCH', 100_000, 1, 10_000_000),
+    maxBatch: reader.integer('LOG_SEQUENCER_BATCH', DEFAULT_LOG_SEQUENCER_BATCH, 1, 10_000_000),
   };
 }

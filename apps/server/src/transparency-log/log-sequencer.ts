@@ -175,11 +175,20 @@ export class LogSequencer implements BackgroundWorker {
   async #run(): Promise<void> {
     const { config, logger } = this.#options;
     while (this.#running) {
+      let behind = false;
       try {
-        await this.sequenceOnce();
+        const batches = await this.sequenceOnce();
+        // A tenant had more waiting than one batch: another round at once (every tenant's turn again),
+        // not after the interval. Batches stay short, since a batch holds the one SQLite connection that
+        // every scoring's commit waits for.
+        behind = batches.some((batch) => batch.leaves >= config.maxBatch);
       } catch (error) {
         // The batch rolled back as a whole; the next round retries from the stored tree.
         logger.error('log sequencing failed', describeError(error));
+      }
+      if (behind) {
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
       }
       try {
         await sleep(config.checkpointIntervalMs, undefined, { signal: this.#stopping.signal });

@@ -11,8 +11,11 @@ import {
   widestLeafTile,
 } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { systemClock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
+import { silentLogger } from '../logging/logger.js';
 import { chunks } from '../storage/chunks.js';
+import { LogSequencer } from './log-sequencer.js';
 import { findCheckpoint, proveConsistency, proveInclusion } from './transparency-log-service.js';
 import {
   appendListedLeaves,
@@ -213,6 +216,42 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     for (const record of [own[0], own[299]] as (typeof own)[number][]) {
       const proof = await proveInclusion(storage().db, tenant, record.cid);
       await verifyInclusion(record.bytes, inclusionProofView(proof), latest);
+    }
+  });
+
+  it('sequences a backlog larger than a batch in rounds that follow at once, each tenant in turn, not one per interval', async () => {
+    const tenants = ['log-backlog-a', 'log-backlog-b'];
+    for (const tenant of tenants)
+      await logRecords(
+        storage(),
+        Array.from({ length: 7 }, (_, n) => testRecord(tenant, n)),
+      );
+    const sequencer = new LogSequencer({
+      storage: storage(),
+      signer: log.signer,
+      // An interval far longer than the test: only the rounds started at once can sequence it all.
+      config: { origin: TEST_LOG_ORIGIN, checkpointIntervalMs: 3_600_000, maxBatch: 3 },
+      clock: systemClock,
+      logger: silentLogger,
+    });
+    sequencer.start();
+    try {
+      await expect
+        .poll(async () => Number((await selectCheckpoint(storage().db, 'log-backlog-b'))?.treeSize ?? 0), {
+          timeout: 10_000,
+        })
+        .toBe(7);
+    } finally {
+      await sequencer.stop();
+    }
+    for (const tenant of tenants) {
+      const checkpoints = await storage()
+        .db.selectFrom('log_checkpoints')
+        .select('tree_size')
+        .where('tenant_id', '=', tenant)
+        .orderBy('tree_size')
+        .execute();
+      expect(checkpoints.map((row) => Number(row.tree_size))).toEqual([3, 6, 7]);
     }
   });
 
