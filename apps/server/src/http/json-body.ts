@@ -67,12 +67,35 @@ function requireUtf8(_req: unknown, _res: unknown, body: Buffer): void {
 }
 
 /**
+ * Refuses at once a body whose Content-Length already says it is over the limit (when it is not
+ * compressed, so that its length is what would be parsed), and closes the connection after the answer.
+ * body-parser would refuse it too, but only once the whole body had arrived ("read off entire request"),
+ * so a client that declares a large body and sends it slowly, or never, got its 413 only when it had sent
+ * it all, or at the request timeout.
+ */
+function refuseDeclaredOversize(limitBytes: number): RequestHandler {
+  return (req, _res, next) => {
+    const length = req.headers['content-length'];
+    const encoding = req.headers['content-encoding'];
+    if (length === undefined || (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity'))
+      return next();
+    if (!/^\d+$/.test(length) || Number(length) <= limitBytes) return next();
+    throw new AppError('payload_too_large', {
+      detail: `The body is larger than the limit of ${limitBytes} bytes (its Content-Length is ${length}).`,
+      // The body is left unread, so the connection cannot carry another request after this answer.
+      headers: { Connection: 'close' },
+    });
+  };
+}
+
+/**
  * Parses JSON bodies up to `limitBytes`. Not strict, so a scalar body parses and is then refused by the
  * contract ("must be object") rather than reported as malformed JSON.
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   return [
     requireJsonMediaType,
+    refuseDeclaredOversize(limitBytes),
     express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE, verify: requireUtf8 }),
     normalizeContentType,
   ];

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import type { Problem, ScoreResponse } from '@scenario-scoring/api-types';
 import {
   buildLogRecord,
@@ -228,6 +229,30 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       });
       const problem = await expectProblem(await score(body), 413, 'payload_too_large');
       expect(problem.detail).toMatch(/1048576 bytes/);
+    });
+
+    it('a body whose Content-Length is over the limit, at once, before any of it is sent, and the connection closed', async () => {
+      const { port } = new URL(server.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      const answer = new Promise<string>((resolve, reject) => {
+        let text = '';
+        socket.on('data', (chunk) => {
+          text += chunk;
+        });
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+      // The headers only: a body of 100 MB is declared and never sent.
+      socket.write(
+        `POST /v1/scoring/score HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{',
+      );
+      const text = await answer;
+      expect(text).toMatch(/^HTTP\/1\.1 413 /);
+      expect(text).toMatch(/^connection: close\r$/im);
+      const problem = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as Problem;
+      expect(problem).toMatchObject({ status: 413, code: 'payload_too_large' });
+      expect(problem.detail).toMatch(/limit of 1048576 bytes \(its Content-Length is 100000000\)/);
     });
 
     it('a charset other than UTF-8', async () => {
