@@ -71,4 +71,23 @@ forEachDatabase('API key authentication', ({ storage }) => {
       expect((await server.request(path)).status).toBe(200);
     }
   });
+
+  it('answers 429 rate_limited, without a lookup, to an address that sent too many unknown keys, while a key found before still passes', async () => {
+    expect((await server.request('/v1/scoring/policies/DE', { key })).status).toBe(200);
+    let limited: Response | undefined;
+    for (let n = 0; n < 200 && limited === undefined; n++) {
+      const response = await server.request('/v1/scoring/policies/DE', {
+        key: `sk_${String(n).padStart(40, 'Z')}`,
+      });
+      if (response.status === 429) limited = response;
+      else await expectUnauthorized(response, 'invalid_api_key', /not valid/);
+    }
+    if (limited === undefined) throw new Error('200 unknown keys were all looked up');
+    expect(limited.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    const problem = (await limited.json()) as Problem;
+    expect(problem).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(problem.detail).toMatch(/unknown API keys from this address \(at most 20 a second\)/);
+    // The key found before is cached: it still passes from the same address.
+    expect((await server.request('/v1/scoring/policies/DE', { key })).status).toBe(200);
+  });
 });

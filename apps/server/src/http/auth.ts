@@ -1,15 +1,46 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
+import { API_KEY_PATTERN } from '../keys/api-key.js';
 import type { ApiKeyStore } from '../keys/api-key-store.js';
+import { BoundedCache } from '../keys/bounded-cache.js';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="scenario-scoring"' };
 const BEARER_PREFIX_LENGTH = 'bearer '.length;
 
+/** Lookups of well-formed keys the storage does not know, per client address: a burst of this many, refilled at this rate a second. */
+export const UNKNOWN_KEYS_PER_SECOND = 20;
+
+/** One address's allowance of unknown keys: tokens left, as of `updatedAt` (ms). */
+interface Allowance {
+  tokens: number;
+  updatedAt: number;
+}
+
 /**
  * Authenticates `/v1/` requests by their bearer API key and records its owner in `res.locals.apiKey`.
  * No key → 401 `missing_api_key`; a key the storage does not know → 401 `invalid_api_key`.
+ *
+ * Every well-formed key not in the cache is a lookup on the database, which on SQLite is one connection
+ * that every tenant's commits wait for. So an address that sent more than `unknownKeysPerSecond` unknown
+ * keys (a burst of as many, refilled at that rate) gets 429 `rate_limited` with `Retry-After` for any key
+ * not already cached, without a lookup, until its allowance refills; keys found recently (cached) still
+ * pass, from every address. The allowances are kept for the 10,000 most recent addresses.
  */
-export function authenticate(keys: Pick<ApiKeyStore, 'find'>): RequestHandler {
+export function authenticate(
+  keys: Pick<ApiKeyStore, 'find' | 'findCached'>,
+  options: { unknownKeysPerSecond?: number; now?: () => number } = {},
+): RequestHandler {
+  const perSecond = options.unknownKeysPerSecond ?? UNKNOWN_KEYS_PER_SECOND;
+  const now = options.now ?? performance.now.bind(performance);
+  const allowances = new BoundedCache<string, Allowance>({ maxEntries: 10_000, ttlMs: 60_000, now });
+  const refillPerMs = perSecond / 1000;
+  /** The address's unknown-key tokens at `time`, refilled since it last missed. */
+  const tokensOf = (address: string, time: number) => {
+    const allowance = allowances.get(address);
+    if (allowance === undefined) return perSecond;
+    return Math.min(perSecond, allowance.tokens + (time - allowance.updatedAt) * refillPerMs);
+  };
+
   return async (req, res, next) => {
     const header = req.headers.authorization;
     // The scheme is case-insensitive (RFC 9110 §11.1); Node trims the value, so a key is never empty.
@@ -19,7 +50,26 @@ export function authenticate(keys: Pick<ApiKeyStore, 'find'>): RequestHandler {
         headers: CHALLENGE,
       });
     }
-    const owner = await keys.find(header.slice(BEARER_PREFIX_LENGTH));
+    const key = header.slice(BEARER_PREFIX_LENGTH);
+    const address = req.socket.remoteAddress ?? '';
+    let owner = keys.findCached(key);
+    if (owner === undefined && API_KEY_PATTERN.test(key)) {
+      const time = now();
+      const tokens = tokensOf(address, time);
+      if (tokens < 1) {
+        const retryAfter = Math.max(1, Math.ceil((1 - tokens) / refillPerMs / 1000));
+        throw new AppError('rate_limited', {
+          detail: `Too many unknown API keys from this address (at most ${perSecond} a second); retry in ${retryAfter} s.`,
+          headers: { 'Retry-After': String(retryAfter) },
+        });
+      }
+      owner = await keys.find(key);
+      if (owner === undefined) {
+        // Counted once the lookup missed, from the allowance as it is now.
+        const after = now();
+        allowances.set(address, { tokens: tokensOf(address, after) - 1, updatedAt: after });
+      }
+    }
     if (owner === undefined) {
       throw new AppError('invalid_api_key', {
         detail: 'The API key is not valid: mistyped, revoked or from another deployment.',
