@@ -93,7 +93,8 @@ export class RunWorker implements BackgroundWorker {
           const runs = await store.claim(this.#workerId, clock.now(), config.leaseMs, room);
           for (const run of runs) {
             if (this.#stopping) {
-              await store.release(claimOf(run, this.#workerId));
+              // Each one given back, even when another's release failed (its lease then expires).
+              await store.release(claimOf(run, this.#workerId)).catch(() => {});
               continue;
             }
             const task = this.#process(run).finally(() => {

@@ -99,7 +99,13 @@ function runTransaction(id, statements, lease) {
   try {
     runStatements(id, statements);
   } finally {
-    if (lease) prepare('pragma synchronous = full').statement.run();
+    if (lease) {
+      // runStatements rolled back on a failure; should that rollback itself have failed, once more, since
+      // SQLite will not change the level inside a transaction. If FULL still cannot be set, the throw ends
+      // this thread: every later statement fails rather than one running unflushed.
+      try { if (database.isTransaction) prepare('rollback').statement.run(); } catch {}
+      prepare('pragma synchronous = full').statement.run();
+    }
   }
 }
 function runStatements(id, statements) {

@@ -14,9 +14,9 @@ export interface TransparencyLogConfig {
   /** How often the sequencer gives new records their indexes and signs a checkpoint per grown tree. */
   checkpointIntervalMs: number;
   /**
-   * The most leaves one batch sequences for a tenant (one checkpoint each): a tenant with more waiting gets
-   * another batch in the next round, which then starts at once, after every other tenant's turn. So one
-   * tenant's backlog cannot hold the others back, and no batch holds the database long.
+   * The most leaves one batch sequences for a tenant (one checkpoint each): after a round in which a batch
+   * was full, the next round starts at once (not after the interval), every tenant taking its turn again.
+   * So one tenant's backlog cannot hold the others back, and no batch holds the database long.
    */
   maxBatch: number;
 }

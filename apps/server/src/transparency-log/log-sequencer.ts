@@ -84,13 +84,21 @@ export class LogSequencer implements BackgroundWorker {
     await this.#loop;
   }
 
-  /** One round: sequences every tenant with waiting records, one transaction each. */
+  /**
+   * One round: sequences a batch of every tenant with waiting records, one transaction each. A tenant
+   * whose batch fails is logged and left to the next round (the batch rolled back as a whole); the others
+   * are sequenced all the same.
+   */
   async sequenceOnce(): Promise<SequencedBatch[]> {
-    const { storage } = this.#options;
+    const { storage, logger } = this.#options;
     const batches: SequencedBatch[] = [];
     for (const tenantId of await selectTenantsWithPendingRecords(storage.db)) {
-      const batch = await this.sequenceTenant(tenantId);
-      if (batch) batches.push(batch);
+      try {
+        const batch = await this.sequenceTenant(tenantId);
+        if (batch) batches.push(batch);
+      } catch (error) {
+        logger.error('log sequencing failed', { tenantId, ...describeError(error) });
+      }
     }
     return batches;
   }

@@ -32,9 +32,21 @@ export async function selectTile(
   return row?.hashes;
 }
 
-/** Tenants with records waiting for their leaves. */
+/**
+ * Tenants with records waiting for their leaves. Found one after the other, each the least tenant after
+ * the last in the queue's key (an index probe per tenant), not by reading every queued row: with a
+ * backlog of a million records, `select distinct` held the one SQLite connection for 70 ms a round.
+ */
 export async function selectTenantsWithPendingRecords(db: Kysely<Database>): Promise<string[]> {
-  const rows = await db.selectFrom('log_leaf_queue').select('tenant_id').distinct().execute();
+  const { rows } = await sql<{ tenant_id: string }>`
+    with recursive pending(tenant_id) as (
+      select (select min(q.tenant_id) from log_leaf_queue as q)
+      union all
+      select (select min(q.tenant_id) from log_leaf_queue as q where q.tenant_id > p.tenant_id)
+      from pending as p where p.tenant_id is not null
+    )
+    select tenant_id from pending where tenant_id is not null
+  `.execute(db);
   return rows.map((row) => row.tenant_id);
 }
 

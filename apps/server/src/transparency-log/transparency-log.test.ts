@@ -255,6 +255,32 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     }
   });
 
+  it('sequences the other tenants of a round when one tenant’s batch fails, and leaves that one queued', async () => {
+    for (const tenant of ['log-failing', 'log-healthy'])
+      await logRecords(
+        storage(),
+        Array.from({ length: 4 }, (_, n) => testRecord(tenant, n)),
+      );
+    const { sequencer } = testSequencer(storage());
+    const sequenceTenant = sequencer.sequenceTenant.bind(sequencer);
+    sequencer.sequenceTenant = (tenantId) =>
+      tenantId === 'log-failing' ? Promise.reject(new Error('a broken tile')) : sequenceTenant(tenantId);
+    const batches = await sequencer.sequenceOnce();
+    expect(batches).toContainEqual({ tenantId: 'log-healthy', leaves: 4, treeSize: 4 });
+    expect(batches.map((batch) => batch.tenantId)).not.toContain('log-failing');
+    const queued = await storage()
+      .db.selectFrom('log_leaf_queue')
+      .select('tenant_id')
+      .where('tenant_id', 'in', ['log-failing', 'log-healthy'])
+      .execute();
+    expect(queued.map((row) => row.tenant_id)).toEqual([
+      'log-failing',
+      'log-failing',
+      'log-failing',
+      'log-failing',
+    ]);
+  });
+
   it('appends exactly the records it read: one queued since, even earlier in the queue, waits for the next batch', async () => {
     const tenant = 'log-listed';
     const own = Array.from({ length: 3 }, (_, n) => testRecord(tenant, n));
