@@ -3,18 +3,13 @@ import { AppError } from '../errors/app-error.js';
 import { API_KEY_PATTERN } from '../keys/api-key.js';
 import type { ApiKeyStore } from '../keys/api-key-store.js';
 import { BoundedCache } from '../keys/bounded-cache.js';
+import { retryAfterSeconds, type TokenBucket, tokensAt } from './token-bucket.js';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="scenario-scoring"' };
 const BEARER_PREFIX_LENGTH = 'bearer '.length;
 
 /** Lookups of well-formed keys the storage does not know, per client address: a burst of this many, refilled at this rate a second. */
 export const UNKNOWN_KEYS_PER_SECOND = 20;
-
-/** One address's allowance of unknown keys: tokens left, as of `updatedAt` (ms). */
-interface Allowance {
-  tokens: number;
-  updatedAt: number;
-}
 
 /**
  * Authenticates `/v1/` requests by their bearer API key and records its owner in `res.locals.apiKey`.
@@ -32,14 +27,8 @@ export function authenticate(
 ): RequestHandler {
   const perSecond = options.unknownKeysPerSecond ?? UNKNOWN_KEYS_PER_SECOND;
   const now = options.now ?? performance.now.bind(performance);
-  const allowances = new BoundedCache<string, Allowance>({ maxEntries: 10_000, ttlMs: 60_000, now });
-  const refillPerMs = perSecond / 1000;
-  /** The address's unknown-key tokens at `time`, refilled since it last missed. */
-  const tokensOf = (address: string, time: number) => {
-    const allowance = allowances.get(address);
-    if (allowance === undefined) return perSecond;
-    return Math.min(perSecond, allowance.tokens + (time - allowance.updatedAt) * refillPerMs);
-  };
+  // Each address's allowance of unknown keys.
+  const allowances = new BoundedCache<string, TokenBucket>({ maxEntries: 10_000, ttlMs: 60_000, now });
 
   return async (req, res, next) => {
     const header = req.headers.authorization;
@@ -54,10 +43,9 @@ export function authenticate(
     const address = req.socket.remoteAddress ?? '';
     let owner = keys.findCached(key);
     if (owner === undefined && API_KEY_PATTERN.test(key)) {
-      const time = now();
-      const tokens = tokensOf(address, time);
+      const tokens = tokensAt(allowances.get(address), now(), perSecond);
       if (tokens < 1) {
-        const retryAfter = Math.max(1, Math.ceil((1 - tokens) / refillPerMs / 1000));
+        const retryAfter = retryAfterSeconds(tokens, perSecond);
         throw new AppError('rate_limited', {
           detail: `Too many unknown API keys from this address (at most ${perSecond} a second); retry in ${retryAfter} s.`,
           headers: { 'Retry-After': String(retryAfter) },
@@ -67,7 +55,10 @@ export function authenticate(
       if (owner === undefined) {
         // Counted once the lookup missed, from the allowance as it is now.
         const after = now();
-        allowances.set(address, { tokens: tokensOf(address, after) - 1, updatedAt: after });
+        allowances.set(address, {
+          tokens: tokensAt(allowances.get(address), after, perSecond) - 1,
+          updatedAt: after,
+        });
       }
     }
     if (owner === undefined) {

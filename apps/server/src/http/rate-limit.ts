@@ -1,13 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
-
-/** One API key's bucket: tokens left, as of `updatedAt` (ms). */
-interface Bucket {
-  tokens: number;
-  updatedAt: number;
-}
-
-const MS_PER_SECOND = 1000;
+import { retryAfterSeconds, secondsUntil, type TokenBucket, tokensAt } from './token-bucket.js';
 
 /**
  * A token bucket per API key, in memory: `perSecond` requests a second with bursts up to `perSecond`.
@@ -19,8 +12,7 @@ export function rateLimit(
   now: () => number = performance.now.bind(performance),
 ): RequestHandler {
   const policy = `"default";q=${perSecond};w=1`;
-  const buckets = new Map<string, Bucket>();
-  const refillPerMs = perSecond / MS_PER_SECOND;
+  const buckets = new Map<string, TokenBucket>();
 
   return (_req, res, next) => {
     const key = res.locals.apiKey.keyId;
@@ -30,12 +22,12 @@ export function rateLimit(
       bucket = { tokens: perSecond, updatedAt: time };
       buckets.set(key, bucket);
     } else {
-      bucket.tokens = Math.min(perSecond, bucket.tokens + (time - bucket.updatedAt) * refillPerMs);
+      bucket.tokens = tokensAt(bucket, time, perSecond);
       bucket.updatedAt = time;
     }
     res.setHeader('RateLimit-Policy', policy);
     if (bucket.tokens < 1) {
-      const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / refillPerMs / MS_PER_SECOND));
+      const retryAfter = retryAfterSeconds(bucket.tokens, perSecond);
       res.setHeader('RateLimit', `"default";r=0;t=${retryAfter}`);
       throw new AppError('rate_limited', {
         detail: `This API key is limited to ${perSecond} requests per second; retry in ${retryAfter} s.`,
@@ -43,7 +35,7 @@ export function rateLimit(
       });
     }
     bucket.tokens -= 1;
-    const untilFull = Math.ceil((perSecond - bucket.tokens) / refillPerMs / MS_PER_SECOND);
+    const untilFull = secondsUntil(bucket.tokens, perSecond, perSecond);
     res.setHeader('RateLimit', `"default";r=${Math.floor(bucket.tokens)};t=${untilFull}`);
     next();
   };

@@ -186,12 +186,12 @@ export class LogSequencer implements BackgroundWorker {
       let behind = false;
       try {
         const batches = await this.sequenceOnce();
-        // A tenant had more waiting than one batch: another round at once (every tenant's turn again),
-        // not after the interval. Batches stay short, since a batch holds the one SQLite connection that
+        // A batch was full, so its tenant may have more waiting: another round at once (every tenant's
+        // turn again), not after the interval. Batches stay short, since a batch holds the one SQLite connection that
         // every scoring's commit waits for.
         behind = batches.some((batch) => batch.leaves >= config.maxBatch);
       } catch (error) {
-        // The batch rolled back as a whole; the next round retries from the stored tree.
+        // The tenants could not be listed (a failed batch is logged by sequenceOnce); the next round tries again.
         logger.error('log sequencing failed', describeError(error));
       }
       if (behind) {

@@ -11,11 +11,8 @@ import {
   widestLeafTile,
 } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
-import { systemClock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
-import { silentLogger } from '../logging/logger.js';
 import { chunks } from '../storage/chunks.js';
-import { LogSequencer } from './log-sequencer.js';
 import { findCheckpoint, proveConsistency, proveInclusion } from './transparency-log-service.js';
 import {
   appendListedLeaves,
@@ -37,6 +34,16 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
   const byCid = new Map(records.map((record) => [record.cid, record]));
   let log: ReturnType<typeof testSequencer>;
   const sizes: number[] = [];
+  /** The tree sizes of the tenant's stored checkpoints, smallest first. */
+  const checkpointSizes = async (tenantId: string) =>
+    (
+      await storage()
+        .db.selectFrom('log_checkpoints')
+        .select('tree_size')
+        .where('tenant_id', '=', tenantId)
+        .orderBy('tree_size')
+        .execute()
+    ).map((row) => Number(row.tree_size));
   beforeAll(async () => {
     log = testSequencer(storage());
     let offset = 0;
@@ -206,12 +213,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
       .orderBy('leaf_index')
       .execute();
     expect(leaves.map((leaf) => Number(leaf.leaf_index))).toEqual(own.map((_, n) => n));
-    const checkpoints = await storage()
-      .db.selectFrom('log_checkpoints')
-      .select('tree_size')
-      .where('tenant_id', '=', tenant)
-      .execute();
-    expect(checkpoints.map((row) => Number(row.tree_size))).toEqual([300]);
+    expect(await checkpointSizes(tenant)).toEqual([300]);
     const latest = await verified(await findCheckpoint(storage().db, tenant), log.signer);
     for (const record of [own[0], own[299]] as (typeof own)[number][]) {
       const proof = await proveInclusion(storage().db, tenant, record.cid);
@@ -226,13 +228,10 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
         storage(),
         Array.from({ length: 7 }, (_, n) => testRecord(tenant, n)),
       );
-    const sequencer = new LogSequencer({
-      storage: storage(),
-      signer: log.signer,
-      // An interval far longer than the test: only the rounds started at once can sequence it all.
-      config: { origin: TEST_LOG_ORIGIN, checkpointIntervalMs: 3_600_000, maxBatch: 3 },
-      clock: systemClock,
-      logger: silentLogger,
+    // An interval far longer than the test: only the rounds started at once can sequence it all.
+    const { sequencer } = testSequencer(storage(), log.signer, {
+      checkpointIntervalMs: 3_600_000,
+      maxBatch: 3,
     });
     sequencer.start();
     try {
@@ -244,15 +243,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     } finally {
       await sequencer.stop();
     }
-    for (const tenant of tenants) {
-      const checkpoints = await storage()
-        .db.selectFrom('log_checkpoints')
-        .select('tree_size')
-        .where('tenant_id', '=', tenant)
-        .orderBy('tree_size')
-        .execute();
-      expect(checkpoints.map((row) => Number(row.tree_size))).toEqual([3, 6, 7]);
-    }
+    for (const tenant of tenants) expect(await checkpointSizes(tenant)).toEqual([3, 6, 7]);
   });
 
   it('sequences the other tenants of a round when one tenant’s batch fails, and leaves that one queued', async () => {

@@ -51,11 +51,15 @@ export async function logRecords(storage: Storage, records: ReturnType<typeof te
 }
 
 /** A sequencer over `storage` with a fresh key, and that key. */
-export function testSequencer(storage: Storage, signer = new CheckpointSigner('test-log', randomBytes(32))) {
+export function testSequencer(
+  storage: Storage,
+  signer = new CheckpointSigner('test-log', randomBytes(32)),
+  config: { checkpointIntervalMs?: number; maxBatch?: number } = {},
+) {
   const sequencer = new LogSequencer({
     storage,
     signer,
-    config: { origin: TEST_LOG_ORIGIN, checkpointIntervalMs: 20, maxBatch: 100_000 },
+    config: { origin: TEST_LOG_ORIGIN, checkpointIntervalMs: 20, maxBatch: 100_000, ...config },
     clock: systemClock,
     logger: silentLogger,
   });
