@@ -1,11 +1,13 @@
 import type { ScoreRequest } from '@scenario-scoring/api-types';
+import { CompiledQuery } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { problem } from '../errors/problem.js';
 import { newEvent } from '../events/event-outbox.js';
 import { newId } from '../ids.js';
+import type { Storage } from '../storage/storage.js';
 import { scoreBatch } from './run-batch.js';
-import { type ClaimedRun, claimOf, createRunStore, insertRun } from './run-store.js';
+import { type ClaimedRun, claimOf, createRunStore, insertRun, type RunShare } from './run-store.js';
 
 const T0 = new Date('2026-11-22T10:00:00.000Z');
 const LEASE_MS = 1000;
@@ -96,5 +98,63 @@ forEachDatabase('the run store', ({ storage }) => {
     expect(rest.map((run) => run.id)).toEqual([ids[2]]);
     expect(await store.claim(INSTANCE, T0, LEASE_MS, 5)).toEqual([]);
     for (const id of ids) expect(await runRow(id)).toMatchObject({ status: 'running', locked_by: INSTANCE });
+  });
+
+  it('when one tenant queued many runs before another queued one, then a claim gives the other a slot first, and tenants take turns even with one slot', async () => {
+    // Leases of the earlier tests run past T0: only this test's runs are free at T0.
+    const hog = await Promise.all([0, 1, 2, 3].map(() => queueRun('hog')));
+    const [late] = [await queueRun('late')];
+    const later = [await queueRun('later'), await queueRun('later')];
+    const store = createRunStore(storage());
+    const ids = (runs: ClaimedRun[]) => runs.map((run) => run.id);
+
+    // Each tenant's oldest first, the oldest of those first.
+    expect(ids(await store.claim(INSTANCE, T0, LEASE_MS, 2))).toEqual([hog[0], late]);
+    // The worker holds one of hog's and one of late's: later's first ranks before hog's second, which
+    // ties with later's second and is older.
+    const held = new Map([
+      ['hog', 1],
+      ['late', 1],
+    ]);
+    expect(ids(await store.claim(INSTANCE, T0, LEASE_MS, 2, { held }))).toEqual([later[0], hog[1]]);
+    // Nothing held (one slot, whose runs ended): equal ranks go to the tenant served least recently, then
+    // the oldest run.
+    const other = await queueRun('other');
+    const oneSlot = (share: RunShare) => store.claim(INSTANCE, T0, LEASE_MS, 1, share).then(ids);
+    const sequence = [
+      // hog's next (hog2) against later's next (later1) and other's: hog was served least recently.
+      { served: { other: 3, hog: 2, later: 5 }, takes: hog[2] },
+      { served: { hog: 6, other: 3, later: 5 }, takes: other },
+      // other has no free run left.
+      { served: { hog: 6, later: 5 }, takes: later[1] },
+    ];
+    for (const { served, takes } of sequence)
+      expect(await oneSlot({ lastServed: new Map(Object.entries(served)) })).toEqual([takes]);
+  });
+
+  it('when a claim looks for free runs, then it probes runs_tenant_unfinished_idx per tenant and reads no run but those it takes (SQLite plan)', async () => {
+    if (storage().kind !== 'sqlite') return;
+    const statements: CompiledQuery[] = [];
+    const recording = {
+      ...storage(),
+      transact: (steps: Parameters<Storage['transact']>[0], options?: Parameters<Storage['transact']>[1]) => {
+        for (const step of steps) statements.push('statement' in step ? step.statement : step);
+        return storage().transact(steps, options);
+      },
+    };
+    await createRunStore(recording).claim(INSTANCE, T0, LEASE_MS, 4, { held: new Map([['hog', 1]]) });
+    const [claim] = statements as [CompiledQuery];
+    const plan = await db().executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`explain query plan ${claim.sql}`, [...claim.parameters]),
+    );
+    const details = plan.rows.map((row) => row.detail);
+    // No scan of runs (aliased u, x, c): the tenants and each one's free runs are probes of the index,
+    // which covers them (no run's row is read), and the chosen runs are found by key.
+    expect(details.filter((detail) => /^SCAN (runs|u|x|c)\b/.test(detail))).toEqual([]);
+    expect(details.filter((detail) => detail.includes('runs_tenant_unfinished_idx'))).toEqual([
+      'SEARCH u USING COVERING INDEX runs_tenant_unfinished_idx',
+      'SEARCH u USING COVERING INDEX runs_tenant_unfinished_idx (tenant_id>?)',
+      'SEARCH x USING COVERING INDEX runs_tenant_unfinished_idx (tenant_id=?)',
+    ]);
   });
 });

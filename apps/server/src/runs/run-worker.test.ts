@@ -231,4 +231,19 @@ forEachDatabase('the run worker', ({ storage }) => {
     expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 50, succeeded: 50, claims: 1 });
     expect(await runEvents(tenant, 'run.failed')).toEqual([]);
   });
+
+  it('when one tenant queued runs before another’s, then with one slot the other’s run goes second, not after the whole backlog', async () => {
+    const hog: string[] = [];
+    for (let n = 0; n < 4; n++) hog.push(await queueRun('backlog', 3));
+    const polite = await queueRun('polite', 3);
+    const order: string[] = [];
+    const worker = testRunWorker(storage(), {
+      config: { concurrency: 1 },
+      onRunEnded: (runId) => order.push(runId),
+    });
+    worker.start();
+    await waitUntil(async () => (await Promise.all([...hog, polite].map(ended))).every(Boolean), 15_000);
+    await worker.stop();
+    expect(order).toEqual([hog[0], polite, hog[1], hog[2], hog[3]]);
+  });
 });

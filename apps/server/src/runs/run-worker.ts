@@ -28,9 +28,12 @@ export interface RunWorkerOptions {
   onRunEnded?: (runId: string, outcome: RunOutcome) => void;
 }
 
+/** Tenants whose last turn a worker remembers; one forgotten only comes first once more. */
+const MAX_SERVED_TENANTS = 10_000;
+
 /**
  * The durable run worker: claims unfinished runs with a lease (PostgreSQL: `FOR UPDATE SKIP LOCKED`), up
- * to `concurrency` at a time, and scores each from its last committed batch (see `processRun`). A run
+ * to `concurrency` at a time, shared fairly among tenants (see RunStore.claim), and scores each from its last committed batch (see `processRun`). A run
  * left by a crashed instance is claimed again once its lease expires. Wakes when a run is created in this
  * process, polls otherwise; `stop()` finishes the batches in flight and releases the claims.
  */
@@ -39,6 +42,10 @@ export class RunWorker implements BackgroundWorker {
   readonly #options: RunWorkerOptions;
   readonly #workerId: string;
   readonly #active = new Set<Promise<void>>();
+  /** The runs in #active by tenant, and when each tenant was last given a slot: claims share them fairly (RunShare). */
+  readonly #heldByTenant = new Map<string, number>();
+  readonly #lastServed = new Map<string, number>();
+  #claimed = 0;
   #running = false;
   #stopping = false;
   #loop: Promise<void> | undefined;
@@ -89,16 +96,25 @@ export class RunWorker implements BackgroundWorker {
       if (room > 0) {
         try {
           // Every free slot in one claim: slots freed together (a burst of runs) fill at once, not one
-          // claim's round trip after another.
-          const runs = await store.claim(this.#workerId, clock.now(), config.leaseMs, room);
+          // claim's round trip after another. Shared among tenants: one with fewer runs here goes first.
+          const runs = await store.claim(this.#workerId, clock.now(), config.leaseMs, room, {
+            held: this.#heldByTenant,
+            lastServed: this.#lastServed,
+          });
           for (const run of runs) {
             if (this.#stopping) {
               // Each one given back, even when another's release failed (its lease then expires).
               await store.release(claimOf(run, this.#workerId)).catch(() => {});
               continue;
             }
+            const { tenantId } = run;
+            this.#heldByTenant.set(tenantId, (this.#heldByTenant.get(tenantId) ?? 0) + 1);
+            this.#served(tenantId);
             const task = this.#process(run).finally(() => {
               this.#active.delete(task);
+              const left = (this.#heldByTenant.get(tenantId) ?? 1) - 1;
+              if (left > 0) this.#heldByTenant.set(tenantId, left);
+              else this.#heldByTenant.delete(tenantId);
               this.#wake();
             });
             this.#active.add(task);
@@ -112,6 +128,14 @@ export class RunWorker implements BackgroundWorker {
       if (claimedAll && this.#active.size < config.concurrency) continue;
       if (!this.#woken) await this.#sleepUntilWoken(config.pollIntervalMs);
     }
+  }
+
+  /** Notes that `tenantId` was given a slot now; the least recent are forgotten past MAX_SERVED_TENANTS. */
+  #served(tenantId: string): void {
+    this.#lastServed.delete(tenantId);
+    this.#lastServed.set(tenantId, ++this.#claimed);
+    if (this.#lastServed.size > MAX_SERVED_TENANTS)
+      this.#lastServed.delete(this.#lastServed.keys().next().value as string);
   }
 
   #sleepUntilWoken(ms: number): Promise<void> {

@@ -6,6 +6,7 @@ import * as attemptBodyReplaced from './0004-attempt-body-replaced.js';
 import * as transparencyLog from './0005-transparency-log.js';
 import * as logLeaves from './0006-log-leaves.js';
 import * as claimDueDeliveries from './0007-claim-due-deliveries.js';
+import * as fairRunClaims from './0008-fair-run-claims.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -20,4 +21,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005-transparency-log': transparencyLog,
   '0006-log-leaves': logLeaves,
   '0007-claim-due-deliveries': claimDueDeliveries,
+  '0008-fair-run-claims': fairRunClaims,
 };
