@@ -23,7 +23,7 @@ import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { expressHandler, type OperationRoutes } from './http/operation-route.js';
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
-import { refuseMalformedTargets } from './http/request-target.js';
+import { refuseMalformedRequests } from './http/request-target.js';
 import { securityHeaders } from './http/security-headers.js';
 import { createRateLimit } from './http/shared-rate-limit.js';
 import { integerPathParameters, integerQueryParameters, textPolicy } from './http/text-policy.js';
@@ -129,7 +129,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
       deprecationHeaders(operations),
       observeRequests(logger, metrics),
       closeConnectionsWhileDraining(lifecycle),
-      refuseMalformedTargets,
+      refuseMalformedRequests,
       docsRoutes(contract),
     ]),
   );

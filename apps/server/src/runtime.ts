@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
@@ -7,10 +7,9 @@ import type { Config } from './config/server-config.js';
 import { loadContract } from './contract.js';
 import { wireFeatures } from './features.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
-import { answerClientErrors } from './http/client-error.js';
+import { createApiServer } from './http/api-server.js';
 import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
 import { closeGracefully } from './http/graceful-close.js';
-import { withOriginFormTargets } from './http/request-target.js';
 import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
@@ -109,10 +108,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     if (metricsPort !== undefined) {
       metricsServer = await startMetricsServer(metrics, { ...metricsListener, port: metricsPort }, logger);
     }
-    const server = createServer(withOriginFormTargets(app)).listen(config.port, config.host);
+    const server = createApiServer(app).listen(config.port, config.host);
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = REQUEST_TIMEOUT_MS;
-    answerClientErrors(server);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     for (const worker of workers) worker.start();
     lifecycle.markRunning();

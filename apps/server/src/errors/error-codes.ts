@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   malformed_request: { status: 400, title: 'Malformed request' },
   headers_too_large: { status: 431, title: 'Headers too large' },
   request_timeout: { status: 408, title: 'Request timeout' },
+  expectation_failed: { status: 417, title: 'Expectation failed' },
 } as const satisfies Record<ErrorCode, { status: number; title: string }>;
 
 export type { ErrorCode };

@@ -63,6 +63,58 @@ forEachDatabase('errors of the HTTP parser', ({ storage }) => {
   });
 });
 
+// Review: a request without a Host header got Node's bare 400, a repeated one was served, and an Expect
+// other than 100-continue got Node's bare 417 on a connection kept open, whose unread body became the next
+// request.
+forEachDatabase('requests HTTP/1.1 frames wrongly', ({ storage }) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage() });
+  });
+  afterAll(() => server.close());
+
+  it('answers an HTTP/1.1 request without a Host header with a problem+json malformed_request, and closes', async () => {
+    const answer = parse(await rawExchange(server.url, 'GET /healthz HTTP/1.1\r\n\r\n'));
+    expect(answer.status).toBe(400);
+    expect(answer.headers).toContain('connection: close');
+    expect(answer.problem).toMatchObject({
+      code: 'malformed_request',
+      detail: 'The request has no Host header, which HTTP/1.1 requires.',
+    });
+    // HTTP/1.0 has no Host requirement.
+    expect(await rawExchange(server.url, 'GET /healthz HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
+  it('answers a request with two Host headers with a problem+json malformed_request', async () => {
+    const answer = parse(
+      await rawExchange(server.url, 'GET /healthz HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n'),
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.problem).toMatchObject({
+      code: 'malformed_request',
+      detail: 'The request has more than one Host header; send exactly one.',
+    });
+  });
+
+  it('answers an Expect other than 100-continue with a problem+json expectation_failed, unread body and all, and closes', async () => {
+    const answer = await rawExchange(
+      server.url,
+      'POST /v1/scoring/score HTTP/1.1\r\nHost: x\r\nExpect: pony\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 18\r\n\r\nGET / HTTP/1.1\r\n\r\n',
+    );
+    // One answer: the body was not read as a second request.
+    expect(answer.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    const { status, headers, problem } = parse(answer);
+    expect(status).toBe(417);
+    expect(headers).toContain('connection: close');
+    expect(problem).toMatchObject({
+      status: 417,
+      code: 'expectation_failed',
+      detail: 'The server meets no expectation but 100-continue; it cannot meet "Expect: pony".',
+    });
+  });
+});
+
 // Review: a request cut off by the request timeout was answered 408 but logged as a client abort (499).
 forEachDatabase('the request timeout', ({ storage }) => {
   const lines: { message: string; fields: Record<string, unknown> }[] = [];

@@ -2,8 +2,14 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
 
-/** What is wrong with a request target that the server still routes (to refuse it with a problem). */
-const targetProblems = new WeakMap<IncomingMessage, string>();
+/** What is wrong with a request that the server still routes, to refuse it with a problem. */
+interface RequestProblem {
+  code: 'malformed_request' | 'expectation_failed';
+  detail: string;
+  /** The body is left unread, so the connection cannot carry another request after the answer. */
+  close: boolean;
+}
+const requestProblems = new WeakMap<IncomingMessage, RequestProblem>();
 
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 
@@ -36,9 +42,30 @@ export function originFormTarget(url: string): { target: string; problem?: strin
 }
 
 /**
+ * What is wrong with a request's Host header: HTTP/1.1 requires exactly one (RFC 9112 §3.2: a server
+ * answers 400 to a request without one, or with more than one). Node's own check answers a bare 400 with
+ * no body, and Node keeps the first of several.
+ */
+function hostProblem(req: IncomingMessage): string | undefined {
+  if (req.headers.host === undefined)
+    return req.httpVersionMajor === 1 && req.httpVersionMinor === 0
+      ? undefined
+      : 'The request has no Host header, which HTTP/1.1 requires.';
+  let hosts = 0;
+  const raw = req.rawHeaders;
+  for (let n = 0; n < raw.length; n += 2) {
+    const name = raw[n] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+  }
+  return hosts > 1 ? 'The request has more than one Host header; send exactly one.' : undefined;
+}
+
+/**
  * Wraps the server's request listener: a target that is not a plain path (see originFormTarget) is put
- * into origin form before Express sees it, and one that cannot be served is marked for
- * `refuseMalformedTargets`, which answers it with a problem like any other error (request id, log line).
+ * into origin form before Express sees it, and a request that cannot be served (such a target, or a
+ * missing or repeated Host header) is marked for `refuseMalformedRequests`, which answers it with a problem
+ * like any other error (request id, log line). The server must be made with `requireHostHeader: false`
+ * (see createApiServer), or Node answers a missing Host itself.
  */
 export function withOriginFormTargets(listener: RequestListener): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
@@ -46,15 +73,41 @@ export function withOriginFormTargets(listener: RequestListener): RequestListene
     if (url.charCodeAt(0) !== 0x2f || url.includes('#')) {
       const { target, problem } = originFormTarget(url);
       req.url = target;
-      if (problem !== undefined) targetProblems.set(req, problem);
+      if (problem !== undefined)
+        requestProblems.set(req, { code: 'malformed_request', detail: problem, close: false });
     }
+    const host = hostProblem(req);
+    if (host !== undefined)
+      requestProblems.set(req, { code: 'malformed_request', detail: host, close: true });
     listener(req, res);
   };
 }
 
-/** Refuses with 400 `malformed_request` a target that `withOriginFormTargets` marked. */
-export const refuseMalformedTargets: RequestHandler = (req, _res, next) => {
-  const problem = targetProblems.get(req);
-  if (problem !== undefined) throw new AppError('malformed_request', { detail: problem });
+/**
+ * The server's `checkExpectation` listener: a request whose `Expect` is not `100-continue` (the only
+ * expectation HTTP defines) is served by `listener` marked to be refused with 417 `expectation_failed`,
+ * where Node would answer a bare 417 and keep the connection, whose unread body would then be read as the
+ * next request.
+ */
+export function refuseUnmetExpectations(listener: RequestListener): RequestListener {
+  return (req, res) => {
+    const expect = String(req.headers.expect).slice(0, 100);
+    requestProblems.set(req, {
+      code: 'expectation_failed',
+      detail: `The server meets no expectation but 100-continue; it cannot meet "Expect: ${expect}".`,
+      close: true,
+    });
+    listener(req, res);
+  };
+}
+
+/** Refuses a request that `withOriginFormTargets` or `refuseUnmetExpectations` marked. */
+export const refuseMalformedRequests: RequestHandler = (req, _res, next) => {
+  const problem = requestProblems.get(req);
+  if (problem !== undefined)
+    throw new AppError(problem.code, {
+      detail: problem.detail,
+      ...(problem.close && { headers: { Connection: 'close' } }),
+    });
   next();
 };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
@@ -7,9 +7,8 @@ import { type Config, loadConfig } from '../../src/config/server-config.js';
 import { type Contract, loadContract } from '../../src/contract.js';
 import type { Features } from '../../src/features.js';
 import type { InstanceLifecycle } from '../../src/health/instance-lifecycle.js';
-import { answerClientErrors } from '../../src/http/client-error.js';
+import { createApiServer } from '../../src/http/api-server.js';
 import { contractValidation, warmUpContractValidation } from '../../src/http/contract-validation.js';
-import { withOriginFormTargets } from '../../src/http/request-target.js';
 import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -100,17 +99,15 @@ export async function startTestServer(options: {
     ...(options.lifecycle && { lifecycle: options.lifecycle }),
     ...(options.logSigner && { logSigner: options.logSigner }),
   });
-  // As the runtime listens: request targets put into origin form first.
-  const listener = withOriginFormTargets(app);
-  const server: Server =
-    options.requestTimeoutMs === undefined
-      ? createServer(listener).listen(0, '127.0.0.1')
-      : createServer({ connectionsCheckingInterval: 50 }, listener).listen(0, '127.0.0.1');
+  // As the runtime listens (createApiServer).
+  const server: Server = createApiServer(
+    app,
+    options.requestTimeoutMs === undefined ? {} : { connectionsCheckingInterval: 50 },
+  ).listen(0, '127.0.0.1');
   if (options.requestTimeoutMs !== undefined) {
     server.requestTimeout = options.requestTimeoutMs;
     server.headersTimeout = options.requestTimeoutMs;
   }
-  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -52,6 +52,7 @@ const PROBLEM_TITLES: Record<string, string> = {
   malformed_request: 'Malformed request',
   headers_too_large: 'Headers too large',
   request_timeout: 'Request timeout',
+  expectation_failed: 'Expectation failed',
 } satisfies Record<ProblemCode, string>;
 
 const escapeSegment = (segment: string) => segment.replaceAll('~', '~0').replaceAll('/', '~1');
