@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { requestLineWriter } from './request-line.js';
+import fc from 'fast-check';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type RequestLine, requestLineWriter } from './request-line.js';
+import { scrubSecrets } from './secret-scrubber.js';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -58,5 +61,56 @@ describe('requestLineWriter', () => {
     write('info', { requestId: 'r', method: 'GET', status: 200, durationMs: 1 });
     write('error', { requestId: 'r', method: 'GET', status: 503, durationMs: 1 });
     expect(lines.map((line) => line.status)).toEqual([503]);
+  });
+
+  describe('byte for byte what pino writes for the same line', () => {
+    afterEach(() => vi.useRealTimers());
+
+    it('for any fields, severity and time', () => {
+      const lineArbitrary: fc.Arbitrary<RequestLine> = fc.record(
+        {
+          requestId: fc.string({ unit: 'binary' }),
+          tenant: fc.string({ unit: 'binary' }),
+          operation: fc.constantFrom('scoreSubject', 'getRun', 'weird "op"\n'),
+          method: fc.constantFrom('GET', 'POST', 'HEAD'),
+          status: fc.integer({ min: 100, max: 599 }),
+          durationMs: fc.oneof(fc.double({ noNaN: false }), fc.integer()),
+          aborted: fc.constant(true as const),
+        },
+        { requiredKeys: ['requestId', 'method', 'status', 'durationMs'] },
+      );
+      fc.assert(
+        fc.property(
+          lineArbitrary,
+          fc.constantFrom('info' as const, 'error' as const),
+          fc.integer({ min: 0, max: 4_102_444_800_000 }),
+          (line, severity, time) => {
+            vi.useFakeTimers({ now: time, toFake: ['Date'] });
+            const ours: string[] = [];
+            requestLineWriter('info', { write: (text: string) => ours.push(text) })(severity, line);
+            const theirs: string[] = [];
+            // The logger's pino configuration, which this line used to be written with.
+            const log = pino(
+              {
+                level: 'info',
+                messageKey: 'message',
+                timestamp: pino.stdTimeFunctions.isoTime,
+                formatters: { level: (label) => ({ level: label }) },
+              },
+              { write: (text: string) => theirs.push(text) },
+            );
+            const fields = {
+              ...line,
+              requestId: scrubSecrets(line.requestId),
+              ...(line.tenant !== undefined && { tenant: scrubSecrets(line.tenant) }),
+            };
+            log[severity](fields, 'request');
+            vi.useRealTimers();
+            expect(ours).toEqual(theirs);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
   });
 });

