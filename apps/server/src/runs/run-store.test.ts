@@ -1,13 +1,13 @@
 import type { ScoreRequest } from '@scenario-scoring/api-types';
-import { CompiledQuery } from 'kysely';
-import { expect, it } from 'vitest';
+import { CompiledQuery, sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { problem } from '../errors/problem.js';
 import { newEvent } from '../events/event-outbox.js';
 import { newId } from '../ids.js';
-import type { Storage } from '../storage/storage.js';
 import { scoreBatch } from './run-batch.js';
-import { type ClaimedRun, claimOf, createRunStore, insertRun, type RunShare } from './run-store.js';
+import { claimStatement } from './run-claims.js';
+import { type ClaimedRun, claimOf, createRunStore, insertRun } from './run-store.js';
 
 const T0 = new Date('2026-11-22T10:00:00.000Z');
 const LEASE_MS = 1000;
@@ -101,60 +101,107 @@ forEachDatabase('the run store', ({ storage }) => {
   });
 
   it('when one tenant queued many runs before another queued one, then a claim gives the other a slot first, and tenants take turns even with one slot', async () => {
-    // Leases of the earlier tests run past T0: only this test's runs are free at T0.
+    // Leases of the earlier tests run past T0: only this test's runs are free at T0. Tenants in id
+    // order: hog, late, later, many, other, released, stale-slot.
     const hog = await Promise.all([0, 1, 2, 3].map(() => queueRun('hog')));
     const [late] = [await queueRun('late')];
     const later = [await queueRun('later'), await queueRun('later')];
     const store = createRunStore(storage());
     const ids = (runs: ClaimedRun[]) => runs.map((run) => run.id);
 
-    // Each tenant's oldest first, the oldest of those first.
+    // Each tenant's oldest first, tenants in turn.
     expect(ids(await store.claim(INSTANCE, T0, LEASE_MS, 2))).toEqual([hog[0], late]);
     // The worker holds one of hog's and one of late's: later's first ranks before hog's second, which
-    // ties with later's second and is older.
+    // ties with later's second and comes first in the turn.
     const held = new Map([
       ['hog', 1],
       ['late', 1],
     ]);
     expect(ids(await store.claim(INSTANCE, T0, LEASE_MS, 2, { held }))).toEqual([later[0], hog[1]]);
-    // Nothing held (one slot, whose runs ended): equal ranks go to the tenant served least recently, then
-    // the oldest run.
+    // One slot, nothing held: the tenants after the one last served, in turn, wrapping around.
     const other = await queueRun('other');
-    const oneSlot = (share: RunShare) => store.claim(INSTANCE, T0, LEASE_MS, 1, share).then(ids);
-    const sequence = [
-      // hog's next (hog2) against later's next (later1) and other's: hog was served least recently.
-      { served: { other: 3, hog: 2, later: 5 }, takes: hog[2] },
-      { served: { hog: 6, other: 3, later: 5 }, takes: other },
-      // other has no free run left.
-      { served: { hog: 6, later: 5 }, takes: later[1] },
-    ];
-    for (const { served, takes } of sequence)
-      expect(await oneSlot({ lastServed: new Map(Object.entries(served)) })).toEqual([takes]);
+    const oneSlot = (after: string) => store.claim(INSTANCE, T0, LEASE_MS, 1, { after }).then(ids);
+    expect(await oneSlot('hog')).toEqual([later[1]]);
+    expect(await oneSlot('later')).toEqual([other]);
+    expect(await oneSlot('other')).toEqual([hog[2]]);
+    expect(await oneSlot('hog')).toEqual([hog[3]]);
+    expect(await oneSlot('hog')).toEqual([]);
   });
 
-  it('when a claim looks for free runs, then it probes runs_tenant_unfinished_idx per tenant and reads no run but those it takes (SQLite plan)', async () => {
-    if (storage().kind !== 'sqlite') return;
-    const statements: CompiledQuery[] = [];
-    const recording = {
-      ...storage(),
-      transact: (steps: Parameters<Storage['transact']>[0], options?: Parameters<Storage['transact']>[1]) => {
-        for (const step of steps) statements.push('statement' in step ? step.statement : step);
-        return storage().transact(steps, options);
-      },
-    };
-    await createRunStore(recording).claim(INSTANCE, T0, LEASE_MS, 4, { held: new Map([['hog', 1]]) });
-    const [claim] = statements as [CompiledQuery];
-    const plan = await db().executeQuery<{ detail: string }>(
-      CompiledQuery.raw(`explain query plan ${claim.sql}`, [...claim.parameters]),
-    );
-    const details = plan.rows.map((row) => row.detail);
-    // No scan of runs (aliased u, x, c): the tenants and each one's free runs are probes of the index,
-    // which covers them (no run's row is read), and the chosen runs are found by key.
-    expect(details.filter((detail) => /^SCAN (runs|u|x|c)\b/.test(detail))).toEqual([]);
-    expect(details.filter((detail) => detail.includes('runs_tenant_unfinished_idx'))).toEqual([
-      'SEARCH u USING COVERING INDEX runs_tenant_unfinished_idx',
-      'SEARCH u USING COVERING INDEX runs_tenant_unfinished_idx (tenant_id>?)',
-      'SEARCH x USING COVERING INDEX runs_tenant_unfinished_idx (tenant_id=?)',
-    ]);
+  it('when a rival holds one of the runs a claim chooses, then the claim takes the others (PostgreSQL: it looks again past the locked one)', async () => {
+    const runs = [await queueRun('raced'), await queueRun('raced'), await queueRun('raced')];
+    const store = createRunStore(storage());
+    const at = after(10 * LEASE_MS);
+    // Earlier tests' runs are free again by then: hold them, so that only these three are.
+    const rest = await store.claim('wrk_rest', at, 100 * LEASE_MS, 64);
+    expect(rest.map((run) => run.id)).toEqual(expect.arrayContaining(runs));
+    for (const run of rest) if (runs.includes(run.id)) await store.release(claimOf(run, 'wrk_rest'));
+    const [oldest, ...others] = runs as [string, string, string];
+    if (storage().kind === 'postgres') {
+      // A rival's transaction has locked the oldest (as a rival instance's claim does while it commits).
+      const claimed = await db()
+        .transaction()
+        .execute(async (trx) => {
+          await sql`select id from runs where id = ${oldest} for update`.execute(trx);
+          return store.claim(INSTANCE, at, LEASE_MS, 2);
+        });
+      expect(claimed.map((run) => run.id)).toEqual(others);
+    } else {
+      // SQLite has one writer: a rival's lease is there before the claim or after it.
+      await db()
+        .updateTable('runs')
+        .set({ locked_by: 'wrk_rival', locked_until: after(100 * LEASE_MS).toISOString() })
+        .where('id', '=', oldest)
+        .execute();
+      expect((await store.claim(INSTANCE, at, LEASE_MS, 2)).map((run) => run.id)).toEqual(others);
+    }
+  });
+
+  describe("the claim's search for free runs", () => {
+    /** Many tenants with a run each, and runs of the earlier tests: the plan's cost must not grow with them. */
+    it("is index probes of runs_tenant_unfinished_idx that read no run but those it takes (the SQLite plan, and PostgreSQL's with statistics from before the tenants came)", async () => {
+      // PostgreSQL's statistics from before the tenants came (a database that grew since its last
+      // ANALYZE): the planner then believes few tenants hold all the runs.
+      if (storage().kind === 'postgres') {
+        for (let n = 0; n < 200; n++) await queueRun('plan-one');
+        await sql`analyze runs`.execute(db());
+      }
+      for (let n = 0; n < 200; n++) await queueRun(`plan-${String(n).padStart(3, '0')}`);
+      const query = claimStatement(storage(), {
+        workerId: INSTANCE,
+        now: T0,
+        leaseMs: LEASE_MS,
+        limit: 4,
+        share: { after: 'plan-100', held: new Map([['plan-050', 2]]) },
+      });
+      if (storage().kind === 'sqlite') {
+        const plan = await db().executeQuery<{ detail: string }>(
+          CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
+        );
+        const details = plan.rows.map((row) => row.detail);
+        // No scan of runs (aliased u, x, c): tenants and their free runs are probes of the index, which
+        // covers them, and each candidate is found by key.
+        expect(details.filter((detail) => /^SCAN (runs|u|x|c)\b/.test(detail))).toEqual([]);
+        expect(details.filter((detail) => detail.includes('runs'))).toEqual(
+          expect.arrayContaining([
+            'SEARCH u USING COVERING INDEX runs_tenant_unfinished_idx (tenant_id>?)',
+            'SEARCH x USING COVERING INDEX runs_tenant_unfinished_idx (tenant_id=?)',
+          ]),
+        );
+      } else {
+        const plan = await db().executeQuery<{ 'QUERY PLAN': string }>(
+          CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
+        );
+        const lines = plan.rows.map((row) => row['QUERY PLAN']);
+        // The walk (u) and each tenant's free runs (x) read the index; the chosen are locked by key (k).
+        const reads = (alias: string) =>
+          lines.filter((line) => new RegExp(` on runs ${alias}(_\\d+)?\\b`).test(line));
+        expect(reads('u').length).toBeGreaterThan(0);
+        expect(reads('x').length).toBeGreaterThan(0);
+        for (const line of [...reads('u'), ...reads('x')])
+          expect(line).toContain('runs_tenant_unfinished_idx');
+        expect(lines.filter((line) => line.includes('Seq Scan on runs'))).toEqual([]);
+      }
+    });
   });
 });

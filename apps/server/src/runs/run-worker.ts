@@ -28,9 +28,6 @@ export interface RunWorkerOptions {
   onRunEnded?: (runId: string, outcome: RunOutcome) => void;
 }
 
-/** Tenants whose last turn a worker remembers; one forgotten only comes first once more. */
-const MAX_SERVED_TENANTS = 10_000;
-
 /**
  * The durable run worker: claims unfinished runs with a lease (PostgreSQL: `FOR UPDATE SKIP LOCKED`), up
  * to `concurrency` at a time, shared fairly among tenants (see RunStore.claim), and scores each from its last committed batch (see `processRun`). A run
@@ -42,10 +39,9 @@ export class RunWorker implements BackgroundWorker {
   readonly #options: RunWorkerOptions;
   readonly #workerId: string;
   readonly #active = new Set<Promise<void>>();
-  /** The runs in #active by tenant, and when each tenant was last given a slot: claims share them fairly (RunShare). */
+  /** The runs in #active by tenant, and the tenant last given a slot: claims share the slots fairly (RunShare). */
   readonly #heldByTenant = new Map<string, number>();
-  readonly #lastServed = new Map<string, number>();
-  #claimed = 0;
+  #lastServed: string | undefined;
   #running = false;
   #stopping = false;
   #loop: Promise<void> | undefined;
@@ -99,7 +95,7 @@ export class RunWorker implements BackgroundWorker {
           // claim's round trip after another. Shared among tenants: one with fewer runs here goes first.
           const runs = await store.claim(this.#workerId, clock.now(), config.leaseMs, room, {
             held: this.#heldByTenant,
-            lastServed: this.#lastServed,
+            ...(this.#lastServed !== undefined && { after: this.#lastServed }),
           });
           for (const run of runs) {
             if (this.#stopping) {
@@ -109,7 +105,7 @@ export class RunWorker implements BackgroundWorker {
             }
             const { tenantId } = run;
             this.#heldByTenant.set(tenantId, (this.#heldByTenant.get(tenantId) ?? 0) + 1);
-            this.#served(tenantId);
+            this.#lastServed = tenantId;
             const task = this.#process(run).finally(() => {
               this.#active.delete(task);
               const left = (this.#heldByTenant.get(tenantId) ?? 1) - 1;
@@ -128,14 +124,6 @@ export class RunWorker implements BackgroundWorker {
       if (claimedAll && this.#active.size < config.concurrency) continue;
       if (!this.#woken) await this.#sleepUntilWoken(config.pollIntervalMs);
     }
-  }
-
-  /** Notes that `tenantId` was given a slot now; the least recent are forgotten past MAX_SERVED_TENANTS. */
-  #served(tenantId: string): void {
-    this.#lastServed.delete(tenantId);
-    this.#lastServed.set(tenantId, ++this.#claimed);
-    if (this.#lastServed.size > MAX_SERVED_TENANTS)
-      this.#lastServed.delete(this.#lastServed.keys().next().value as string);
   }
 
   #sleepUntilWoken(ms: number): Promise<void> {

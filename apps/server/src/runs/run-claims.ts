@@ -1,0 +1,233 @@
+import type { RunCounts, ScoreRequest } from '@scenario-scoring/api-types';
+import { type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import { leaseWrite, type Storage } from '../storage/storage.js';
+
+/**
+ * How a claim shares the worker's slots among tenants: round robin over the tenants with free runs, in
+ * tenant id order, starting after `after` (the tenant the worker last gave a slot to) and wrapping around;
+ * a tenant's k-th oldest free run ranks at k plus the runs the worker already holds for that tenant
+ * (`held`), lowest first, then in that round-robin order. So a tenant with many queued runs does not keep
+ * another's waiting behind them, even with one slot: their runs take turns.
+ */
+export interface RunShare {
+  held?: ReadonlyMap<string, number>;
+  after?: string;
+}
+
+/** A run a worker claimed: what it needs to score the rest of it. */
+export interface ClaimedRun {
+  id: string;
+  tenantId: string;
+  items: ScoreRequest[];
+  /** The first item not committed yet. */
+  nextIndex: number;
+  counts: RunCounts;
+  createdAt: string;
+  deadlineAt: string | null;
+  /**
+   * The claims of the run that ended without a release, this one included (more than 1 after a crash or
+   * a lost lease; a graceful stop releases its claim and does not count).
+   */
+  claims: number;
+}
+
+/** Claims retried when rivals locked some of the chosen runs first (PostgreSQL, several instances). */
+const CLAIM_ATTEMPTS = 3;
+
+/** The columns a claim returns (on PostgreSQL a row of nulls with `chosen` when it leased nothing). */
+interface ClaimedRow {
+  id: string;
+  tenant_id: string;
+  items: string;
+  next_index: number;
+  succeeded: number;
+  failed: number;
+  escalated: number;
+  created_at: string;
+  deadline_at: string | null;
+  claims: number;
+  /** PostgreSQL: the runs the statement chose, of which rivals may have locked some. */
+  chosen?: string[] | null;
+}
+
+/**
+ * Claims up to `limit` unfinished runs nobody holds, for `workerId` until `now + leaseMs`, shared among
+ * tenants as RunShare says, in one statement (claimStatement); returned in the order chosen. On
+ * PostgreSQL, when rivals locked some of the chosen runs first (FOR UPDATE SKIP LOCKED, so instances
+ * never wait on each other), it looks again for others, up to CLAIM_ATTEMPTS times.
+ */
+export async function claimRuns(
+  storage: Pick<Storage, 'db' | 'kind' | 'transact'>,
+  options: { workerId: string; now: Date; leaseMs: number; limit: number; share: RunShare },
+): Promise<ClaimedRun[]> {
+  const held = new Map(options.share.held ?? []);
+  const skip: string[] = [];
+  const claimed: ClaimedRun[] = [];
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS && claimed.length < options.limit; attempt++) {
+    const limit = options.limit - claimed.length;
+    const share = { held, ...(options.share.after !== undefined && { after: options.share.after }) };
+    // A lease: written without a disk flush of its own (see leaseWrite).
+    const { rows } = await leaseWrite(storage, claimStatement(storage, { ...options, limit, share }, skip));
+    const leased = rows.filter((row) => row.id !== null);
+    for (const row of inClaimOrder(leased, share)) {
+      claimed.push(claimedRun(row));
+      held.set(row.tenant_id, (held.get(row.tenant_id) ?? 0) + 1);
+    }
+    // PostgreSQL: those a rival had locked are passed over when it looks again.
+    const lost = (rows[0]?.chosen ?? []).filter((id) => !leased.some((row) => row.id === id));
+    if (lost.length === 0) break;
+    skip.push(...lost);
+  }
+  return claimed;
+}
+
+/** Tenants each half of the round robin visits in one claim: enough for its slots and those held. */
+function walkLength(limit: number, held: ReadonlyMap<string, number>): number {
+  return Math.min(64, 4 + limit + held.size);
+}
+
+/**
+ * The claim's one statement. Of the unfinished runs nobody holds (no live lease), it leases up to
+ * `limit`, chosen as RunShare says: it walks the tenants after `after` in id order, then from the first
+ * one up to `after` (walkLength each way), takes each one's oldest free runs (up to `limit`), ranks a
+ * tenant's k-th at k plus what the worker holds for it, and takes the lowest ranks, then by the walk.
+ *
+ * Each tenant is an index probe of runs_tenant_unfinished_idx (migration 0008), and so are its free runs:
+ * the index holds the lease and the status, so no run's row (with its submitted items, up to a megabyte)
+ * is read to find it free, and a claim costs the same however many runs or tenants wait. The status is a
+ * literal list so that the partial index applies; `held` is a small json object (the worker's runs by
+ * tenant, at most RUN_CONCURRENCY). SQLite has no LATERAL, so a tenant's oldest are an `in` list. On
+ * PostgreSQL a tenant's runs are asked for as a range of tenant ids, not an equality, ordered by (tenant,
+ * id): with an equality the planner may walk the primary key and filter on the tenant, which it believes
+ * cheap when its statistics predate the runs (700 ms a claim over 1,000 tenants, against 13 ms); the
+ * range leaves it no plan but the index. The chosen runs are then locked with FOR UPDATE SKIP LOCKED, and
+ * the statement also returns the ids it chose (`chosen`, on a row of nulls if it leased none), so that
+ * claimRuns can look again past those a rival had locked (`skip`).
+ */
+export function claimStatement(
+  storage: Pick<Storage, 'db' | 'kind'>,
+  options: { workerId: string; now: Date; leaseMs: number; limit: number; share: RunShare },
+  skip: readonly string[] = [],
+): CompiledQuery<ClaimedRow> {
+  const { now, limit, share } = options;
+  const nowIso = now.toISOString();
+  const held = share.held ?? new Map<string, number>();
+  const heldJson = JSON.stringify(Object.fromEntries(held));
+  const cursor = share.after ?? '';
+  const walk = walkLength(limit, held);
+  const postgres = storage.kind === 'postgres';
+  const unfinished = sql.raw(`u.status in ('queued', 'running')`);
+  const free = sql`x.status in ('queued', 'running') and (x.locked_until is null or x.locked_until < ${nowIso})`;
+  const next = (from: RawBuilder<unknown>) =>
+    postgres
+      ? sql`(select u.tenant_id from runs as u where ${unfinished} and u.tenant_id > ${from} order by u.tenant_id limit 1)`
+      : sql`(select min(u.tenant_id) from runs as u where ${unfinished} and u.tenant_id > ${from})`;
+  const first = postgres
+    ? sql`(select u.tenant_id from runs as u where ${unfinished} order by u.tenant_id limit 1)`
+    : sql`(select min(u.tenant_id) from runs as u where ${unfinished})`;
+  const walked = sql`
+    after_cursor(tenant_id, n) as (
+      select ${next(sql`${cursor}`)}, 1
+      union all
+      select ${next(sql`w.tenant_id`)}, w.n + 1 from after_cursor as w
+      where w.tenant_id is not null and w.n < ${walk}
+    ),
+    from_start(tenant_id, n) as (
+      select ${first}, 1
+      union all
+      select ${next(sql`w.tenant_id`)}, w.n + 1 from from_start as w
+      where w.tenant_id is not null and w.tenant_id < ${cursor} and w.n < ${walk}
+    ),
+    walked(tenant_id, turn) as (
+      select tenant_id, n from after_cursor where tenant_id is not null
+      union all
+      select tenant_id, ${walk} + n from from_start where tenant_id is not null and tenant_id <= ${cursor}
+    )`;
+  const ranked = postgres
+    ? sql`ranked as (
+        select c.id, w.turn,
+          coalesce(h.value::integer, 0) + row_number() over (partition by w.tenant_id order by c.id) as rank
+        from walked as w
+        left join json_each_text(${heldJson}::json) as h on h.key = w.tenant_id
+        cross join lateral (
+          select x.id from runs as x
+          where x.tenant_id >= w.tenant_id and x.tenant_id <= w.tenant_id and ${free}
+            and not (x.id = any (${[...skip]}::text[]))
+          order by x.tenant_id, x.id limit ${limit}
+        ) as c
+      )`
+    : sql`ranked as (
+        select c.id, w.turn, coalesce(h.value, 0) + row_number() over (partition by w.tenant_id order by c.id) as rank
+        from walked as w
+        left join json_each(${heldJson}) as h on h.key = w.tenant_id
+        join runs as c on c.id in (
+          select x.id from runs as x where x.tenant_id = w.tenant_id and ${free} order by x.id limit ${limit})
+      )`;
+  const set = sql`status = 'running', locked_by = ${options.workerId},
+    locked_until = ${new Date(now.getTime() + options.leaseMs).toISOString()},
+    started_at = coalesce(started_at, ${nowIso}), claims = claims + 1`;
+  const returning = sql.raw(
+    'id, tenant_id, items, next_index, succeeded, failed, escalated, created_at, deadline_at, claims',
+  );
+  // On PostgreSQL one row at least (nulls, left joined), so that the chosen ids come back even when
+  // rivals had locked them all.
+  const statement = postgres
+    ? sql<ClaimedRow>`
+        with recursive ${walked}, ${ranked},
+        chosen as (select q.id from ranked as q order by q.rank, q.turn, q.id limit ${limit}),
+        locked as (
+          select k.id from runs as k
+          where k.id = any (array(select id from chosen))
+            and k.status in ('queued', 'running') and (k.locked_until is null or k.locked_until < ${nowIso})
+          for update skip locked
+        ),
+        updated as (
+          update runs set ${set} where id = any (array(select id from locked)) returning ${returning}
+        )
+        select updated.*, (select array_agg(id) from chosen) as chosen
+        from (select 1) as one left join updated on true`
+    : sql<ClaimedRow>`
+        update runs set ${set} where id in (
+          with recursive ${walked}, ${ranked}
+          select q.id from ranked as q order by q.rank, q.turn, q.id limit ${limit}
+        )
+        returning ${returning}`;
+  return statement.compile(storage.db);
+}
+
+/**
+ * Claimed rows in the order claimStatement chose them: a tenant's k-th oldest at k plus what the worker
+ * holds for it, lowest first, then the tenants after `after` in id order, then the others in id order.
+ */
+function inClaimOrder(rows: ClaimedRow[], share: RunShare): ClaimedRow[] {
+  const after = share.after ?? '';
+  const counts = new Map<string, number>();
+  const ranked = rows
+    .sort((a, b) => (a.id < b.id ? -1 : 1))
+    .map((row) => {
+      const rank = (counts.get(row.tenant_id) ?? share.held?.get(row.tenant_id) ?? 0) + 1;
+      counts.set(row.tenant_id, rank);
+      return { row, rank, wrapped: row.tenant_id > after ? 0 : 1 };
+    });
+  return ranked
+    .sort(
+      (a, b) =>
+        a.rank - b.rank ||
+        a.wrapped - b.wrapped ||
+        (a.row.tenant_id < b.row.tenant_id ? -1 : a.row.tenant_id > b.row.tenant_id ? 1 : 0),
+    )
+    .map(({ row }) => row);
+}
+
+function claimedRun(row: ClaimedRow): ClaimedRun {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    items: JSON.parse(row.items) as ScoreRequest[],
+    nextIndex: row.next_index,
+    counts: { succeeded: row.succeeded, failed: row.failed, escalated: row.escalated },
+    createdAt: row.created_at,
+    deadlineAt: row.deadline_at,
+    claims: row.claims,
+  };
+}
