@@ -67,11 +67,20 @@ function requireUtf8(_req: unknown, _res: unknown, body: Buffer): void {
 }
 
 /**
+ * Above this many times the body limit, a declared body is not read off after its 413: the connection is
+ * closed instead.
+ */
+const READ_OFF_FACTOR = 4;
+
+/**
  * Refuses at once a body whose Content-Length already says it is over the limit (when it is not
- * compressed, so that its length is what would be parsed), and closes the connection after the answer.
- * body-parser would refuse it too, but only once the whole body had arrived ("read off entire request"),
- * so a client that declares a large body and sends it slowly, or never, got its 413 only when it had sent
- * it all, or at the request timeout.
+ * compressed, so that its length is what would be parsed). body-parser would refuse it too, but only once
+ * the whole body had arrived ("read off entire request"), so a client that declares a large body and sends
+ * it slowly, or never, got its 413 only when it had sent it all, or at the request timeout. After the
+ * answer Node reads off the rest of the body and discards it, so that a client still sending it gets the
+ * answer (closing a connection with unread data resets it, and the client often loses the answer), up to
+ * READ_OFF_FACTOR times the limit; a larger body is not worth reading, and its connection is closed
+ * after the answer (`Connection: close`).
  */
 function refuseDeclaredOversize(limitBytes: number): RequestHandler {
   return (req, _res, next) => {
@@ -82,8 +91,7 @@ function refuseDeclaredOversize(limitBytes: number): RequestHandler {
     if (!/^\d+$/.test(length) || Number(length) <= limitBytes) return next();
     throw new AppError('payload_too_large', {
       detail: `The body is larger than the limit of ${limitBytes} bytes (its Content-Length is ${length}).`,
-      // The body is left unread, so the connection cannot carry another request after this answer.
-      headers: { Connection: 'close' },
+      ...(Number(length) > READ_OFF_FACTOR * limitBytes && { headers: { Connection: 'close' } }),
     });
   };
 }

@@ -6,8 +6,6 @@ import { AppError } from '../errors/app-error.js';
 interface RequestProblem {
   code: 'malformed_request' | 'expectation_failed';
   detail: string;
-  /** The body is left unread, so the connection cannot carry another request after the answer. */
-  close: boolean;
 }
 const requestProblems = new WeakMap<IncomingMessage, RequestProblem>();
 
@@ -73,12 +71,10 @@ export function withOriginFormTargets(listener: RequestListener): RequestListene
     if (url.charCodeAt(0) !== 0x2f || url.includes('#')) {
       const { target, problem } = originFormTarget(url);
       req.url = target;
-      if (problem !== undefined)
-        requestProblems.set(req, { code: 'malformed_request', detail: problem, close: false });
+      if (problem !== undefined) requestProblems.set(req, { code: 'malformed_request', detail: problem });
     }
     const host = hostProblem(req);
-    if (host !== undefined)
-      requestProblems.set(req, { code: 'malformed_request', detail: host, close: true });
+    if (host !== undefined) requestProblems.set(req, { code: 'malformed_request', detail: host });
     listener(req, res);
   };
 }
@@ -86,8 +82,8 @@ export function withOriginFormTargets(listener: RequestListener): RequestListene
 /**
  * The server's `checkExpectation` listener: a request whose `Expect` is not `100-continue` (the only
  * expectation HTTP defines) is served by `listener` marked to be refused with 417 `expectation_failed`,
- * where Node would answer a bare 417 and keep the connection, whose unread body would then be read as the
- * next request.
+ * where Node would answer a bare 417 with no body. As after any answer that leaves a body unread, Node
+ * reads the body off and discards it, and the connection carries the next request.
  */
 export function refuseUnmetExpectations(listener: RequestListener): RequestListener {
   return (req, res) => {
@@ -95,7 +91,6 @@ export function refuseUnmetExpectations(listener: RequestListener): RequestListe
     requestProblems.set(req, {
       code: 'expectation_failed',
       detail: `The server meets no expectation but 100-continue; it cannot meet "Expect: ${expect}".`,
-      close: true,
     });
     listener(req, res);
   };
@@ -104,10 +99,6 @@ export function refuseUnmetExpectations(listener: RequestListener): RequestListe
 /** Refuses a request that `withOriginFormTargets` or `refuseUnmetExpectations` marked. */
 export const refuseMalformedRequests: RequestHandler = (req, _res, next) => {
   const problem = requestProblems.get(req);
-  if (problem !== undefined)
-    throw new AppError(problem.code, {
-      detail: problem.detail,
-      ...(problem.close && { headers: { Connection: 'close' } }),
-    });
+  if (problem !== undefined) throw new AppError(problem.code, { detail: problem.detail });
   next();
 };

@@ -8,6 +8,7 @@ import {
   scoreContext,
 } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawExchange } from '../../test/support/raw-http.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
@@ -231,7 +232,7 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       expect(problem.detail).toMatch(/1048576 bytes/);
     });
 
-    it('a body whose Content-Length is over the limit, at once, before any of it is sent, and the connection closed', async () => {
+    it('a body whose Content-Length is over four times the limit, at once, before any of it is sent, and the connection closed', async () => {
       const { port } = new URL(server.url);
       const socket = connect(Number(port), '127.0.0.1');
       const answer = new Promise<string>((resolve, reject) => {
@@ -253,6 +254,20 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       const problem = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as Problem;
       expect(problem).toMatchObject({ status: 413, code: 'payload_too_large' });
       expect(problem.detail).toMatch(/limit of 1048576 bytes \(its Content-Length is 100000000\)/);
+    });
+
+    it('a body whose Content-Length is over the limit (up to four times), at once, then the rest of it read off and discarded, so that the connection serves the next request', async () => {
+      const declared = 2 * 1024 * 1024;
+      const head =
+        `POST /v1/scoring/score HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`;
+      const next = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n';
+      // The whole body at once, as most clients send it, then the next request.
+      const text = await rawExchange(server.url, head + '{'.padEnd(declared, ' ') + next);
+      const [refused, served] = text.split(/(?=HTTP\/1\.1 \d{3} )/);
+      expect(refused).toMatch(/^HTTP\/1\.1 413 /);
+      expect(refused).not.toMatch(/^connection: close\r$/im);
+      expect(served).toMatch(/^HTTP\/1\.1 200 /);
     });
 
     it('a charset other than UTF-8', async () => {
