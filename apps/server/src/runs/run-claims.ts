@@ -88,13 +88,15 @@ function walkLength(limit: number, held: ReadonlyMap<string, number>): number {
 
 /**
  * The claim's one statement. Of the unfinished runs nobody holds (no live lease), it leases up to
- * `limit`, chosen as RunShare says: it walks the tenants after `after` in id order, then from the first
- * one up to `after` (walkLength each way), takes each one's oldest free runs (up to `limit`), ranks a
- * tenant's k-th at k plus what the worker holds for it, and takes the lowest ranks, then by the walk.
+ * `limit`, chosen as RunShare says: it walks the tenants with a free run after `after` in id order, then
+ * from the first one up to `after` (walkLength each way), takes each one's oldest free runs (up to
+ * `limit`), ranks a tenant's k-th at k plus what the worker holds for it, and takes the lowest ranks, then
+ * by the walk.
  *
  * Each tenant is an index probe of runs_tenant_unfinished_idx (migration 0008), and so are its free runs:
  * the index holds the lease and the status, so no run's row (with its submitted items, up to a megabyte)
- * is read to find it free, and a claim costs the same however many runs or tenants wait. The status is a
+ * is read to find it free, and a claim costs the same however many runs or tenants wait (a probe reads
+ * past held runs only, at most what the instances hold). The status is a
  * literal list so that the partial index applies; `held` is a small json object (the worker's runs by
  * tenant, at most RUN_CONCURRENCY). SQLite has no LATERAL, so a tenant's oldest are an `in` list. On
  * PostgreSQL a tenant's runs are asked for as a range of tenant ids, not an equality, ordered by (tenant,
@@ -116,7 +118,9 @@ export function claimStatement(
   const cursor = share.after ?? '';
   const walk = walkLength(limit, held);
   const postgres = storage.kind === 'postgres';
-  const unfinished = sql.raw(`u.status in ('queued', 'running')`);
+  // A tenant is walked only when it has a free run: one whose runs are all held (here or by other
+  // instances) is passed over, at the cost of reading past its held runs in the index.
+  const unfinished = sql`u.status in ('queued', 'running') and (u.locked_until is null or u.locked_until < ${nowIso})`;
   const free = sql`x.status in ('queued', 'running') and (x.locked_until is null or x.locked_until < ${nowIso})`;
   const next = (from: RawBuilder<unknown>) =>
     postgres

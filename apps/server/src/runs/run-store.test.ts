@@ -157,6 +157,17 @@ forEachDatabase('the run store', ({ storage }) => {
     }
   });
 
+  it('when the tenants next in turn have only held runs, then a claim passes over them to a free one', async () => {
+    const busy = [];
+    for (let n = 0; n < 24; n++) busy.push(await queueRun(`busy-${String(n).padStart(2, '0')}`));
+    const store = createRunStore(storage());
+    // Another instance holds them all, and whatever else is free at T0.
+    const taken = await store.claim('wrk_other', T0, LEASE_MS, 64);
+    expect(taken.map((run) => run.id)).toEqual(expect.arrayContaining(busy));
+    const free = await queueRun('zz-free');
+    expect((await store.claim(INSTANCE, T0, LEASE_MS, 1)).map((run) => run.id)).toEqual([free]);
+  });
+
   describe("the claim's search for free runs", () => {
     /** Many tenants with a run each, and runs of the earlier tests: the plan's cost must not grow with them. */
     it("is index probes of runs_tenant_unfinished_idx that read no run but those it takes (the SQLite plan, and PostgreSQL's with statistics from before the tenants came)", async () => {
