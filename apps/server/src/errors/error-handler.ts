@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
 import { requestTimedOut } from '../http/client-error.js';
 import { requestMethod } from '../http/head-requests.js';
+import { closesAfterUnreadBody } from '../http/json-body.js';
 import { describeError, type Logger } from '../logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
@@ -55,6 +56,8 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
         detail: 'The server failed unexpectedly. Quote the request_id when you report it.',
       });
     }
+    // A body this answer leaves unread is read off after it, unless it is too large to be worth it.
+    if (closesAfterUnreadBody(req, options.bodyLimitBytes)) res.setHeader('Connection', 'close');
     sendProblem(res, appError, req.path, requestId);
   };
 }

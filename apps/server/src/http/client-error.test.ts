@@ -115,6 +115,17 @@ forEachDatabase('requests HTTP/1.1 frames wrongly', ({ storage }) => {
       detail: 'The server meets no expectation but 100-continue; it cannot meet "Expect: pony".',
     });
   });
+
+  it('closes the connection after such an answer when the unread body declared is over four times the limit', async () => {
+    // Headers only: 100 MB declared, none sent; the server answers and closes, and rawExchange returns.
+    const answer = await rawExchange(
+      server.url,
+      'POST /v1/scoring/score HTTP/1.1\r\nHost: x\r\nExpect: pony\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 100000000\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 417 /);
+    expect(answer).toMatch(/^connection: close\r$/im);
+  });
 });
 
 // Review: a request cut off by the request timeout was answered 408 but logged as a client abort (499).

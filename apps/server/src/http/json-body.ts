@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
 
@@ -66,21 +67,29 @@ function requireUtf8(_req: unknown, _res: unknown, body: Buffer): void {
   }
 }
 
-/**
- * Above this many times the body limit, a declared body is not read off after its 413: the connection is
- * closed instead.
- */
+/** Above this many times the body limit, an unread body is not read off after the answer. */
 const READ_OFF_FACTOR = 4;
+
+/**
+ * Whether the connection must close after an answer that leaves `req`'s body unread (an error before the
+ * body parser): when its declared Content-Length is over READ_OFF_FACTOR times the limit. Otherwise Node
+ * reads the rest of the body off and discards it after the answer, so that a client still sending gets
+ * the answer (closing a connection with unread data resets it, and the client often loses the answer)
+ * and the connection serves its next request; a larger body is not worth reading. A body without a
+ * Content-Length is read off until the request timeout at most.
+ */
+export function closesAfterUnreadBody(req: IncomingMessage, limitBytes: number): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return length !== undefined && /^\d+$/.test(length) && Number(length) > READ_OFF_FACTOR * limitBytes;
+}
 
 /**
  * Refuses at once a body whose Content-Length already says it is over the limit (when it is not
  * compressed, so that its length is what would be parsed). body-parser would refuse it too, but only once
  * the whole body had arrived ("read off entire request"), so a client that declares a large body and sends
  * it slowly, or never, got its 413 only when it had sent it all, or at the request timeout. After the
- * answer Node reads off the rest of the body and discards it, so that a client still sending it gets the
- * answer (closing a connection with unread data resets it, and the client often loses the answer), up to
- * READ_OFF_FACTOR times the limit; a larger body is not worth reading, and its connection is closed
- * after the answer (`Connection: close`).
+ * answer the body is read off, or the connection closed, as closesAfterUnreadBody says.
  */
 function refuseDeclaredOversize(limitBytes: number): RequestHandler {
   return (req, _res, next) => {
@@ -91,7 +100,6 @@ function refuseDeclaredOversize(limitBytes: number): RequestHandler {
     if (!/^\d+$/.test(length) || Number(length) <= limitBytes) return next();
     throw new AppError('payload_too_large', {
       detail: `The body is larger than the limit of ${limitBytes} bytes (its Content-Length is ${length}).`,
-      ...(Number(length) > READ_OFF_FACTOR * limitBytes && { headers: { Connection: 'close' } }),
     });
   };
 }

@@ -17,7 +17,8 @@ export interface RequestLine {
 
 /**
  * Writes request lines to `stream` byte for byte as the logger's pino would (`{"level":…,"time":…,"pid":…,
- * "hostname":…,` the fields in order, `"message":"request"}`: tested against pino), but written out
+ * "hostname":…,` the fields in order, `"message":"request"}`: tested against pino; but a lone surrogate,
+ * which pino writes raw in a short string, is escaped, as JSON.stringify does), written out
  * directly: the line has known names and primitive values, so pino's generic path (a merged object,
  * its key loop, redaction, a Date per line) is not needed. Of the values only the request id (which a
  * client may choose) and the tenant are free text, and only they are scrubbed. This line is written for
