@@ -70,6 +70,12 @@ function requireUtf8(_req: unknown, _res: unknown, body: Buffer): void {
 /** Above this many times the body limit, an unread body is not read off after the answer. */
 const READ_OFF_FACTOR = 4;
 
+/** The body's length as its Content-Length declares it (decimal digits only), or undefined. */
+function declaredLength(req: IncomingMessage): number | undefined {
+  const length = req.headers['content-length'];
+  return length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
+}
+
 /**
  * Whether the connection must close after an answer that leaves `req`'s body unread (an error before the
  * body parser): when its declared Content-Length is over READ_OFF_FACTOR times the limit. Otherwise Node
@@ -80,8 +86,8 @@ const READ_OFF_FACTOR = 4;
  */
 export function closesAfterUnreadBody(req: IncomingMessage, limitBytes: number): boolean {
   if (req.complete) return false;
-  const length = req.headers['content-length'];
-  return length !== undefined && /^\d+$/.test(length) && Number(length) > READ_OFF_FACTOR * limitBytes;
+  const length = declaredLength(req);
+  return length !== undefined && length > READ_OFF_FACTOR * limitBytes;
 }
 
 /**
@@ -93,13 +99,13 @@ export function closesAfterUnreadBody(req: IncomingMessage, limitBytes: number):
  */
 function refuseDeclaredOversize(limitBytes: number): RequestHandler {
   return (req, _res, next) => {
-    const length = req.headers['content-length'];
+    const length = declaredLength(req);
     const encoding = req.headers['content-encoding'];
     if (length === undefined || (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity'))
       return next();
-    if (!/^\d+$/.test(length) || Number(length) <= limitBytes) return next();
+    if (length <= limitBytes) return next();
     throw new AppError('payload_too_large', {
-      detail: `The body is larger than the limit of ${limitBytes} bytes (its Content-Length is ${length}).`,
+      detail: `The body is larger than the limit of ${limitBytes} bytes (its Content-Length is ${req.headers['content-length']}).`,
     });
   };
 }

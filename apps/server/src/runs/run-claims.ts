@@ -1,6 +1,7 @@
 import type { RunCounts, ScoreRequest } from '@scenario-scoring/api-types';
 import { type CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { leaseWrite, type Storage } from '../storage/storage.js';
+import { fairShare } from '../workers/fair-share.js';
 
 /**
  * How a claim shares the worker's slots among tenants: round robin over the tenants with free runs, in
@@ -118,10 +119,13 @@ export function claimStatement(
   const cursor = share.after ?? '';
   const walk = walkLength(limit, held);
   const postgres = storage.kind === 'postgres';
-  // A tenant is walked only when it has a free run: one whose runs are all held (here or by other
-  // instances) is passed over, at the cost of reading past its held runs in the index.
-  const unfinished = sql`u.status in ('queued', 'running') and (u.locked_until is null or u.locked_until < ${nowIso})`;
-  const free = sql`x.status in ('queued', 'running') and (x.locked_until is null or x.locked_until < ${nowIso})`;
+  // A run of `alias` is free: unfinished, and no live lease. A tenant is walked only when it has one: one
+  // whose runs are all held (here or by other instances) is passed over, at the cost of reading past its
+  // held runs in the index.
+  const freeRun = (alias: 'u' | 'x') =>
+    sql`${sql.raw(`${alias}.status in ('queued', 'running') and (${alias}.locked_until is null or ${alias}.locked_until <`)} ${nowIso})`;
+  const unfinished = freeRun('u');
+  const free = freeRun('x');
   const next = (from: RawBuilder<unknown>) =>
     postgres
       ? sql`(select u.tenant_id from runs as u where ${unfinished} and u.tenant_id > ${from} order by u.tenant_id limit 1)`
@@ -210,29 +214,23 @@ export function claimStatement(
 }
 
 /**
- * SQLite's claimed rows (RETURNING keeps no order) in the order claimStatement chose them: a tenant's k-th
- * oldest at k plus what the worker holds for it, lowest first, then the tenants after `after` in id order,
- * then the others in id order. SQLite compares text as bytes of UTF-8, as JavaScript does for the ids the
- * CLI makes (ASCII).
+ * SQLite's claimed rows (RETURNING keeps no order) in the order claimStatement chose them: the tenants
+ * after `after` in id order, then the others, each tenant's runs oldest first, shared by `fairShare` (a
+ * tenant's k-th at k plus what the worker holds for it, lowest first, then in that turn). SQLite compares
+ * text as bytes of UTF-8, as JavaScript does for the ids the CLI makes (ASCII).
  */
 function inClaimOrder(rows: ClaimedRow[], share: RunShare): ClaimedRow[] {
   const after = share.after ?? '';
-  const counts = new Map<string, number>();
-  const ranked = rows
-    .sort((a, b) => (a.id < b.id ? -1 : 1))
-    .map((row) => {
-      const rank = (counts.get(row.tenant_id) ?? share.held?.get(row.tenant_id) ?? 0) + 1;
-      counts.set(row.tenant_id, rank);
-      return { row, rank, wrapped: row.tenant_id > after ? 0 : 1 };
-    });
-  return ranked
-    .sort(
-      (a, b) =>
-        a.rank - b.rank ||
-        a.wrapped - b.wrapped ||
-        (a.row.tenant_id < b.row.tenant_id ? -1 : a.row.tenant_id > b.row.tenant_id ? 1 : 0),
-    )
-    .map(({ row }) => row);
+  const turn = (row: ClaimedRow) => [row.tenant_id <= after ? 1 : 0, row.tenant_id, row.id] as const;
+  rows.sort((a, b) => {
+    const [x, y] = [turn(a), turn(b)];
+    return x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0) || (x[2] < y[2] ? -1 : 1);
+  });
+  const order = fairShare(
+    rows.map((row) => row.tenant_id),
+    { max: rows.length, held: share.held },
+  );
+  return order.map((n) => rows[n] as ClaimedRow);
 }
 
 function claimedRun(row: ClaimedRow): ClaimedRun {

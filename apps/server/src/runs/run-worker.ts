@@ -30,16 +30,17 @@ export interface RunWorkerOptions {
 
 /**
  * The durable run worker: claims unfinished runs with a lease (PostgreSQL: `FOR UPDATE SKIP LOCKED`), up
- * to `concurrency` at a time, shared fairly among tenants (see RunStore.claim), and scores each from its last committed batch (see `processRun`). A run
- * left by a crashed instance is claimed again once its lease expires. Wakes when a run is created in this
- * process, polls otherwise; `stop()` finishes the batches in flight and releases the claims.
+ * to `concurrency` at a time, shared fairly among tenants (see RunStore.claim), and scores each from its
+ * last committed batch (see `processRun`). A run left by a crashed instance is claimed again once its
+ * lease expires. Wakes when a run is created in this process, polls otherwise; `stop()` finishes the
+ * batches in flight and releases the claims.
  */
 export class RunWorker implements BackgroundWorker {
   readonly name = 'run-scoring';
   readonly #options: RunWorkerOptions;
   readonly #workerId: string;
   readonly #active = new Set<Promise<void>>();
-  /** The runs in #active by tenant, and the tenant last given a slot: claims share the slots fairly (RunShare). */
+  /** The runs in #active by tenant, and the tenant last given a slot: claims share slots fairly (RunShare). */
   readonly #heldByTenant = new Map<string, number>();
   #lastServed: string | undefined;
   #running = false;

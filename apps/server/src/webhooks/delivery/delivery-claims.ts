@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { leaseWrite, type Storage } from '../../storage/storage.js';
+import { fairShare } from '../../workers/fair-share.js';
 import type { SecretBox } from '../outbound/secret-box.js';
-import { fairShare } from './fair-share.js';
 
 /** A delivery this worker holds a lease on, with what its attempt needs. */
 export interface ClaimedDelivery {

@@ -2,10 +2,10 @@ import { newId } from '../../ids.js';
 import { chunks } from '../../storage/chunks.js';
 import { type RowInsert, rowInsertQuery } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
+import { fairShare } from '../../workers/fair-share.js';
 import { webhookWants } from '../api/event-filter.js';
 import { DEFAULT_MAX_DELIVERIES_PER_EVENT } from '../webhook-config.js';
 import type { ClaimedDelivery } from './delivery-claims.js';
-import { fairShare } from './fair-share.js';
 
 /** Events fanned out per transaction. */
 export const DISPATCH_BATCH = 500;

@@ -1,9 +1,10 @@
 /**
  * How a worker shares what it takes among tenants, given the tenants of the candidates in their order
- * (the most overdue first): which to take and in which order. A tenant's k-th ranks at k plus what the
- * worker already holds for it, lowest rank first, then in the given order; none beyond `tenantCap`
- * (default: `max`); at most `max`. The claim's SQL (claimDueDeliveries) ranks the same way; this is the
- * order its rows are started in, and the fan-out's own claim of new deliveries.
+ * (the most overdue delivery first, or a run claim's turns): which to take and in which order. A tenant's
+ * k-th ranks at k plus what the worker already holds for it, lowest rank first, then in the given order;
+ * none beyond `tenantCap` (default: `max`); at most `max`. The claims' SQL (claimDueDeliveries,
+ * claimStatement) ranks the same way; this is the order their rows are started in, and the fan-out's own
+ * claim of new deliveries.
  */
 export function fairShare(
   tenants: readonly string[],
