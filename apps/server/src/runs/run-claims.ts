@@ -226,9 +226,11 @@ function inClaimOrder(rows: ClaimedRow[], share: RunShare): ClaimedRow[] {
     const [x, y] = [turn(a), turn(b)];
     return x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0) || (x[2] < y[2] ? -1 : 1);
   });
+  // Every row is leased already: ordered, none left out (no tenant cap, which would drop a tenant's runs
+  // ranked past the claim's size by what the worker holds).
   const order = fairShare(
     rows.map((row) => row.tenant_id),
-    { max: rows.length, held: share.held },
+    { max: rows.length, tenantCap: Number.POSITIVE_INFINITY, held: share.held },
   );
   return order.map((n) => rows[n] as ClaimedRow);
 }

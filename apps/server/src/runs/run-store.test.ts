@@ -128,6 +128,18 @@ forEachDatabase('the run store', ({ storage }) => {
     expect(await oneSlot('hog')).toEqual([]);
   });
 
+  it('when the worker already holds runs of the only tenant with free ones, then a claim returns every run it leased (none leased and left unprocessed until the lease ends)', async () => {
+    const runs = await Promise.all([0, 1, 2, 3].map(() => queueRun('holds-two')));
+    const store = createRunStore(storage());
+    // The worker holds two of the tenant's runs: the next two rank 3 and 4, past the claim's two slots.
+    const held = new Map([['holds-two', 2]]);
+    const claimedIds = (await store.claim('wrk_holds', T0, LEASE_MS, 2, { held })).map((run) => run.id);
+    const leased = await db().selectFrom('runs').select('id').where('locked_by', '=', 'wrk_holds').execute();
+    expect(claimedIds).toHaveLength(2);
+    expect([...claimedIds].sort()).toEqual(leased.map((row) => row.id).sort());
+    expect(runs).toEqual(expect.arrayContaining(claimedIds));
+  });
+
   it('when a rival holds one of the runs a claim chooses, then the claim takes the others (PostgreSQL: it looks again past the locked one)', async () => {
     const runs = [await queueRun('raced'), await queueRun('raced'), await queueRun('raced')];
     const store = createRunStore(storage());

@@ -4,6 +4,7 @@ import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { failingCommits, heldCommit, testRunWorker } from '../../test/support/test-run-worker.js';
 import type { Clock } from '../clock.js';
+import { OutboxSignal } from '../events/event-outbox.js';
 import { newId } from '../ids.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
@@ -245,5 +246,24 @@ forEachDatabase('the run worker', ({ storage }) => {
     await waitUntil(async () => (await Promise.all([...hog, polite].map(ended))).every(Boolean), 15_000);
     await worker.stop();
     expect(order).toEqual([hog[0], polite, hog[1], hog[2], hog[3]]);
+  });
+
+  it('when one tenant submits runs one after another to a running worker, then every run completes without waiting for a lease to end', async () => {
+    // As the API does: each run created wakes the worker, so each claim is made while the worker holds
+    // the tenant's earlier runs (with one slot left of three, its next run ranks at 3).
+    const runQueue = new OutboxSignal();
+    // A lease far longer than the wait: a run leased but not processed would not complete in time.
+    const worker = testRunWorker(storage(), { runQueue, config: { concurrency: 3, leaseMs: 600_000 } });
+    worker.start();
+    const runs = await Promise.all(
+      [0, 1, 2, 3, 4, 5, 6].map(async () => {
+        const id = await queueRun('one-after-another', 300);
+        runQueue.notify();
+        return id;
+      }),
+    );
+    await waitUntil(async () => (await Promise.all(runs.map(ended))).every(Boolean), 10_000);
+    await worker.stop();
+    for (const id of runs) expect(await runRow(id)).toMatchObject({ status: 'completed', claims: 1 });
   });
 });
