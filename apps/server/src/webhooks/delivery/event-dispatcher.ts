@@ -127,7 +127,7 @@ export async function dispatchEvents(
     const chosen = claim
       ? fairShare(
           fanned.map(({ event }) => event.tenant_id),
-          claim,
+          { ...claim, tenantCap: claim.tenantCap ?? claim.max },
         )
       : [];
     const leased = new Set(chosen);
