@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
+import { firstDuplicateMember, memberNameCount, parsedMemberCount } from './duplicate-members.js';
 
 const JSON_MEDIA_TYPE = 'application/json';
 const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -59,13 +60,31 @@ const normalizeContentType: RequestHandler = (req, _res, next) => {
  * Refuses a body that is not valid UTF-8 (defect #9): decoding would silently replace the bad bytes with
  * U+FFFD, so what is logged would not be what was sent.
  */
-function requireUtf8(_req: unknown, _res: unknown, body: Buffer): void {
+function requireUtf8(req: IncomingMessage, _res: unknown, body: Buffer): void {
   if (!isUtf8(body)) {
     throw new AppError('malformed_json', {
       detail: 'The body is not valid UTF-8; send JSON encoded as UTF-8.',
     });
   }
+  rawBodies.set(req, body);
 }
+
+/** Each parsed request's body as received (decompressed), for refuseDuplicateMembers. */
+const rawBodies = new WeakMap<IncomingMessage, Buffer>();
+
+/**
+ * Refuses a body with an object that names a member twice (see duplicate-members.ts): JSON.parse kept the
+ * last, where another reader of the same bytes may keep the first.
+ */
+const refuseDuplicateMembers: RequestHandler = (req, _res, next) => {
+  const raw = rawBodies.get(req);
+  if (raw === undefined || memberNameCount(raw) === parsedMemberCount(req.body)) return next();
+  const duplicate = firstDuplicateMember(raw.toString('utf8'));
+  const name = JSON.stringify(duplicate?.name.slice(0, 100));
+  throw new AppError('malformed_json', {
+    detail: `The body names the member ${name} twice in one object (/body${duplicate?.pointer ?? ''}); send each member once.`,
+  });
+};
 
 /** Above this many times the body limit, an unread body is not read off after the answer. */
 const READ_OFF_FACTOR = 4;
@@ -112,13 +131,15 @@ function refuseDeclaredOversize(limitBytes: number): RequestHandler {
 
 /**
  * Parses JSON bodies up to `limitBytes`. Not strict, so a scalar body parses and is then refused by the
- * contract ("must be object") rather than reported as malformed JSON.
+ * contract ("must be object") rather than reported as malformed JSON. A member named twice in one object
+ * is malformed JSON (refuseDuplicateMembers).
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   return [
     requireJsonMediaType,
     refuseDeclaredOversize(limitBytes),
     express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE, verify: requireUtf8 }),
+    refuseDuplicateMembers,
     normalizeContentType,
   ];
 }

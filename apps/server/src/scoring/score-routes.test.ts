@@ -201,6 +201,29 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       expect(problem.detail).toMatch(/^The body is not valid JSON: .*position/);
     });
 
+    it('an object naming a member twice, anywhere in the body', async () => {
+      // JSON.parse would keep the last: another reader of the same bytes may keep the first.
+      const top = await expectProblem(
+        await score('{"subject": "a", "context": {"jurisdiction": "DE"}, "subject": "b"}'),
+        400,
+        'malformed_json',
+      );
+      expect(top.detail).toBe(
+        'The body names the member "subject" twice in one object (/body); send each member once.',
+      );
+      const nested = await expectProblem(
+        await score('{"subject": "a", "context": {"jurisdiction": "DE", "juris\\u0064iction" : "US"}}'),
+        400,
+        'malformed_json',
+      );
+      expect(nested.detail).toMatch(/"jurisdiction" twice in one object \(\/body\/context\)/);
+      // Equal names in different objects are not duplicates.
+      const elsewhere = await score('{"subject": "a", "context": {"jurisdiction": "DE", "subject": "a"}}');
+      expect((await expectProblem(elsewhere, 400, 'validation_failed')).errors?.map((e) => e.path)).toEqual([
+        '/body/context/subject',
+      ]);
+    });
+
     it('an empty body', async () => {
       const response = await server.request('/v1/scoring/score', { method: 'POST', key, body: '' });
       const problem = await expectProblem(response, 400, 'validation_failed');
