@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { rawExchange } from '../../test/support/raw-http.js';
@@ -114,6 +115,42 @@ forEachDatabase('requests HTTP/1.1 frames wrongly', ({ storage }) => {
       code: 'expectation_failed',
       detail: 'The server meets no expectation but 100-continue; it cannot meet "Expect: pony".',
     });
+  });
+
+  it('reads off an unread chunked body after such an answer, and serves the next request', async () => {
+    const all = await answers(
+      'POST /v1/scoring/score HTTP/1.1\r\nHost: x\r\nExpect: pony\r\nContent-Type: application/json\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\n12\r\nGET / HTTP/1.1\r\n\r\n\r\n0\r\n\r\n',
+    );
+    expect(all.map((answer) => answer.slice(0, 12))).toEqual(['HTTP/1.1 417', 'HTTP/1.1 200']);
+  });
+
+  it('cuts the connection once an unread chunked body goes on past four times the limit', async () => {
+    const limit = 1_048_576;
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    const received: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.on('error', () => {});
+    socket.write(
+      'POST /v1/scoring/score HTTP/1.1\r\nHost: x\r\nExpect: pony\r\nContent-Type: application/json\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\n',
+    );
+    // 64 KiB chunks, up to 16 times the limit, unless the server cuts the connection first.
+    const chunk = `10000\r\n${'x'.repeat(65_536)}\r\n`;
+    let sent = 0;
+    let open = true;
+    void closed.then(() => (open = false));
+    while (open && sent < 16 * limit) {
+      if (!socket.write(chunk))
+        await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+      sent += 65_536;
+    }
+    await closed;
+    expect(Buffer.concat(received).toString('latin1')).toMatch(/^HTTP\/1\.1 417 /);
+    expect(sent).toBeGreaterThan(4 * limit);
+    expect(sent).toBeLessThan(16 * limit);
   });
 
   it('closes the connection after such an answer when the unread body declared is over four times the limit', async () => {

@@ -96,17 +96,25 @@ function declaredLength(req: IncomingMessage): number | undefined {
 }
 
 /**
- * Whether the connection must close after an answer that leaves `req`'s body unread (an error before the
- * body parser): when its declared Content-Length is over READ_OFF_FACTOR times the limit. Otherwise Node
- * reads the rest of the body off and discards it after the answer, so that a client still sending gets
- * the answer (closing a connection with unread data resets it, and the client often loses the answer)
- * and the connection serves its next request; a larger body is not worth reading. A body without a
- * Content-Length is read off until the request timeout at most.
+ * What becomes of a body that an answer leaves unread (an error before the body parser): whether the
+ * connection must close after the answer. Node reads such a body off and discards it after the answer, so
+ * that a client still sending gets the answer (closing a connection with unread data resets it, and the
+ * client often loses the answer) and the connection serves its next request. A body is read off up to
+ * READ_OFF_FACTOR times the limit: one whose Content-Length declares more closes the connection after the
+ * answer; one without a length (chunked) is read off up to that much, and then its connection is cut.
  */
 export function closesAfterUnreadBody(req: IncomingMessage, limitBytes: number): boolean {
   if (req.complete) return false;
   const length = declaredLength(req);
-  return length !== undefined && length > READ_OFF_FACTOR * limitBytes;
+  if (length !== undefined) return length > READ_OFF_FACTOR * limitBytes;
+  if (!req.readableFlowing) {
+    let read = 0;
+    req.on('data', (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > READ_OFF_FACTOR * limitBytes) req.socket.destroy();
+    });
+  }
+  return false;
 }
 
 /**
