@@ -107,7 +107,7 @@ export function closesAfterUnreadBody(req: IncomingMessage, limitBytes: number):
   if (req.complete) return false;
   const length = declaredLength(req);
   if (length !== undefined) return length > READ_OFF_FACTOR * limitBytes;
-  if (!req.readableFlowing) {
+  if (req.headers['transfer-encoding'] !== undefined && !req.readableFlowing) {
     let read = 0;
     req.on('data', (chunk: Buffer) => {
       read += chunk.length;
