@@ -27,6 +27,7 @@ import { refuseMalformedRequests } from './http/request-target.js';
 import { securityHeaders } from './http/security-headers.js';
 import { createRateLimit } from './http/shared-rate-limit.js';
 import { integerPathParameters, integerQueryParameters, textPolicy } from './http/text-policy.js';
+import { boundUnreadBodies } from './http/unread-body.js';
 import './http/locals.js';
 import { jsonLogger, type Logger } from './logging/logger.js';
 import { logRoute } from './logs/log-routes.js';
@@ -123,6 +124,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(
     inSequence([
       requestId,
+      boundUnreadBodies(config.bodyLimitBytes),
       headAsGet,
       securityHeaders(),
       identifyOperation(operationLookup(operations)),

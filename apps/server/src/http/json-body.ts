@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { firstDuplicateMember, memberNameCount, parsedMemberCount } from './duplicate-members.js';
+import { boundChunkedParsing, declaredLength } from './unread-body.js';
 
 const JSON_MEDIA_TYPE = 'application/json';
 const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -17,13 +18,30 @@ function hasBody(headers: { 'transfer-encoding'?: string; 'content-length'?: str
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** A `charset` parameter of a Content-Type other than UTF-8 (lower case, unquoted), or undefined. */
+function foreignCharset(contentType: string): string | undefined {
+  if (!contentType.includes('=')) return undefined;
+  for (const match of contentType.matchAll(/;\s*charset\s*=\s*("?)([^";\s]*)\1/gi)) {
+    const charset = (match[2] as string).toLowerCase();
+    if (charset !== 'utf-8') return charset;
+  }
+  return undefined;
+}
+
 /**
  * Refuses a body that is not `application/json` with 415 before anything reads it, so the code says what
- * is wrong rather than a validation error about a missing body.
+ * is wrong rather than a validation error about a missing body. So is a charset other than UTF-8:
+ * body-parser would decode UTF-16 and UTF-32 too, and what is logged is the bytes sent, as UTF-8.
  */
 const requireJsonMediaType: RequestHandler = (req, _res, next) => {
   const contentType = req.headers['content-type'];
-  if (contentType !== undefined && isJsonMediaType(contentType)) return next();
+  if (contentType !== undefined && isJsonMediaType(contentType)) {
+    const charset = foreignCharset(contentType);
+    if (charset === undefined) return next();
+    throw new AppError('unsupported_media_type', {
+      detail: `The body's charset is "${charset.slice(0, 100)}"; send it as UTF-8 (charset=utf-8, or none).`,
+    });
+  }
   if (hasBody(req.headers)) {
     throw new AppError('unsupported_media_type', {
       detail:
@@ -79,50 +97,27 @@ const rawBodies = new WeakMap<IncomingMessage, Buffer>();
 const refuseDuplicateMembers: RequestHandler = (req, _res, next) => {
   const raw = rawBodies.get(req);
   if (raw === undefined || memberNameCount(raw) === parsedMemberCount(req.body)) return next();
+  // The text is the one parsed (UTF-8 only, requireJsonMediaType), so the walk finds what the counts saw.
   const duplicate = firstDuplicateMember(raw.toString('utf8'));
-  const name = JSON.stringify(duplicate?.name.slice(0, 100));
-  throw new AppError('malformed_json', {
-    detail: `The body names the member ${name} twice in one object (/body${duplicate?.pointer ?? ''}); send each member once.`,
-  });
-};
-
-/** Above this many times the body limit, an unread body is not read off after the answer. */
-const READ_OFF_FACTOR = 4;
-
-/** The body's length as its Content-Length declares it (decimal digits only), or undefined. */
-function declaredLength(req: IncomingMessage): number | undefined {
-  const length = req.headers['content-length'];
-  return length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
-}
-
-/**
- * What becomes of a body that an answer leaves unread (an error before the body parser): whether the
- * connection must close after the answer. Node reads such a body off and discards it after the answer, so
- * that a client still sending gets the answer (closing a connection with unread data resets it, and the
- * client often loses the answer) and the connection serves its next request. A body is read off up to
- * READ_OFF_FACTOR times the limit: one whose Content-Length declares more closes the connection after the
- * answer; one without a length (chunked) is read off up to that much, and then its connection is cut.
- */
-export function closesAfterUnreadBody(req: IncomingMessage, limitBytes: number): boolean {
-  if (req.complete) return false;
-  const length = declaredLength(req);
-  if (length !== undefined) return length > READ_OFF_FACTOR * limitBytes;
-  if (req.headers['transfer-encoding'] !== undefined && !req.readableFlowing) {
-    let read = 0;
-    req.on('data', (chunk: Buffer) => {
-      read += chunk.length;
-      if (read > READ_OFF_FACTOR * limitBytes) req.socket.destroy();
+  if (duplicate === undefined) {
+    throw new AppError('malformed_json', {
+      detail: 'The body names a member twice in one object; send each member once.',
     });
   }
-  return false;
-}
+  const pointer = `/body${duplicate.pointer}`;
+  throw new AppError('malformed_json', {
+    detail: `The body names the member ${JSON.stringify(duplicate.name.slice(0, 100))} twice in one object (${
+      pointer.length > 200 ? `${pointer.slice(0, 200)}…` : pointer
+    }); send each member once.`,
+  });
+};
 
 /**
  * Refuses at once a body whose Content-Length already says it is over the limit (when it is not
  * compressed, so that its length is what would be parsed). body-parser would refuse it too, but only once
  * the whole body had arrived ("read off entire request"), so a client that declares a large body and sends
  * it slowly, or never, got its 413 only when it had sent it all, or at the request timeout. After the
- * answer the body is read off, or the connection closed, as closesAfterUnreadBody says.
+ * answer the body is read off, or the connection closed, as unread-body.ts says.
  */
 function refuseDeclaredOversize(limitBytes: number): RequestHandler {
   return (req, _res, next) => {
@@ -146,7 +141,10 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
   return [
     requireJsonMediaType,
     refuseDeclaredOversize(limitBytes),
-    express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE, verify: requireUtf8 }),
+    boundChunkedParsing(
+      express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE, verify: requireUtf8 }),
+      limitBytes,
+    ),
     refuseDuplicateMembers,
     normalizeContentType,
   ];

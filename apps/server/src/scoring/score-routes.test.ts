@@ -217,6 +217,13 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
         'malformed_json',
       );
       expect(nested.detail).toMatch(/"jurisdiction" twice in one object \(\/body\/context\)/);
+      // Deep down, the pointer in `detail` is cut short.
+      const deep = `{"subject": "a", "context": {"jurisdiction": "DE"}, "x": ${'{"y":'.repeat(5000)}{"k":1,"k":2}${'}'.repeat(5000)}}`;
+      const deepProblem = await expectProblem(await score(deep), 400, 'malformed_json');
+      expect(deepProblem.detail).toMatch(
+        /^The body names the member "k" twice in one object \(\/body\/x\/y\/y.{150,}…\)/,
+      );
+      expect(deepProblem.detail?.length).toBeLessThan(300);
       // Equal names in different objects are not duplicates.
       const elsewhere = await score('{"subject": "a", "context": {"jurisdiction": "DE", "subject": "a"}}');
       expect((await expectProblem(elsewhere, 400, 'validation_failed')).errors?.map((e) => e.path)).toEqual([
@@ -298,6 +305,27 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
         'content-type': 'application/json; charset=iso-8859-1',
       });
       await expectProblem(response, 415, 'unsupported_media_type');
+    });
+
+    // Review: body-parser decoded UTF-16 (and UTF-32), which the UTF-8 check and the duplicate check read
+    // as UTF-8 bytes: a duplicate got through, or the check failed with a 500.
+    it('UTF-16 and UTF-32, quoted or not, in any case, whatever the body', async () => {
+      const body = `{"subject":"\u3a22","subject":"evil","context":{"jurisdiction":"DE"}}`;
+      for (const charset of ['utf-16le', 'UTF-16BE', '"utf-16"', 'utf-32', 'utf8']) {
+        const response = await fetch(`${server.url}/v1/scoring/score`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': `application/json; charset=${charset}` },
+          body: Buffer.from(body, charset.toLowerCase().includes('16le') ? 'utf16le' : 'utf8'),
+        });
+        const problem = await expectProblem(response, 415, 'unsupported_media_type');
+        expect(problem.detail).toMatch(/charset is ".+"; send it as UTF-8/);
+      }
+      for (const charset of ['utf-8', 'UTF-8', '"utf-8"']) {
+        const response = await score(JSON.stringify(FULL_FILE), {
+          'content-type': `application/json; charset=${charset}`,
+        });
+        expect(response.status).toBe(200);
+      }
     });
 
     // A hang would hit the test timeout; the answer itself is capped at 100 listed errors.
