@@ -228,6 +228,16 @@ forEachDatabase('a chunked body that goes on', ({ storage }) => {
     expect(streamed.sent).toBeLessThan(16 * LIMIT);
   });
 
+  it('declared over four times the limit closes the connection after any answer, a 200 included', async () => {
+    // Headers only: 100 MB declared to a route that reads no body; the server answers and closes.
+    const answer = await rawExchange(
+      server.url,
+      'GET /openapi.json HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toMatch(/^connection: close\r$/im);
+  });
+
   it('that ends within the limit is parsed as any body', async () => {
     const body = JSON.stringify({ subject: 'chunked', context: { jurisdiction: 'DE' } });
     const answer = await rawExchange(

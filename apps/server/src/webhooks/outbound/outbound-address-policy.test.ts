@@ -99,8 +99,9 @@ describe('checkWebhookUrl', () => {
     ['https://0x7f000001/', '127.0.0.1 is a loopback'],
     ['https://017700000001/', '127.0.0.1 is a loopback'],
     ['https://127.1/', '127.0.0.1 is a loopback'],
-    ['https://good@127.0.0.1/', '127.0.0.1 is a loopback'],
-    ['https://good.example.com:x@10.0.0.1/', '10.0.0.1 is a private'],
+    // A user name that looks like the host is refused as credentials, before the address is looked at.
+    ['https://good@127.0.0.1/', 'the URL holds credentials'],
+    ['https://good.example.com:x@10.0.0.1/', 'the URL holds credentials'],
     ['https://[::1]/', '::1 is the loopback'],
     ['https://[::ffff:127.0.0.1]/', 'IPv4-mapped address of 127.0.0.1'],
     ['https://[::ffff:7f00:1]:8443/', 'IPv4-mapped address of 127.0.0.1'],

@@ -137,6 +137,19 @@ export async function checkWebhookUrl(
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     return { allowed: false, reason: `${parsed.protocol} URLs are refused; webhook URLs must use https` };
   }
+  // What a receiver could never be sent, or what would be shown wherever the URL is (lists, logs):
+  // refused, not silently dropped at each delivery.
+  if (parsed.username !== '' || parsed.password !== '') {
+    return {
+      allowed: false,
+      reason:
+        'the URL holds credentials (user:password@), which would be shown wherever the URL is; receivers authenticate deliveries by their signature',
+    };
+  }
+  if (parsed.port === '0') return { allowed: false, reason: 'port 0 is not a port a receiver can listen on' };
+  if (parsed.hash !== '' || url.includes('#')) {
+    return { allowed: false, reason: 'the URL has a fragment (#…), which is never sent to the receiver' };
+  }
   const host = unbracketed(parsed.hostname);
   const addresses = await resolveAll(host, resolve);
   if (typeof addresses === 'string') return { allowed: false, reason: addresses };
