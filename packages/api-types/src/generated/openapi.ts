@@ -971,7 +971,8 @@ export type components = {
         /**
          * Format: uri
          * @description Where events are POSTed. `https` is required unless the server runs in development mode or the
-         *     target is allowlisted; every address it resolves to must be public unicast (see the webhook guide).
+         *     target is allowlisted; every address it resolves to must be public unicast (see the webhook guide). No
+         *     credentials (`user:password@`), port 0 or fragment (`#…`).
          * @example https://hooks.example.com/scenario-scoring
          */
         WebhookUrl: string;
