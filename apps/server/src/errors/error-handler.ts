@@ -2,7 +2,6 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
 import { requestTimedOut } from '../http/client-error.js';
 import { requestMethod } from '../http/head-requests.js';
-import { closesAfterUnreadBody } from '../http/unread-body.js';
 import { describeError, type Logger } from '../logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
@@ -56,8 +55,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
         detail: 'The server failed unexpectedly. Quote the request_id when you report it.',
       });
     }
-    // A body this answer leaves unread is read off after it, unless it is too large to be worth it.
-    if (closesAfterUnreadBody(req, options.bodyLimitBytes)) res.setHeader('Connection', 'close');
+    // A body this answer leaves unread is read off after it, up to a bound (http/unread-body.ts).
     sendProblem(res, appError, req.path, requestId);
   };
 }

@@ -18,11 +18,16 @@ function hasBody(headers: { 'transfer-encoding'?: string; 'content-length'?: str
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-/** A `charset` parameter of a Content-Type other than UTF-8 (lower case, unquoted), or undefined. */
+/**
+ * A `charset` parameter of a Content-Type other than UTF-8 (lower case, unquoted), or undefined. Parameters
+ * are read whole, quoted values included, so `foo="a;charset=x"` names no charset.
+ */
 function foreignCharset(contentType: string): string | undefined {
   if (!contentType.includes('=')) return undefined;
-  for (const match of contentType.matchAll(/;\s*charset\s*=\s*("?)([^";\s]*)\1/gi)) {
-    const charset = (match[2] as string).toLowerCase();
+  for (const [, name, value] of contentType.matchAll(/;\s*([^=;\s]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g)) {
+    if ((name as string).toLowerCase() !== 'charset') continue;
+    const raw = (value as string).trim();
+    const charset = (raw.startsWith('"') ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw).toLowerCase();
     if (charset !== 'utf-8') return charset;
   }
   return undefined;
@@ -36,7 +41,8 @@ function foreignCharset(contentType: string): string | undefined {
 const requireJsonMediaType: RequestHandler = (req, _res, next) => {
   const contentType = req.headers['content-type'];
   if (contentType !== undefined && isJsonMediaType(contentType)) {
-    const charset = foreignCharset(contentType);
+    // Only a body has a charset: a read's Content-Type is ignored (normalizeContentType).
+    const charset = hasBody(req.headers) ? foreignCharset(contentType) : undefined;
     if (charset === undefined) return next();
     throw new AppError('unsupported_media_type', {
       detail: `The body's charset is "${charset.slice(0, 100)}"; send it as UTF-8 (charset=utf-8, or none).`,
