@@ -4,6 +4,12 @@ import { AppError } from '../errors/app-error.js';
 /** The request Content-Encodings the contract declares: the body parser inflates gzip itself. */
 export const ACCEPTED_CONTENT_ENCODINGS: readonly string[] = ['identity', 'gzip'];
 
+/** Whether a body is sent as it is to be parsed (no Content-Encoding, or `identity`). */
+export function isIdentityEncoded(headers: { 'content-encoding'?: string | undefined }): boolean {
+  const encoding = headers['content-encoding'];
+  return encoding === undefined || encoding.trim().toLowerCase() === 'identity';
+}
+
 /**
  * Refuses, before anything reads the body, a Content-Encoding the contract does not declare (`br`,
  * `deflate`, `zstd`, a chain such as `gzip, gzip`…) with 415, naming it. Only one coding is accepted:

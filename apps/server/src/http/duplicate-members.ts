@@ -40,21 +40,30 @@ function isJsonWhitespace(byte: number | undefined): boolean {
 }
 
 /**
- * The member names in `text`, valid JSON in UTF-8: the strings followed by `:`. A string's bytes are
- * skipped whole (an escaped quote included), and a multi-byte UTF-8 sequence holds no byte below 0x80, so
- * no quote or colon inside a string is counted.
+ * In `text`, valid JSON in UTF-8, the closing quote of the string opened at `open`: its bytes are skipped
+ * whole (an escaped quote included), and a multi-byte UTF-8 sequence holds no byte below 0x80, so no quote
+ * inside a string is taken for its end.
  */
+function stringEnd(text: Uint8Array, open: number): number {
+  let close = open + 1;
+  while (close < text.length && text[close] !== QUOTE) close += text[close] === BACKSLASH ? 2 : 1;
+  return close;
+}
+
+/** Whether the string closed at `close` is a member name: followed by `:`. */
+function namesMember(text: Uint8Array, close: number): boolean {
+  let next = close + 1;
+  while (isJsonWhitespace(text[next])) next++;
+  return text[next] === COLON;
+}
+
+/** The member names in `text`, valid JSON in UTF-8: the strings followed by `:`. */
 export function memberNameCount(text: Uint8Array): number {
   let count = 0;
-  const end = text.length;
-  for (let i = 0; i < end; i++) {
+  for (let i = 0; i < text.length; i++) {
     if (text[i] !== QUOTE) continue;
-    // The string's closing quote.
-    i++;
-    while (i < end && text[i] !== QUOTE) i += text[i] === BACKSLASH ? 2 : 1;
-    let next = i + 1;
-    while (isJsonWhitespace(text[next])) next++;
-    if (text[next] === COLON) count++;
+    i = stringEnd(text, i);
+    if (namesMember(text, i)) count++;
   }
   return count;
 }
@@ -71,31 +80,33 @@ function pointerSegment(segment: string | number): string {
   return `/${String(segment).replaceAll('~', '~0').replaceAll('/', '~1')}`;
 }
 
+const decoder = new TextDecoder();
+
 /**
- * The first member named twice in one object of `text` (valid JSON), with where its object is; undefined
- * when none is. A walk of the text's tokens with a stack of the open containers (no recursion).
+ * The first member named twice in one object of `text` (valid JSON in UTF-8), with where its object is;
+ * undefined when none is. A walk of the text's tokens with a stack of the open containers (no recursion).
  */
-export function firstDuplicateMember(text: string): DuplicateMember | undefined {
+export function firstDuplicateMember(text: Uint8Array): DuplicateMember | undefined {
   const frames: Frame[] = [];
   const path: string[] = [];
   for (let i = 0; i < text.length; i++) {
-    const char = text[i];
+    const byte = text[i];
     const top = frames.at(-1);
-    if (char === '{' || char === '[') {
+    if (byte === 0x7b || byte === 0x5b) {
+      // { or [
       if (top !== undefined) path.push(pointerSegment('index' in top ? top.index : (top.name ?? '')));
-      frames.push(char === '{' ? { names: new Set() } : { index: 0 });
-    } else if (char === '}' || char === ']') {
+      frames.push(byte === 0x7b ? { names: new Set() } : { index: 0 });
+    } else if (byte === 0x7d || byte === 0x5d) {
+      // } or ]
       frames.pop();
       path.pop();
-    } else if (char === ',' && top !== undefined && 'index' in top) {
+    } else if (byte === 0x2c && top !== undefined && 'index' in top) {
+      // , in an array
       top.index++;
-    } else if (char === '"') {
-      let close = i + 1;
-      while (text[close] !== '"') close += text[close] === '\\' ? 2 : 1;
-      let next = close + 1;
-      while (/[ \t\n\r]/.test(text[next] ?? '')) next++;
-      if (text[next] === ':' && top !== undefined && 'names' in top) {
-        const name = JSON.parse(text.slice(i, close + 1)) as string;
+    } else if (byte === QUOTE) {
+      const close = stringEnd(text, i);
+      if (top !== undefined && 'names' in top && namesMember(text, close)) {
+        const name = JSON.parse(decoder.decode(text.subarray(i, close + 1))) as string;
         if (top.names.has(name)) return { pointer: path.join(''), name };
         top.names.add(name);
         top.name = name;

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
+import { isIdentityEncoded } from './content-encoding.js';
 import { firstDuplicateMember, memberNameCount, parsedMemberCount } from './duplicate-members.js';
 import { boundChunkedParsing, declaredLength } from './unread-body.js';
 
@@ -103,8 +104,8 @@ const rawBodies = new WeakMap<IncomingMessage, Buffer>();
 const refuseDuplicateMembers: RequestHandler = (req, _res, next) => {
   const raw = rawBodies.get(req);
   if (raw === undefined || memberNameCount(raw) === parsedMemberCount(req.body)) return next();
-  // The text is the one parsed (UTF-8 only, requireJsonMediaType), so the walk finds what the counts saw.
-  const duplicate = firstDuplicateMember(raw.toString('utf8'));
+  // The bytes are the ones parsed (UTF-8 only, requireJsonMediaType), so the walk finds what the counts saw.
+  const duplicate = firstDuplicateMember(raw);
   if (duplicate === undefined) {
     throw new AppError('malformed_json', {
       detail: 'The body names a member twice in one object; send each member once.',
@@ -128,10 +129,7 @@ const refuseDuplicateMembers: RequestHandler = (req, _res, next) => {
 function refuseDeclaredOversize(limitBytes: number): RequestHandler {
   return (req, _res, next) => {
     const length = declaredLength(req);
-    const encoding = req.headers['content-encoding'];
-    if (length === undefined || (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity'))
-      return next();
-    if (length <= limitBytes) return next();
+    if (length === undefined || length <= limitBytes || !isIdentityEncoded(req.headers)) return next();
     throw new AppError('payload_too_large', {
       detail: `The body is larger than the limit of ${limitBytes} bytes (its Content-Length is ${req.headers['content-length']}).`,
     });

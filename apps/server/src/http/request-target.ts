@@ -82,8 +82,8 @@ export function withOriginFormTargets(listener: RequestListener): RequestListene
 /**
  * The server's `checkExpectation` listener: a request whose `Expect` is not `100-continue` (the only
  * expectation HTTP defines) is served by `listener` marked to be refused with 417 `expectation_failed`,
- * where Node would answer a bare 417 with no body. As after any answer that leaves a body unread, Node
- * reads the body off and discards it, and the connection carries the next request.
+ * where Node would answer a bare 417 with no body. As after any answer that leaves a body unread, the body
+ * is read off and discarded, up to a bound (unread-body.ts), and the connection carries the next request.
  */
 export function refuseUnmetExpectations(listener: RequestListener): RequestListener {
   return (req, res) => {

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
+import { isIdentityEncoded } from './content-encoding.js';
 
 /**
  * How much of a request body the server reads that it will not use, and how it stops. Node reads a body
@@ -40,17 +41,24 @@ function lingerClose(socket: Socket): void {
 const bounded = new WeakSet<IncomingMessage>();
 
 /**
- * Counts what is read of `req`'s body from now on, by anyone, and closes the connection (lingerClose)
- * past `maxBytes`. Only once the body is being read (a parser's listener) or no longer wanted (the answer
- * is ending): a listener of its own starts the flow, and what came before a parser's would be lost to it.
+ * Reads `req`'s body off from now on, discarding it, telling `onChunk` each chunk's size; once per request,
+ * and not once the body has all come (false then). Only once the body is being read (a parser's listener)
+ * or no longer wanted (the answer is ending): a listener of its own starts the flow, and what came before
+ * a parser's would be lost to it.
  */
-function closePast(req: IncomingMessage, maxBytes: number, onRead?: (read: number) => void): void {
-  if (bounded.has(req) || req.complete) return;
+function readOff(req: IncomingMessage, onChunk: (size: number) => void): boolean {
+  if (bounded.has(req) || req.complete) return false;
   bounded.add(req);
+  req.on('data', (chunk: Buffer) => onChunk(chunk.length));
+  return true;
+}
+
+/** Counts what is read of `req`'s body (readOff), and closes the connection (lingerClose) past `maxBytes`. */
+function closePast(req: IncomingMessage, maxBytes: number, onRead?: (read: number) => void): void {
   let read = 0;
   let closing = false;
-  req.on('data', (chunk: Buffer) => {
-    read += chunk.length;
+  readOff(req, (size) => {
+    read += size;
     onRead?.(read);
     if (read > maxBytes && !closing) {
       closing = true;
@@ -78,10 +86,7 @@ export function boundUnreadBodies(limitBytes: number): RequestHandler {
         res.once('prefinish', () => closePast(req, maxBytes));
     } else if (Number(length) > maxBytes) {
       res.once('prefinish', () => {
-        if (bounded.has(req) || req.complete) return;
-        bounded.add(req);
-        req.on('data', () => {});
-        res.once('finish', () => lingerClose(req.socket));
+        if (readOff(req, () => {})) res.once('finish', () => lingerClose(req.socket));
       });
     }
     next();
@@ -105,9 +110,7 @@ export function boundChunkedParsing(parser: RequestHandler, limitBytes: number):
     });
     // The parser reads synchronously once it reads at all; a body it skipped is left to Node.
     if (!req.readableFlowing) return;
-    const encoding = req.headers['content-encoding'];
-    const identity = encoding === undefined || encoding.trim().toLowerCase() === 'identity';
-    const refuseAt = identity ? limitBytes : 2 * limitBytes;
+    const refuseAt = isIdentityEncoded(req.headers) ? limitBytes : 2 * limitBytes;
     closePast(req, READ_OFF_FACTOR * limitBytes, (read) => {
       if (answered || read <= refuseAt) return;
       answered = true;

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Fair claims of runs (run-store.ts `claim`).
+ * Fair claims of runs (run-claims.ts `claimStatement`).
  *
  * Both dialects: unfinished runs are found per tenant, through `runs_tenant_unfinished_idx` on
  * (tenant_id, id, locked_until, status) of the queued and running rows, which replaces `runs_unfinished_idx` on id

@@ -147,7 +147,8 @@ export async function checkWebhookUrl(
     };
   }
   if (parsed.port === '0') return { allowed: false, reason: 'port 0 is not a port a receiver can listen on' };
-  if (parsed.hash !== '' || url.includes('#')) {
+  // A bare trailing `#` leaves `hash` empty.
+  if (url.includes('#')) {
     return { allowed: false, reason: 'the URL has a fragment (#…), which is never sent to the receiver' };
   }
   const host = unbracketed(parsed.hostname);
