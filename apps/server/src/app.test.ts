@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from '../test/support/test-server.js
 import { loadContract } from './contract.js';
 import { contractOperations } from './http/contract-routes.js';
 import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
-import type { Logger } from './logging/logger.js';
+import type { Logger } from './request-logging/logger.js';
 
 const VALID_SCORE = { subject: 'applicant-8841', context: { jurisdiction: 'DE', utilization: 0.35 } };
 

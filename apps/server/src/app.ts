@@ -29,14 +29,14 @@ import { createRateLimit } from './http/shared-rate-limit.js';
 import { integerPathParameters, integerQueryParameters, textPolicy } from './http/text-policy.js';
 import { boundUnreadBodies } from './http/unread-body.js';
 import './http/locals.js';
-import { jsonLogger, type Logger } from './logging/logger.js';
-import { logRoute } from './logs/log-routes.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-routes.js';
+import { jsonLogger, type Logger } from './request-logging/logger.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
+import { logRoute } from './score-log/score-log-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
-import { CheckpointSigner } from './transparency-log/checkpoint-signer.js';
-import { transparencyLogRoutes } from './transparency-log/transparency-log-routes.js';
+import { CheckpointSigner } from './verifiable-log/checkpoint-signer.js';
+import { verifiableLogRoutes } from './verifiable-log/verifiable-log-routes.js';
 import { webhookRoutes } from './webhooks/api/webhook-routes.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
@@ -82,8 +82,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const metrics = options.metrics ?? createMetrics({ processMetrics: false });
   const lifecycle = options.lifecycle ?? new InstanceLifecycle('running');
   const contract = options.contract ?? loadContract();
-  const logSigner =
-    options.logSigner ?? new CheckpointSigner(config.transparencyLog.keyName, randomBytes(32));
+  const logSigner = options.logSigner ?? new CheckpointSigner(config.verifiableLog.keyName, randomBytes(32));
   const operations = contractOperations(contract.document);
   const validation =
     options.validation ??
@@ -109,7 +108,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
       secretBox: options.secretBox,
       clock,
     }),
-    ...transparencyLogRoutes({ storage, signer: logSigner }),
+    ...verifiableLogRoutes({ storage, signer: logSigner }),
   };
 
   const app = express();

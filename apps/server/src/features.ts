@@ -1,6 +1,6 @@
 import { OutboxSignal } from './events/event-outbox.js';
 import { type ApiKeyStore, createApiKeyStore } from './keys/api-key-store.js';
-import { createLogStore, type LogStore } from './logs/log-store.js';
+import { createScoreLogStore, type ScoreLogStore } from './score-log/score-log-store.js';
 import type { Storage } from './storage/storage.js';
 
 /**
@@ -11,7 +11,7 @@ import type { Storage } from './storage/storage.js';
 export interface Features {
   readonly storage: Storage;
   /** The score log (group commit): scoring and runs append, `GET /v1/logs/{cid}` reads. */
-  readonly logs: LogStore;
+  readonly logs: ScoreLogStore;
   /** API keys: the auth middleware finds them, the runtime and the CLI create them. */
   readonly keys: ApiKeyStore;
   /** Notified after events commit (a scoring, a redelivery), so this instance's delivery workers wake at once. */
@@ -30,7 +30,7 @@ export interface FeatureOptions {
 /** Builds the features' stores and signals on `storage`. */
 export function wireFeatures(storage: Storage, options: FeatureOptions = {}): Features {
   const outbox = new OutboxSignal();
-  const logs = createLogStore(storage, { maxBatch: options.groupCommitMaxBatch, outbox });
+  const logs = createScoreLogStore(storage, { maxBatch: options.groupCommitMaxBatch, outbox });
   return {
     storage,
     logs,

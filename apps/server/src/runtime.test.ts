@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { testFeatures } from '../test/support/test-features.js';
 import { testConfig } from '../test/support/test-server.js';
 import type { Features } from './features.js';
-import { silentLogger } from './logging/logger.js';
+import { silentLogger } from './request-logging/logger.js';
 import { startRuntime } from './runtime.js';
 import { openStorage } from './storage/storage.js';
 import type { BackgroundWorker } from './workers/background-worker.js';

@@ -10,11 +10,11 @@ import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { createApiServer } from './http/api-server.js';
 import { contractValidation, warmUpContractValidation } from './http/contract-validation.js';
 import { closeGracefully } from './http/graceful-close.js';
-import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
+import type { Logger } from './request-logging/logger.js';
 import { openStorage } from './storage/storage.js';
-import { CheckpointSigner, loadLogSigningKey } from './transparency-log/checkpoint-signer.js';
+import { CheckpointSigner, loadLogSigningKey } from './verifiable-log/checkpoint-signer.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
@@ -69,8 +69,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
     );
     const logSigner = new CheckpointSigner(
-      config.transparencyLog.keyName,
-      await loadLogSigningKey({ signingKey: config.transparencyLog.signingKey, dataDir: config.dataDir }),
+      config.verifiableLog.keyName,
+      await loadLogSigningKey({ signingKey: config.verifiableLog.signingKey, dataDir: config.dataDir }),
     );
     const metrics = createMetrics({ storage });
     const workers = (options.workers ?? createWorkers)({

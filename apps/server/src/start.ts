@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from './config/server-config.js';
-import { createLogger, describeError, jsonLogger, type Logger } from './logging/logger.js';
+import { createLogger, describeError, jsonLogger, type Logger } from './request-logging/logger.js';
 import { type Runtime, startRuntime } from './runtime.js';
 
 /**

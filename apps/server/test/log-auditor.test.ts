@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Database } from '../src/storage/database.js';
-import { CheckpointSigner } from '../src/transparency-log/checkpoint-signer.js';
+import { CheckpointSigner } from '../src/verifiable-log/checkpoint-signer.js';
 import {
   logRecords,
   TEST_LOG_ORIGIN,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selectLogRecord } from '../src/logs/log-store.js';
+import { selectLogRecord } from '../src/score-log/score-log-store.js';
 import { openStorage } from '../src/storage/storage.js';
 import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';

@@ -43,7 +43,7 @@ describe('loadConfig', () => {
         scoringThreads: expect.any(Number),
         maxClaims: 10,
       },
-      transparencyLog: {
+      verifiableLog: {
         origin: 'localhost/scenario-scoring',
         keyName: 'localhost/scenario-scoring',
         signingKey: undefined,
@@ -131,7 +131,7 @@ describe('loadConfig', () => {
         disableAfterFailingMs: 3_600_000,
         secretsKey: KEY,
       },
-      transparencyLog: {
+      verifiableLog: {
         origin: 'scoring.example.com/log',
         keyName: 'scoring.example.com/log',
         signingKey: KEY,

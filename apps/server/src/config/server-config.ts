@@ -1,7 +1,10 @@
-import { type LogConfig, readLogConfig } from '../logging/log-config.js';
 import { type MetricsConfig, readMetricsConfig } from '../metrics/metrics-config.js';
+import { type LogConfig, readLogConfig } from '../request-logging/request-logging-config.js';
 import { type RunConfig, readRunConfig } from '../runs/run-config.js';
-import { readTransparencyLogConfig, type TransparencyLogConfig } from '../transparency-log/log-config.js';
+import {
+  readVerifiableLogConfig,
+  type VerifiableLogConfig,
+} from '../verifiable-log/verifiable-log-config.js';
 import { readWebhookConfig, type WebhookConfig } from '../webhooks/webhook-config.js';
 import { EnvReader } from './env-reader.js';
 
@@ -27,7 +30,7 @@ export interface Config {
   /** Batch scoring runs. */
   runs: RunConfig;
   /** The verifiable log of every tenant's records. */
-  transparencyLog: TransparencyLogConfig;
+  verifiableLog: VerifiableLogConfig;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -80,7 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graceMs: reader.durationMs('SHUTDOWN_GRACE', 10_000),
   };
   const runs = readRunConfig(reader);
-  const transparencyLog = readTransparencyLogConfig(reader, {
+  const verifiableLog = readVerifiableLogConfig(reader, {
     databaseUrl: postgresUrl ? databaseUrl : undefined,
   });
 
@@ -98,6 +101,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics,
     shutdown,
     runs,
-    transparencyLog,
+    verifiableLog,
   };
 }

@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
 import { requestTimedOut } from '../http/client-error.js';
 import { requestMethod } from '../http/head-requests.js';
-import { describeError, type Logger } from '../logging/logger.js';
+import { describeError, type Logger } from '../request-logging/logger.js';
 import { AppError } from './app-error.js';
 import { translateError } from './error-translation.js';
 import { problem } from './problem.js';

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import type { Logger } from '../logging/logger.js';
 import { createMetrics } from '../metrics/metrics.js';
+import type { Logger } from '../request-logging/logger.js';
 
 // Defect #5: a client dropping mid-body was logged as a 500 "unexpected error" with a stack.
 forEachDatabase('a client that aborts mid-body', ({ storage }) => {

@@ -5,7 +5,7 @@ import { rawExchange } from '../../test/support/raw-http.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import type { Logger } from '../logging/logger.js';
+import type { Logger } from '../request-logging/logger.js';
 
 function parse(answer: string): { status: number; headers: string; problem: Problem } {
   const [head = '', body = ''] = answer.split('\r\n\r\n');

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import type { Logger } from '../logging/logger.js';
+import type { Logger } from '../request-logging/logger.js';
 
 const BODY = JSON.stringify({ subject: 's-1', context: { jurisdiction: 'DE', utilization: 0.35 } });
 

@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
 import { ERROR_CODES } from '../errors/error-codes.js';
-import type { Logger } from '../logging/logger.js';
-import type { RequestLine } from '../logging/request-line.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { Logger } from '../request-logging/logger.js';
+import type { RequestLine } from '../request-logging/request-line.js';
 import { requestTimedOut } from './client-error.js';
 import { requestMethod } from './head-requests.js';
 

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describeError, type Logger } from '../logging/logger.js';
+import { describeError, type Logger } from '../request-logging/logger.js';
 import type { Metrics } from './metrics.js';
 import type { MetricsConfig } from './metrics-config.js';
 

@@ -3,7 +3,7 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { insertEvents, newEvent } from '../events/event-outbox.js';
-import { silentLogger } from '../logging/logger.js';
+import { silentLogger } from '../request-logging/logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics-server.js';
 

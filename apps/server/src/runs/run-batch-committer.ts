@@ -1,6 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely } from 'kysely';
 import { eventInserts } from '../events/event-outbox.js';
-import { logRowInserts } from '../logs/log-store.js';
+import { logRowInserts } from '../score-log/score-log-store.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, RunItemsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';

@@ -2,7 +2,7 @@ import type { Problem, RunCounts } from '@scenario-scoring/api-types';
 import type { Clock } from '../clock.js';
 import { problem } from '../errors/problem.js';
 import { newEvent, type OutboxSignal } from '../events/event-outbox.js';
-import type { Logger } from '../logging/logger.js';
+import type { Logger } from '../request-logging/logger.js';
 import type { ScoredBatch } from './run-batch.js';
 import type { RunConfig } from './run-config.js';
 import { type ClaimedRun, claimOf, type RunStore } from './run-store.js';

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
 import { newId } from '../ids.js';
-import type { Logger } from '../logging/logger.js';
+import type { Logger } from '../request-logging/logger.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { RunConfig } from './run-config.js';
 import { processRun, type RunOutcome } from './run-processor.js';

@@ -1,13 +1,13 @@
 import { type Clock, systemClock } from '../clock.js';
 import type { OperationHandler } from '../http/operation-route.js';
 import { ownRequestId } from '../http/request-id.js';
-import type { LogStore } from '../logs/log-store.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { ScoreLogStore } from '../score-log/score-log-store.js';
 import { scoreSubject } from './score-service.js';
 
 /** `POST /v1/scoring/score`: the body was validated against the contract before this runs. */
 export function scoreRoute(
-  logs: Pick<LogStore, 'append'>,
+  logs: Pick<ScoreLogStore, 'append'>,
   metrics: Pick<Metrics, 'scores'>,
   clock: Clock = systemClock,
 ): OperationHandler<'scoreSubject'> {

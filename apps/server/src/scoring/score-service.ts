@@ -1,7 +1,7 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
 import { scoreAndLog } from '@scenario-scoring/engine';
-import type { LogStore } from '../logs/log-store.js';
 import { escalationEvent } from '../policies/policy-escalation.js';
+import type { ScoreLogStore } from '../score-log/score-log-store.js';
 import { contractScoreResult } from './score-result.js';
 
 /** Who asks for a scoring, and the ids and clock it is recorded under. */
@@ -18,7 +18,7 @@ export interface ScoringCaller {
  * When the policy escalates the result, its `policy.escalated` event commits in the record's transaction.
  */
 export async function scoreSubject(
-  logs: Pick<LogStore, 'append'>,
+  logs: Pick<ScoreLogStore, 'append'>,
   caller: ScoringCaller,
   request: ScoreRequest,
 ): Promise<ScoreResponse> {

@@ -50,7 +50,7 @@ export interface LogLeafQueueTable {
   leaf_hash: Uint8Array;
 }
 
-/** The tenant's Merkle tree hashes as C2SP tlog-tiles: `width` hashes of tile level `level` (see transparency-log/). */
+/** The tenant's Merkle tree hashes as C2SP tlog-tiles: `width` hashes of tile level `level` (see verifiable-log/). */
 export interface LogTilesTable {
   tenant_id: string;
   level: number;

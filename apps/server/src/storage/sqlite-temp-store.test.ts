@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, expect, it } from 'vitest';
 import { createTestDatabase } from '../../test/support/test-databases.js';
-import { insertLogRecords } from '../logs/log-store.js';
+import { insertLogRecords } from '../score-log/score-log-store.js';
 import { openStorage, type Storage } from './storage.js';
 
 // SQLite reads SQLITE_TMPDIR once, when the process first uses it: this file sets it before anything here

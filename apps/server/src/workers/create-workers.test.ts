@@ -12,9 +12,9 @@ import {
   type TestReceiver,
 } from '../../test/support/test-webhooks.js';
 import { systemClock } from '../clock.js';
-import { silentLogger } from '../logging/logger.js';
 import { createMetrics } from '../metrics/metrics.js';
-import { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
+import { silentLogger } from '../request-logging/logger.js';
+import { CheckpointSigner } from '../verifiable-log/checkpoint-signer.js';
 import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
 import { createWorkers } from './create-workers.js';

@@ -1,12 +1,12 @@
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/server-config.js';
 import type { Features } from '../features.js';
-import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { Logger } from '../request-logging/logger.js';
 import { createRunStore } from '../runs/run-store.js';
 import { RunWorker } from '../runs/run-worker.js';
-import type { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
-import { LogSequencer } from '../transparency-log/log-sequencer.js';
+import type { CheckpointSigner } from '../verifiable-log/checkpoint-signer.js';
+import { LogSequencer } from '../verifiable-log/log-sequencer.js';
 import { DeliveryWorker } from '../webhooks/delivery/delivery-worker.js';
 import { checkedConnector } from '../webhooks/outbound/outbound-address-policy.js';
 import type { SecretBox } from '../webhooks/outbound/secret-box.js';
@@ -59,6 +59,6 @@ export function createWorkers({
       runQueue: features.runQueue,
       outbox: features.outbox,
     }),
-    new LogSequencer({ storage, signer: logSigner, config: config.transparencyLog, clock, logger }),
+    new LogSequencer({ storage, signer: logSigner, config: config.verifiableLog, clock, logger }),
   ];
 }

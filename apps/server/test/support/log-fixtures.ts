@@ -3,13 +3,13 @@ import { type VerifiedCheckpoint, verifyCheckpoint } from '@scenario-scoring/cli
 import { cidOfBytes } from '@scenario-scoring/engine';
 import type { Kysely } from 'kysely';
 import { systemClock } from '../../src/clock.js';
-import { silentLogger } from '../../src/logging/logger.js';
-import { logRowInserts } from '../../src/logs/log-store.js';
+import { silentLogger } from '../../src/request-logging/logger.js';
+import { logRowInserts } from '../../src/score-log/score-log-store.js';
 import type { Database } from '../../src/storage/database.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { CheckpointSigner } from '../../src/transparency-log/checkpoint-signer.js';
-import { LogSequencer } from '../../src/transparency-log/log-sequencer.js';
-import type { StoredCheckpoint } from '../../src/transparency-log/transparency-log-store.js';
+import { CheckpointSigner } from '../../src/verifiable-log/checkpoint-signer.js';
+import { LogSequencer } from '../../src/verifiable-log/log-sequencer.js';
+import type { StoredCheckpoint } from '../../src/verifiable-log/verifiable-log-store.js';
 import { testFeatures } from './test-features.js';
 
 export const TEST_LOG_ORIGIN = 'test.example/scenario-scoring';

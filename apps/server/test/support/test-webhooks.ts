@@ -11,7 +11,7 @@ import { afterEach } from 'vitest';
 import { type Clock, systemClock } from '../../src/clock.js';
 import { type EventType, insertEvents, newEvent } from '../../src/events/event-outbox.js';
 import { newId } from '../../src/ids.js';
-import { silentLogger } from '../../src/logging/logger.js';
+import { silentLogger } from '../../src/request-logging/logger.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { insertNewWebhook, rotateSecretRows } from '../../src/webhooks/api/webhook-store.js';
 import { DeliveryWorker } from '../../src/webhooks/delivery/delivery-worker.js';

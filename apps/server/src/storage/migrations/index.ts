@@ -3,7 +3,7 @@ import * as initial from './0001-initial.js';
 import * as eventsWebhooksIdempotency from './0002-events-webhooks-idempotency.js';
 import * as runs from './0003-runs.js';
 import * as attemptBodyReplaced from './0004-attempt-body-replaced.js';
-import * as transparencyLog from './0005-transparency-log.js';
+import * as verifiableLog from './0005-transparency-log.js';
 import * as logLeaves from './0006-log-leaves.js';
 import * as claimDueDeliveries from './0007-claim-due-deliveries.js';
 import * as fairRunClaims from './0008-fair-run-claims.js';
@@ -18,7 +18,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0002-events-webhooks-idempotency': eventsWebhooksIdempotency,
   '0003-runs': runs,
   '0004-attempt-body-replaced': attemptBodyReplaced,
-  '0005-transparency-log': transparencyLog,
+  '0005-transparency-log': verifiableLog,
   '0006-log-leaves': logLeaves,
   '0007-claim-due-deliveries': claimDueDeliveries,
   '0008-fair-run-claims': fairRunClaims,

@@ -11,7 +11,7 @@ import {
   settledDelivery,
   useDeliveryFixtures,
 } from '../../../test/support/test-webhooks.js';
-import { silentLogger } from '../../logging/logger.js';
+import { silentLogger } from '../../request-logging/logger.js';
 import { SecretBox } from '../outbound/secret-box.js';
 import type { DeliveryWrite } from './delivery-recorder.js';
 import { dispatchEvents } from './event-dispatcher.js';

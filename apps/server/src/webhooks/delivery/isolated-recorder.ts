@@ -1,4 +1,4 @@
-import { describeError, type Logger } from '../../logging/logger.js';
+import { describeError, type Logger } from '../../request-logging/logger.js';
 import type { Storage } from '../../storage/storage.js';
 import { type DeliveryWrite, recordDeliveryWrites } from './delivery-recorder.js';
 

@@ -8,7 +8,7 @@ import {
   selectCheckpoint,
   selectLeafIndex,
   selectTile,
-} from './transparency-log-store.js';
+} from './verifiable-log-store.js';
 
 /** How long a client should wait before asking again for a record not sequenced yet. */
 const RETRY_AFTER_SECONDS = 1;

@@ -4,7 +4,7 @@ import type { EnvReader } from '../config/env-reader.js';
 export const DEFAULT_LOG_SEQUENCER_BATCH = 4096;
 
 /** The verifiable log: who it claims to be, how it signs, how often it sequences. */
-export interface TransparencyLogConfig {
+export interface VerifiableLogConfig {
   /** Prefix of every tenant's origin line: `<origin>/<tenant>`. */
   origin: string;
   /** The signed-note key name in every signature line and in the verifier key. */
@@ -26,10 +26,10 @@ export interface TransparencyLogConfig {
  * with DATABASE_URL, so every instance signs with one key), `LOG_CHECKPOINT_INTERVAL` (1s) and
  * `LOG_SEQUENCER_BATCH` (4096).
  */
-export function readTransparencyLogConfig(
+export function readVerifiableLogConfig(
   reader: EnvReader,
   context: { databaseUrl: string | undefined },
-): TransparencyLogConfig {
+): VerifiableLogConfig {
   const origin = reader.text('LOG_ORIGIN', 'localhost/scenario-scoring');
   const keyName = reader.text('LOG_KEY_NAME', origin);
   if (!/^[^\s+]+$/.test(origin)) reader.problems.push('LOG_ORIGIN must have no spaces and no "+"');

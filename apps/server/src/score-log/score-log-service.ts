@@ -1,12 +1,12 @@
 import { AppError } from '../errors/app-error.js';
-import type { LogStore } from './log-store.js';
+import type { ScoreLogStore } from './score-log-store.js';
 
 /**
  * The tenant's log record, as its exact stored bytes (so the client can recompute the CID). Another
  * tenant's record answers 404 like an unknown one, so CIDs reveal nothing.
  */
 export async function readLogRecord(
-  logs: Pick<LogStore, 'get'>,
+  logs: Pick<ScoreLogStore, 'get'>,
   tenantId: string,
   cid: string,
 ): Promise<Buffer> {

@@ -2,13 +2,13 @@ import type { Response } from 'express';
 import type { OperationHandler, OperationRoutes } from '../http/operation-route.js';
 import type { Storage } from '../storage/storage.js';
 import type { CheckpointSigner } from './checkpoint-signer.js';
-import { findCheckpoint, findTile, proveConsistency, proveInclusion } from './transparency-log-service.js';
+import { findCheckpoint, findTile, proveConsistency, proveInclusion } from './verifiable-log-service.js';
 import {
   checkpointView,
   consistencyProofView,
   inclusionProofView,
   tileView,
-} from './transparency-log-views.js';
+} from './verifiable-log-views.js';
 
 const tenant = (res: Pick<Response, 'locals'>) => res.locals.apiKey.tenantId;
 // Express re-parses path parameters as strings after the validator ran, and the query may reach us
@@ -16,7 +16,7 @@ const tenant = (res: Pick<Response, 'locals'>) => res.locals.apiKey.tenantId;
 const optionalNumber = (value: number | undefined) => (value === undefined ? undefined : Number(value));
 
 /** The verifiable log's operations: checkpoints and proofs of the caller's tenant, and the public verifier key. */
-export function transparencyLogRoutes(deps: {
+export function verifiableLogRoutes(deps: {
   storage: Pick<Storage, 'db'>;
   signer: Pick<CheckpointSigner, 'verifierKey' | 'name'>;
 }): OperationRoutes {

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { DestinationStream } from 'pino';
-import { LOG_LEVELS, type LogLevel } from './log-config.js';
+import { LOG_LEVELS, type LogLevel } from './request-logging-config.js';
 import { scrubSecrets } from './secret-scrubber.js';
 
 /** The fields of the one line the request log writes per request: known names, primitive values only. */

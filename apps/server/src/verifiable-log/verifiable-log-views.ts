@@ -1,6 +1,6 @@
 import type { components } from '@scenario-scoring/api-types';
-import type { ConsistencyProof, InclusionProof } from './transparency-log-service.js';
-import type { StoredCheckpoint } from './transparency-log-store.js';
+import type { ConsistencyProof, InclusionProof } from './verifiable-log-service.js';
+import type { StoredCheckpoint } from './verifiable-log-store.js';
 
 type Schemas = components['schemas'];
 

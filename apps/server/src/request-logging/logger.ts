@@ -1,14 +1,14 @@
 import { type DestinationStream, pino } from 'pino';
 import pretty from 'pino-pretty';
-import type { LogConfig } from './log-config.js';
 import { type RequestLine, requestLineWriter } from './request-line.js';
+import type { LogConfig } from './request-logging-config.js';
 import { redactedPaths, scrubSecrets, scrubSecretsDeep } from './secret-scrubber.js';
 
 /** Where the server writes what operators need to see: one JSON object per line (pino underneath). */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
-  /** The request log's line (see logging/request-line.ts); without it, `info`/`error('request', …)`. */
+  /** The request log's line (see request-logging/request-line.ts); without it, `info`/`error('request', …)`. */
   request?(severity: 'info' | 'error', line: RequestLine): void;
 }
 

@@ -1,9 +1,9 @@
 import type { OperationHandler } from '../http/operation-route.js';
-import { readLogRecord } from './log-service.js';
-import type { LogStore } from './log-store.js';
+import { readLogRecord } from './score-log-service.js';
+import type { ScoreLogStore } from './score-log-store.js';
 
-/** `GET /v1/logs/{cid}`: the record's exact stored bytes, or 404 (see log-service.ts). */
-export function logRoute(logs: Pick<LogStore, 'get'>): OperationHandler<'getLogRecord'> {
+/** `GET /v1/logs/{cid}`: the record's exact stored bytes, or 404 (see score-log-service.ts). */
+export function logRoute(logs: Pick<ScoreLogStore, 'get'>): OperationHandler<'getLogRecord'> {
   return async (req, res) => {
     const bytes = await readLogRecord(logs, res.locals.apiKey.tenantId, req.params.cid);
     // Sent as is, never re-serialised: a single changed byte would change the CID.

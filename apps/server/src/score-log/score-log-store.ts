@@ -31,7 +31,7 @@ export interface StoredLogRecord {
 }
 
 /** The score log: appends grouped into one durable transaction per batch, reads by (tenant, CID). */
-export interface LogStore {
+export interface ScoreLogStore {
   /** Resolves once the record (and its events) is durably committed (flushed to disk); concurrent appends share one transaction and one flush. Idempotent on (tenantId, cid). */
   append(record: StoredLogRecord): Promise<void>;
   /** The record's bytes (a Buffer, so `res.send` sends them unchanged), or undefined when this tenant has no record with this CID. */
@@ -125,11 +125,11 @@ export interface LogStoreOptions {
   outbox?: OutboxSignal;
 }
 
-/** A LogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
-export function createLogStore(
+/** A ScoreLogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
+export function createScoreLogStore(
   storage: Pick<Storage, 'db' | 'transact'>,
   options: LogStoreOptions = {},
-): LogStore {
+): ScoreLogStore {
   const { db } = storage;
   // Isolated: a record that cannot be stored fails its own request only, never the others of its batch.
   const committer = new GroupCommitter<StoredLogRecord>(

@@ -13,7 +13,7 @@ import {
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
 import { chunks } from '../storage/chunks.js';
-import { findCheckpoint, proveConsistency, proveInclusion } from './transparency-log-service.js';
+import { findCheckpoint, proveConsistency, proveInclusion } from './verifiable-log-service.js';
 import {
   appendListedLeaves,
   LogMovedError,
@@ -22,8 +22,8 @@ import {
   selectCheckpoint,
   selectQueuedLeaves,
   selectTreeSize,
-} from './transparency-log-store.js';
-import { inclusionProofView } from './transparency-log-views.js';
+} from './verifiable-log-store.js';
+import { inclusionProofView } from './verifiable-log-views.js';
 
 /** Batches that cross tile edges (256) and powers of two, one checkpoint after each: 2000 records in all. */
 const BATCHES = [1, 1, 2, 250, 2, 256, 300, 211, 1, 700, 276];

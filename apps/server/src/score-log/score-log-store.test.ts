@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { openStorage } from '../storage/storage.js';
-import { createLogStore, type StoredLogRecord } from './log-store.js';
+import { createScoreLogStore, type StoredLogRecord } from './score-log-store.js';
 
 let sequence = 0;
 function record(tenantId: string, text = `{"n":${sequence}}`): StoredLogRecord {
@@ -92,7 +92,7 @@ forEachDatabase('the score log', ({ storage, database }) => {
 
 forEachDatabase('the score log with a small batch cap', ({ storage }) => {
   it('splits a burst into batches of at most maxBatch records', async () => {
-    const logs = createLogStore(storage(), { maxBatch: 100 });
+    const logs = createScoreLogStore(storage(), { maxBatch: 100 });
     await Promise.all(Array.from({ length: 250 }, () => logs.append(record('tenant_cap'))));
     await logs.close();
     expect(logs.stats).toMatchObject({

@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
-import { describeError, type Logger } from '../logging/logger.js';
+import { describeError, type Logger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import { type CheckpointSigner, checkpointBody } from './checkpoint-signer.js';
-import type { TransparencyLogConfig } from './log-config.js';
 import { type NewTile, tilesForAppend } from './tile-appender.js';
 import { TileTree } from './tile-tree.js';
+import type { VerifiableLogConfig } from './verifiable-log-config.js';
 import {
   appendListedLeaves,
   appendQueuedLeaves,
@@ -21,7 +21,7 @@ import {
   selectTenantsWithPendingRecords,
   selectTile,
   selectTreeSize,
-} from './transparency-log-store.js';
+} from './verifiable-log-store.js';
 
 /** What one tenant's sequencing transaction did. */
 /** A tree grown by a batch of leaves, to be written: its new tiles and its signed checkpoint. */
@@ -43,7 +43,7 @@ export interface SequencedBatch {
 export interface LogSequencerOptions {
   storage: Pick<Storage, 'db' | 'kind'>;
   signer: CheckpointSigner;
-  config: Pick<TransparencyLogConfig, 'origin' | 'checkpointIntervalMs' | 'maxBatch'>;
+  config: Pick<VerifiableLogConfig, 'origin' | 'checkpointIntervalMs' | 'maxBatch'>;
   clock: Clock;
   logger: Logger;
 }
