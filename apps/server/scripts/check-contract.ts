@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const dist = join(fileURLToPath(new URL('..', import.meta.url)), 'dist');
-const { loadContract } = (await import(join(dist, 'contract.js'))) as typeof import('../src/contract.ts');
+const { loadContract } = (await import(
+  join(dist, 'common/contract.js')
+)) as typeof import('../src/common/contract.ts');
 const { contractValidation, warmUpContractValidation } = (await import(
   join(dist, 'http', 'contract-validation.js')
 )) as typeof import('../src/http/contract-validation.ts');

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { exitUnlessNodeIsSupported } from './config/node-version.js';
-import { ConfigError, loadConfig } from './config/server-config.js';
 import { API_KEY_CACHE_TTL_MS, type ApiKeyStore } from './keys/api-key-store.js';
 import { formatKeyTable, KeyReferenceError, resolveKeyId } from './keys/key-admin.js';
+import { ConfigError, loadConfig } from './server-config.js';
 
 /** Tenant names: lower case, digits, `_` and `-`, starting with a letter or digit, at most 63 characters. */
 export const TENANT_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;

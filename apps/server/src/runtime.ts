@@ -2,9 +2,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from './app.js';
-import { systemClock } from './clock.js';
-import type { Config } from './config/server-config.js';
-import { loadContract } from './contract.js';
+import { systemClock } from './common/clock.js';
+import { loadContract } from './common/contract.js';
+import { createWorkers, type WorkerDependencies } from './create-workers.js';
 import { wireFeatures } from './features.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { createApiServer } from './http/api-server.js';
@@ -13,11 +13,11 @@ import { closeGracefully } from './http/graceful-close.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import type { Logger } from './request-logging/logger.js';
+import type { Config } from './server-config.js';
 import { openStorage } from './storage/storage.js';
 import { CheckpointSigner, loadLogSigningKey } from './verifiable-log/checkpoint-signer.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
-import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
 
 /** Bounds a request's headers and body, so a client that sends them slowly cannot hold a connection. */
 const REQUEST_TIMEOUT_MS = 30_000;

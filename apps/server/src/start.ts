@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from './config/server-config.js';
 import { createLogger, describeError, jsonLogger, type Logger } from './request-logging/logger.js';
 import { type Runtime, startRuntime } from './runtime.js';
+import { ConfigError, loadConfig } from './server-config.js';
 
 /**
  * Starts the server from the environment (imported by main.ts once it has checked the Node version). On

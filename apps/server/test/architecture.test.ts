@@ -21,13 +21,72 @@ function sourceFiles(dir: string): string[] {
 const imports = sourceFiles(SRC)
   .filter((file) => !file.endsWith('.test.ts'))
   .flatMap((file) =>
-    [...readFileSync(file, 'utf8').matchAll(/from '(\.{1,2}\/[^']+)'/g)].map(
+    [...readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map(
       ([, specifier]): [string, string] => [
         relative(SRC, file),
         relative(SRC, resolve(dirname(file), specifier as string)),
       ],
     ),
   );
+
+/**
+ * The server's layers, top to bottom. A module may import modules of its own folder and of any folder in a
+ * LOWER layer, never of its own layer's other folders or of a higher one, so no two folders import each
+ * other, directly or around a loop. A folder is the first part of the path under src/ (`webhooks/api`,
+ * `webhooks/delivery` and `webhooks/outbound` are folders of their own, the files directly in webhooks/
+ * another); the files directly in src/ are the composition root, except `server-files.ts`, which must sit
+ * there for its URL (see its comment) and imports nothing.
+ */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['(root)'], // main, start, cli, runtime, app, features, create-workers, server-config, index
+  ['scoring', 'runs', 'webhooks/api', 'webhooks/delivery', 'verifiable-log', 'health', 'docs'],
+  ['policies', 'score-log'],
+  ['webhooks'], // webhook-registry, event-filter, webhook-config: what both webhook sides share
+  ['webhooks/outbound'],
+  ['http', 'idempotency', 'events'],
+  ['keys', 'metrics'],
+  ['request-logging', 'workers'],
+  ['errors', 'config'],
+  ['storage'],
+  ['common'],
+  ['server-files.ts'],
+];
+
+/** The folder (as LAYERS names it) of a path relative to src/. */
+export function folderOf(path: string): string {
+  const parts = path.replace(/\.js$/, '.ts').split('/');
+  if (parts.length === 1) return parts[0] === 'server-files.ts' ? 'server-files.ts' : '(root)';
+  if (parts[0] === 'webhooks') return parts.length === 2 ? 'webhooks' : `webhooks/${parts[1]}`;
+  return parts[0] as string;
+}
+
+/** The imports that break the layer order: [importer, imported] for each. */
+export function layerViolations(edges: readonly (readonly [string, string])[]): string[] {
+  const layerOf = new Map(LAYERS.flatMap((folders, layer) => folders.map((f) => [f, layer] as const)));
+  return edges.flatMap(([from, to]) => {
+    const a = folderOf(from);
+    const b = folderOf(to);
+    if (a === b) return [];
+    const la = layerOf.get(a);
+    const lb = layerOf.get(b);
+    if (la === undefined || lb === undefined)
+      return [`${from} -> ${to}: folder ${la === undefined ? a : b} is in no layer`];
+    return la < lb ? [] : [`${from} -> ${to}: ${a} (layer ${la}) may not import ${b} (layer ${lb})`];
+  });
+}
+
+it('every folder sits in a layer, and imports only folders of lower layers: no folder loops', () => {
+  expect(layerViolations(imports)).toEqual([]);
+});
+
+it('the layer check fails on a back edge between two folders', () => {
+  expect(layerViolations([['http/auth.ts', 'scoring/score-service.ts']])).toHaveLength(1);
+  expect(
+    layerViolations([['webhooks/api/webhook-store.ts', 'webhooks/delivery/delivery-claims.ts']]),
+  ).toHaveLength(1);
+  expect(layerViolations([['errors/app-error.ts', 'http/client-error.ts']])).toHaveLength(1);
+  expect(layerViolations([['scoring/score-service.ts', 'score-log/score-log-store.ts']])).toEqual([]);
+});
 
 it('storage/ imports nothing of a feature: features build their stores on it', () => {
   const outward = imports.filter(([from, to]) => from.startsWith('storage/') && !to.startsWith('storage/'));

@@ -13,7 +13,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContractOperation } from '../../../test/contract/src/harness/contract-validator.js';
-import type { OpenApiDocument } from '../src/contract.js';
+import type { OpenApiDocument } from '../src/common/contract.js';
 import { contractOperations } from '../src/http/contract-routes.js';
 import { type FuzzAnswer, type FuzzRequest, FuzzTarget } from './support/fuzz-target.js';
 import { hostileString, wrongTyped } from './support/hostile-values.js';

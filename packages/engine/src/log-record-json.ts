@@ -1,5 +1,5 @@
 import { MODEL_VERSION } from './factor-table.js';
-import type { LogRecord } from './log-record.js';
+import type { LogRecord } from './log-record-schema.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
 /** `String.prototype.isWellFormed` (ES2024, Node 20+), which the compiler's ES2022 library does not declare. */

@@ -1,21 +1,11 @@
 import canonicalize from 'canonicalize';
 import { MODEL_VERSION } from './factor-table.js';
 import { logRecordJson, scoringRecordUtf8 } from './log-record-json.js';
+import { LOG_SCHEMA, type LogRecord } from './log-record-schema.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
-/** The schema tag of a scoring's log record. */
-export const LOG_SCHEMA = 'score-log/1';
 export { cidOfBytes, RAW_CODEC, SHA2_256_CODE } from './content-id.js';
-
-/** The log record of one scoring; its canonical bytes are what the CID names. */
-export interface LogRecord {
-  schema: typeof LOG_SCHEMA;
-  model_version: typeof MODEL_VERSION;
-  policy_version: string;
-  subject: string;
-  context: ScoreContext;
-  result: ScoreResult;
-}
+export { LOG_SCHEMA, type LogRecord } from './log-record-schema.js';
 
 /**
  * Builds the log record of a scoring. The request id and time are deliberately absent so the CID is a pure

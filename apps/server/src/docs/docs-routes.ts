@@ -1,5 +1,5 @@
 import { type RequestHandler, Router } from 'express';
-import type { Contract } from '../contract.js';
+import type { Contract } from '../common/contract.js';
 import { AppError } from '../errors/app-error.js';
 import { docsContentSecurityPolicy } from '../http/security-headers.js';
 import { servedFile } from './served-docs.js';

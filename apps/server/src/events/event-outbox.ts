@@ -1,6 +1,6 @@
 import type { EventPayloads } from '@scenario-scoring/api-types';
 import type { CompiledQuery, Kysely, Transaction } from 'kysely';
-import { newId } from '../ids.js';
+import { newId } from '../common/ids.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 

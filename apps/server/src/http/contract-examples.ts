@@ -1,4 +1,4 @@
-import type { OpenApiDocument } from '../contract.js';
+import type { OpenApiDocument } from '../common/contract.js';
 import type { ContractOperation } from './contract-routes.js';
 
 type Json = Record<string, unknown>;

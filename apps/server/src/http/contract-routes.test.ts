@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadContract } from '../contract.js';
+import { loadContract } from '../common/contract.js';
 import { allowedMethodsLookup, contractOperations } from './contract-routes.js';
 
 const operations = contractOperations(loadContract().document);

@@ -1,4 +1,4 @@
-import type { OpenApiDocument } from '../contract.js';
+import type { OpenApiDocument } from '../common/contract.js';
 
 /** The HTTP methods an OpenAPI path item can hold. */
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;

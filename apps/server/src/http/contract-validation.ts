@@ -2,7 +2,7 @@ import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { Contract } from '../contract.js';
+import type { Contract } from '../common/contract.js';
 import { requestExample } from './contract-examples.js';
 import { contractOperations } from './contract-routes.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { type Contract, loadContract } from '../contract.js';
+import { type Contract, loadContract } from '../common/contract.js';
 import { contractOperations } from './contract-routes.js';
 import { DeprecationContractError, deprecatedOperations } from './deprecation-headers.js';
 

@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import { newId } from '../ids.js';
+import { newId } from '../common/ids.js';
 
 /** A client's request id is echoed only when it is this safe to put in logs and headers. */
 export const CLIENT_REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;

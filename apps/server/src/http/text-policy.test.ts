@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { loadContract } from '../contract.js';
+import { loadContract } from '../common/contract.js';
 import { contractOperations } from './contract-routes.js';
 import {
   collectTextViolations,

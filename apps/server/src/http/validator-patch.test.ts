@@ -7,7 +7,7 @@ import express from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadContract } from '../contract.js';
+import { loadContract } from '../common/contract.js';
 
 /**
  * patches/express-openapi-validator+<version>.patch (applied by patch-package on `npm install`) removes

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { newId } from '../ids.js';
+import { newId } from '../common/ids.js';
 import type { Database } from '../storage/database.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './api-key.js';
 import { BoundedCache } from './bounded-cache.js';

@@ -1,7 +1,7 @@
 import type { ScoreRequest } from '@scenario-scoring/api-types';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
-import { newId } from '../ids.js';
+import { newId } from '../common/ids.js';
 import { scoreBatch } from './run-batch.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
 import { type BatchCommit, insertRun } from './run-store.js';

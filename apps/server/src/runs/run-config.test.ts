@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EnvReader } from '../config/env-reader.js';
-import { loadConfig } from '../config/server-config.js';
+import { loadConfig } from '../server-config.js';
 import { readRunConfig } from './run-config.js';
 
 describe('the run configuration', () => {

@@ -3,7 +3,7 @@ import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testRunWorker } from '../../test/support/test-run-worker.js';
-import { newId } from '../ids.js';
+import { newId } from '../common/ids.js';
 import { scoreBatch } from './run-batch.js';
 import type { RunOutcome } from './run-processor.js';
 import { insertRun } from './run-store.js';

@@ -1,5 +1,5 @@
 import type { Problem, RunCounts } from '@scenario-scoring/api-types';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import { problem } from '../errors/problem.js';
 import { newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import type { Logger } from '../request-logging/logger.js';

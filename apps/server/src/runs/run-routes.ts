@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { OperationHandler } from '../http/operation-route.js';
 import { sendOutcome } from '../idempotency/idempotent-create.js';
 import { createRun, getRun, listRunResults, type RunServiceDeps } from './run-service.js';

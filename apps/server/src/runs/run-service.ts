@@ -1,9 +1,9 @@
 import type { Run, RunResultList, ScoreRequest } from '@scenario-scoring/api-types';
+import { newId } from '../common/ids.js';
 import { AppError } from '../errors/app-error.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
 import { toPage } from '../http/list-cursor.js';
 import { type IdempotentOutcome, idempotentCreate } from '../idempotency/idempotent-create.js';
-import { newId } from '../ids.js';
 import type { Storage } from '../storage/storage.js';
 import { findRun, insertRun, listRunItems, type RunRecord } from './run-store.js';
 import { decodeResultsCursor, encodeResultsCursor, runItemView, runView } from './run-view.js';

@@ -3,9 +3,9 @@ import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { failingCommits, heldCommit, testRunWorker } from '../../test/support/test-run-worker.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
+import { newId } from '../common/ids.js';
 import { OutboxSignal } from '../events/event-outbox.js';
-import { newId } from '../ids.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
 

@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
+import { newId } from '../common/ids.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
-import { newId } from '../ids.js';
 import type { Logger } from '../request-logging/logger.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { RunConfig } from './run-config.js';

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../clock.js';
+import { type Clock, systemClock } from '../common/clock.js';
 import type { OperationHandler } from '../http/operation-route.js';
 import { ownRequestId } from '../http/request-id.js';
 import type { Metrics } from '../metrics/metrics.js';

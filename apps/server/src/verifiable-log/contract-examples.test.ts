@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { describe, expect, it } from 'vitest';
-import { loadContract } from '../contract.js';
+import { loadContract } from '../common/contract.js';
 import { CheckpointSigner, checkpointBody } from './checkpoint-signer.js';
 import { leafHash } from './merkle-hash.js';
 import { tilesForAppend } from './tile-appender.js';

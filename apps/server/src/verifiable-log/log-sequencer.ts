@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import { describeError, type Logger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { EnvReader } from '../config/env-reader.js';
+import type { OutboundPolicyConfig } from './outbound/outbound-address-policy.js';
 
 /** The Standard Webhooks retry schedule: the delays after the 1st, 2nd, … failed attempt. */
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
@@ -12,11 +13,7 @@ export const DEFAULT_MAX_WEBHOOKS_PER_TENANT = 50;
 export const DEFAULT_MAX_DELIVERIES_PER_EVENT = 50;
 
 /** How webhooks are delivered, and what they may be delivered to. */
-export interface WebhookConfig {
-  /** CIDRs that are allowed although not public (e.g. `127.0.0.1/32`); their targets may also use http. */
-  allowedCidrs: string[];
-  /** Whether any target may use http (development mode). */
-  allowHttp: boolean;
+export interface WebhookConfig extends OutboundPolicyConfig {
   /** The delay after each failed attempt; its length is the number of retries. */
   retryScheduleMs: number[];
   /** ± this fraction of random jitter on every retry delay (0.2 = ±20 %). */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type VerifiedCheckpoint, verifyCheckpoint } from '@scenario-scoring/client';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import type { Kysely } from 'kysely';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/common/clock.js';
 import { silentLogger } from '../../src/request-logging/logger.js';
 import { logRowInserts } from '../../src/score-log/score-log-store.js';
 import type { Database } from '../../src/storage/database.js';

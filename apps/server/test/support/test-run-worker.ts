@@ -1,6 +1,6 @@
 import type { Run } from '@scenario-scoring/api-types';
 import { waitUntil } from '@scenario-scoring/testkit';
-import { type Clock, systemClock } from '../../src/clock.js';
+import { type Clock, systemClock } from '../../src/common/clock.js';
 import { silentLogger } from '../../src/request-logging/logger.js';
 import type { RunConfig } from '../../src/runs/run-config.js';
 import { createRunStore, type RunStore } from '../../src/runs/run-store.js';

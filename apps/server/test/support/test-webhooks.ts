@@ -8,9 +8,9 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterEach } from 'vitest';
-import { type Clock, systemClock } from '../../src/clock.js';
+import { type Clock, systemClock } from '../../src/common/clock.js';
+import { newId } from '../../src/common/ids.js';
 import { type EventType, insertEvents, newEvent } from '../../src/events/event-outbox.js';
-import { newId } from '../../src/ids.js';
 import { silentLogger } from '../../src/request-logging/logger.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { insertNewWebhook, rotateSecretRows } from '../../src/webhooks/api/webhook-store.js';

@@ -1,5 +1,5 @@
 import { randomApiKey, snapshotFile, startPrism } from '@scenario-scoring/testkit';
-import type { Target } from './targets.js';
+import type { Target } from './target-types.js';
 import { BUNDLE_YAML, REPO_ROOT } from './workspace-paths.js';
 
 /** Starts `prism mock` on a free port, serving a private copy of the contract bundle. */

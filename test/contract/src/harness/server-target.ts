@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runNodeProcess, startNodeProcess } from '@scenario-scoring/testkit';
-import type { Target, TargetOptions } from './targets.js';
+import type { Target, TargetOptions } from './target-types.js';
 import { REPO_ROOT, SERVER_CLI, SERVER_MAIN } from './workspace-paths.js';
 
 const STARTUP_TIMEOUT_MS = 30_000;

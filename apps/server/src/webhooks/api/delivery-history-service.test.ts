@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../../test/support/test-server.js';
-import { newId } from '../../ids.js';
+import { newId } from '../../common/ids.js';
 
 forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storage }) => {
   let server: TestServer;

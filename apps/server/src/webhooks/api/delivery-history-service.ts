@@ -1,8 +1,8 @@
 import type { Attempt, Delivery } from '@scenario-scoring/api-types';
+import { newId } from '../../common/ids.js';
 import { AppError } from '../../errors/app-error.js';
 import { newEvent } from '../../events/event-outbox.js';
 import { idCursor, type Page, type PageRequest, toPage } from '../../http/list-cursor.js';
-import { newId } from '../../ids.js';
 import {
   findDelivery,
   insertDirectDelivery,

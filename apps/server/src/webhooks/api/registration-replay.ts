@@ -1,8 +1,8 @@
 import { AppError } from '../../errors/app-error.js';
 import type { IdempotentOutcome } from '../../idempotency/idempotent-create.js';
 import type { Storage } from '../../storage/storage.js';
-import { loadSigningSecrets } from '../delivery/delivery-claims.js';
 import type { SecretBox } from '../outbound/secret-box.js';
+import { loadSigningSecrets } from '../webhook-registry.js';
 import { findWebhook } from './webhook-store.js';
 
 /**

@@ -7,14 +7,15 @@ import type {
   Webhook,
 } from '@scenario-scoring/api-types';
 import type { Transaction } from 'kysely';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../common/clock.js';
+import { newId } from '../../common/ids.js';
 import { AppError } from '../../errors/app-error.js';
 import type { OutboxSignal } from '../../events/event-outbox.js';
 import { idCursor, type Page, type PageRequest, toPage } from '../../http/list-cursor.js';
 import { type IdempotentOutcome, idempotentCreate } from '../../idempotency/idempotent-create.js';
-import { newId } from '../../ids.js';
 import type { Database } from '../../storage/database.js';
 import type { Storage } from '../../storage/storage.js';
+import { checkEventFilter } from '../event-filter.js';
 import {
   checkWebhookUrl,
   type OutboundPolicyConfig,
@@ -23,10 +24,9 @@ import {
 import type { SecretBox } from '../outbound/secret-box.js';
 import { generateWebhookSecret } from '../outbound/webhook-signature.js';
 import { DEFAULT_MAX_WEBHOOKS_PER_TENANT, type WebhookConfig } from '../webhook-config.js';
-import { checkEventFilter } from './event-filter.js';
+import { cancelPendingDeliveries } from '../webhook-registry.js';
 import { checkRegistrationReplay } from './registration-replay.js';
 import {
-  cancelPendingDeliveries,
   countWebhooksForInsert,
   findWebhook,
   insertNewWebhook,

@@ -1,6 +1,6 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { newId } from '../../common/ids.js';
 import { keysetPage, type PageRequest } from '../../http/list-cursor.js';
-import { newId } from '../../ids.js';
 import type { Database, WebhooksTable } from '../../storage/database.js';
 import type { Storage } from '../../storage/storage.js';
 
@@ -115,25 +115,6 @@ export function updateWebhookRow(
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
-}
-
-/**
- * Cancels the deliveries not yet made to webhooks deleted or disabled (by the API or by their failures);
- * returns how many. Any claim is released too, so the outcome of an attempt in flight, whose write is
- * fenced on the claim, cannot overwrite the cancellation.
- */
-export async function cancelPendingDeliveries(
-  db: Db,
-  webhookIds: readonly string[],
-  now: string,
-): Promise<number> {
-  const result = await db
-    .updateTable('deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, locked_until: null, locked_by: null, updated_at: now })
-    .where('webhook_id', 'in', webhookIds)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
 }
 
 /**

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { leaseWrite, type Storage } from '../../storage/storage.js';
 import { fairShare } from '../../workers/fair-share.js';
 import type { SecretBox } from '../outbound/secret-box.js';
+import { loadSigningSecrets, openEach } from '../webhook-registry.js';
 
 /** A delivery this worker holds a lease on, with what its attempt needs. */
 export interface ClaimedDelivery {
@@ -144,30 +145,6 @@ function claimedDelivery(
   };
 }
 
-/**
- * Opens sealed secrets, each once per call (`opened` remembers them); one sealed under another key
- * (SECRETS_KEY changed) is left out: it cannot sign, the others still do.
- */
-function openEach(
-  secretBox: SecretBox,
-  sealed: readonly string[],
-  opened: Map<string, string | undefined>,
-): string[] {
-  const secrets: string[] = [];
-  for (const ciphertext of sealed) {
-    if (!opened.has(ciphertext)) {
-      try {
-        opened.set(ciphertext, secretBox.open(ciphertext));
-      } catch {
-        opened.set(ciphertext, undefined);
-      }
-    }
-    const secret = opened.get(ciphertext);
-    if (secret !== undefined) secrets.push(secret);
-  }
-  return secrets;
-}
-
 /** Only a failed manual attempt needs it (to return a redelivered delivery to `succeeded`). */
 function succeededBefore(delivery: RawBuilder<unknown>) {
   return sql<boolean>`(${delivery}.next_trigger = 'manual' and exists (
@@ -259,39 +236,6 @@ export async function withSigningSecrets(
     ...delivery,
     secrets: delivery.webhookActive ? (secrets.get(delivery.webhookId) ?? []) : [],
   }));
-}
-
-/**
- * The secrets each webhook signs with at `nowIso`, opened: the current one (no expiry) first, then the
- * rotated ones still in their grace period, newest first (rotation retires all but the newest
- * MAX_SIGNING_OLD_SECRETS of those).
- */
-export async function loadSigningSecrets(
-  storage: Pick<Storage, 'db'>,
-  secretBox: SecretBox,
-  webhookIds: string[],
-  nowIso: string,
-): Promise<Map<string, string[]>> {
-  const bySecret = new Map<string, string[]>();
-  if (webhookIds.length === 0) return bySecret;
-  const rows = await storage.db
-    .selectFrom('webhook_secrets')
-    .select(['webhook_id', 'ciphertext', 'expires_at'])
-    .where('webhook_id', 'in', webhookIds)
-    .where((valid) => valid.or([valid('expires_at', 'is', null), valid('expires_at', '>', nowIso)]))
-    .orderBy('created_at', 'desc')
-    .execute();
-  const currentFirst = [
-    ...rows.filter((r) => r.expires_at === null),
-    ...rows.filter((r) => r.expires_at !== null),
-  ];
-  const opened = new Map<string, string | undefined>();
-  for (const row of currentFirst) {
-    const list = bySecret.get(row.webhook_id) ?? [];
-    list.push(...openEach(secretBox, [row.ciphertext], opened));
-    bySecret.set(row.webhook_id, list);
-  }
-  return bySecret;
 }
 
 /**

@@ -1,10 +1,10 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely';
-import { newId } from '../../ids.js';
+import { newId } from '../../common/ids.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Database } from '../../storage/database.js';
 import { insertRows, type RowInsert } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
-import { cancelPendingDeliveries } from '../api/webhook-store.js';
+import { cancelPendingDeliveries } from '../webhook-registry.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
 import type { SentAttempt } from './delivery-sender.js';
 import type { AttemptVerdict } from './retry-schedule.js';

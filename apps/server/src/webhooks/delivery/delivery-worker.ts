@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Agent } from 'undici';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../common/clock.js';
 import type { OutboxSignal } from '../../events/event-outbox.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import { describeError, type Logger } from '../../request-logging/logger.js';

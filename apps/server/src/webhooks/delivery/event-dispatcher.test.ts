@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { commitTestEvents, createTestWebhook } from '../../../test/support/test-webhooks.js';
 import { openStorage } from '../../storage/storage.js';
-import { webhookWants } from '../api/event-filter.js';
+import { webhookWants } from '../event-filter.js';
 import { SecretBox } from '../outbound/secret-box.js';
 import { dispatchEvents } from './event-dispatcher.js';
 

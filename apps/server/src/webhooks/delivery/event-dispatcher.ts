@@ -1,9 +1,9 @@
-import { newId } from '../../ids.js';
+import { newId } from '../../common/ids.js';
 import { chunks } from '../../storage/chunks.js';
 import { type RowInsert, rowInsertQuery } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
 import { fairShare } from '../../workers/fair-share.js';
-import { webhookWants } from '../api/event-filter.js';
+import { webhookWants } from '../event-filter.js';
 import { DEFAULT_MAX_DELIVERIES_PER_EVENT } from '../webhook-config.js';
 import type { ClaimedDelivery } from './delivery-claims.js';
 

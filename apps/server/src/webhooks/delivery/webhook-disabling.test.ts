@@ -13,7 +13,7 @@ import {
   testWebhookConfig,
   useDeliveryFixtures,
 } from '../../../test/support/test-webhooks.js';
-import { systemClock } from '../../clock.js';
+import { systemClock } from '../../common/clock.js';
 import { queueManualAttempt } from '../api/delivery-history-store.js';
 import { updateWebhook } from '../api/webhook-service.js';
 import { SecretBox } from '../outbound/secret-box.js';

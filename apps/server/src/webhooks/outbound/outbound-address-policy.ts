@@ -2,7 +2,6 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { buildConnector } from 'undici';
-import type { WebhookConfig } from '../webhook-config.js';
 import { embeddedIpv4, GLOBAL_UNICAST, IPV4_RANGES, IPV6_RANGES } from './refused-address-ranges.js';
 
 /**
@@ -84,7 +83,13 @@ export function checkAddress(address: string, allowedCidrs: readonly string[]): 
 }
 
 /** What the outbound policy reads from the configuration. */
-export type OutboundPolicyConfig = Pick<WebhookConfig, 'allowedCidrs' | 'allowHttp'>;
+/** What the address policy needs of the webhook settings (webhook-config.ts). */
+export interface OutboundPolicyConfig {
+  /** CIDRs that are allowed although not public (e.g. `127.0.0.1/32`); their targets may also use http. */
+  allowedCidrs: string[];
+  /** Whether any target may use http (development mode). */
+  allowHttp: boolean;
+}
 
 /** Resolves a host name to every address it has (`dns.promises.lookup(host, {all: true})` by default). */
 export type ResolveHost = (hostname: string) => Promise<readonly LookupAddress[]>;

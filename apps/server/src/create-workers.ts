@@ -1,16 +1,16 @@
-import type { Clock } from '../clock.js';
-import type { Config } from '../config/server-config.js';
-import type { Features } from '../features.js';
-import type { Metrics } from '../metrics/metrics.js';
-import type { Logger } from '../request-logging/logger.js';
-import { createRunStore } from '../runs/run-store.js';
-import { RunWorker } from '../runs/run-worker.js';
-import type { CheckpointSigner } from '../verifiable-log/checkpoint-signer.js';
-import { LogSequencer } from '../verifiable-log/log-sequencer.js';
-import { DeliveryWorker } from '../webhooks/delivery/delivery-worker.js';
-import { checkedConnector } from '../webhooks/outbound/outbound-address-policy.js';
-import type { SecretBox } from '../webhooks/outbound/secret-box.js';
-import type { BackgroundWorker } from './background-worker.js';
+import type { Clock } from './common/clock.js';
+import type { Features } from './features.js';
+import type { Metrics } from './metrics/metrics.js';
+import type { Logger } from './request-logging/logger.js';
+import { createRunStore } from './runs/run-store.js';
+import { RunWorker } from './runs/run-worker.js';
+import type { Config } from './server-config.js';
+import type { CheckpointSigner } from './verifiable-log/checkpoint-signer.js';
+import { LogSequencer } from './verifiable-log/log-sequencer.js';
+import { DeliveryWorker } from './webhooks/delivery/delivery-worker.js';
+import { checkedConnector } from './webhooks/outbound/outbound-address-policy.js';
+import type { SecretBox } from './webhooks/outbound/secret-box.js';
+import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** What background workers are built from. */
 export interface WorkerDependencies {

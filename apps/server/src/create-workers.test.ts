@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
-import { forEachDatabase } from '../../test/support/test-databases.js';
-import { testFeatures } from '../../test/support/test-features.js';
-import { testConfig } from '../../test/support/test-server.js';
+import { forEachDatabase } from '../test/support/test-databases.js';
+import { testFeatures } from '../test/support/test-features.js';
+import { testConfig } from '../test/support/test-server.js';
 import {
   attemptsOf,
   commitTestEvents,
@@ -10,14 +10,14 @@ import {
   settledDelivery,
   startTestReceiver,
   type TestReceiver,
-} from '../../test/support/test-webhooks.js';
-import { systemClock } from '../clock.js';
-import { createMetrics } from '../metrics/metrics.js';
-import { silentLogger } from '../request-logging/logger.js';
-import { CheckpointSigner } from '../verifiable-log/checkpoint-signer.js';
-import { SecretBox } from '../webhooks/outbound/secret-box.js';
-import type { BackgroundWorker } from './background-worker.js';
+} from '../test/support/test-webhooks.js';
+import { systemClock } from './common/clock.js';
 import { createWorkers } from './create-workers.js';
+import { createMetrics } from './metrics/metrics.js';
+import { silentLogger } from './request-logging/logger.js';
+import { CheckpointSigner } from './verifiable-log/checkpoint-signer.js';
+import { SecretBox } from './webhooks/outbound/secret-box.js';
+import type { BackgroundWorker } from './workers/background-worker.js';
 
 const secretBox = new SecretBox(randomBytes(32));
 

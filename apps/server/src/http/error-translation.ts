@@ -1,7 +1,7 @@
 import type { ValidationError } from '@scenario-scoring/api-types';
 import { error as validatorErrors } from 'express-openapi-validator';
-import { fromDecompression } from '../http/content-encoding.js';
-import { AppError } from './app-error.js';
+import { AppError } from '../errors/app-error.js';
+import { fromDecompression } from './content-encoding.js';
 
 /** What translating a foreign error needs to know about the request and the server. */
 export interface TranslationContext {

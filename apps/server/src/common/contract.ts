@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVER_FILES } from './server-files.js';
+import { SERVER_FILES } from '../server-files.js';
 
 /** The bundled contract as served and enforced: the parsed document, its files' text and the docs page. */
 export interface Contract {

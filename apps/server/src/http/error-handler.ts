@@ -1,11 +1,11 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../http/client-abort.js';
-import { requestTimedOut } from '../http/client-error.js';
-import { requestMethod } from '../http/head-requests.js';
+import { AppError } from '../errors/app-error.js';
+import { problem } from '../errors/problem.js';
 import { describeError, type Logger } from '../request-logging/logger.js';
-import { AppError } from './app-error.js';
+import { CLIENT_CLOSED_REQUEST, isClientAbort } from './client-abort.js';
+import { requestTimedOut } from './client-error.js';
 import { translateError } from './error-translation.js';
-import { problem } from './problem.js';
+import { requestMethod } from './head-requests.js';
 
 const MAX_INSTANCE_CHARS = 2048;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_SCHEDULE_MS } from '../webhooks/webhook-config.js';
 import { ConfigError, loadConfig } from './server-config.js';
+import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/webhook-config.js';
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
 

@@ -1,12 +1,9 @@
-import { type MetricsConfig, readMetricsConfig } from '../metrics/metrics-config.js';
-import { type LogConfig, readLogConfig } from '../request-logging/request-logging-config.js';
-import { type RunConfig, readRunConfig } from '../runs/run-config.js';
-import {
-  readVerifiableLogConfig,
-  type VerifiableLogConfig,
-} from '../verifiable-log/verifiable-log-config.js';
-import { readWebhookConfig, type WebhookConfig } from '../webhooks/webhook-config.js';
-import { EnvReader } from './env-reader.js';
+import { EnvReader } from './config/env-reader.js';
+import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
+import { type LogConfig, readLogConfig } from './request-logging/request-logging-config.js';
+import { type RunConfig, readRunConfig } from './runs/run-config.js';
+import { readVerifiableLogConfig, type VerifiableLogConfig } from './verifiable-log/verifiable-log-config.js';
+import { readWebhookConfig, type WebhookConfig } from './webhooks/webhook-config.js';
 
 /** The server's settings, read from the environment only. */
 export interface Config {
