@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NoteSigner } from '@scenario-scoring/tlog';
 import { createApp } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config/server-config.js';
@@ -14,7 +15,7 @@ import type { Logger } from './logging/logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import { openStorage } from './storage/storage.js';
-import { CheckpointSigner, loadLogSigningKey } from './transparency-log/checkpoint-signer.js';
+import { loadLogSigningKey } from './transparency-log/log-signing-key.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 import { createWorkers, type WorkerDependencies } from './workers/create-workers.js';
@@ -68,7 +69,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const secretBox = new SecretBox(
       await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
     );
-    const logSigner = new CheckpointSigner(
+    const logSigner = new NoteSigner(
       config.transparencyLog.keyName,
       await loadLogSigningKey({ signingKey: config.transparencyLog.signingKey, dataDir: config.dataDir }),
     );

@@ -1,4 +1,4 @@
-import { equalHashes, type Hash, nodeHash, splitPoint } from './hash.js';
+import { equalHashes, HASH_SIZE, type Hash, nodeHash, splitPoint } from './hash.js';
 import type { HashReader } from './tile.js';
 
 /** Thrown when a proof does not verify; `reason` says what did not hold, `message` also which leaf or trees. */
@@ -50,6 +50,12 @@ export async function checkRecord(
 ): Promise<void> {
   if (!(index >= 0 && index < treeSize)) {
     throw new ProofError(`leaf ${index} is not in a tree of ${treeSize}`, 'not in the tree');
+  }
+  if (!proof.every(isHash)) {
+    throw new ProofError(
+      `leaf ${index}: an inclusion path hash is not ${HASH_SIZE} bytes`,
+      'malformed proof',
+    );
   }
   let fn = index;
   let sn = treeSize - 1;
@@ -118,6 +124,7 @@ export async function checkTree(
   const fail = (reason: string) =>
     new ProofError(`trees ${oldSize} → ${treeSize} are not consistent: ${reason}`, reason);
   if (oldSize > treeSize) throw fail('the newer tree is smaller');
+  if (!proof.every(isHash)) throw fail(`a proof hash is not ${HASH_SIZE} bytes`);
   if (oldSize === treeSize) {
     if (proof.length !== 0 || !equalHashes(oldHash, treeHash)) throw fail('same size, different roots');
     return;
@@ -142,6 +149,10 @@ export async function checkTree(
     [fn, sn] = [half(fn), half(sn)];
   }
   if (sn !== 0 || !equalHashes(fr, oldHash) || !equalHashes(sr, treeHash)) throw fail('root mismatch');
+}
+
+function isHash(hash: Hash): boolean {
+  return hash.length === HASH_SIZE;
 }
 
 /** Halves without 32-bit bit operations, so tree sizes above 2^31 stay exact. */

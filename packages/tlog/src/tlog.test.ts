@@ -90,6 +90,7 @@ describe('proveRecord / checkRecord', () => {
       /too long/,
     );
     await expect(checkRecord(path, tree_size, root, 17, leaf)).rejects.toThrow(/not in a tree of 17/);
+    await expect(checkRecord([new Uint8Array(3)], tree_size, root, index, leaf)).rejects.toThrow(ProofError);
   });
 });
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { NoteSigner } from '@scenario-scoring/tlog';
 import { afterEach, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
@@ -14,7 +15,6 @@ import {
 import { systemClock } from '../clock.js';
 import { silentLogger } from '../logging/logger.js';
 import { createMetrics } from '../metrics/metrics.js';
-import { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
 import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './background-worker.js';
 import { createWorkers } from './create-workers.js';
@@ -41,7 +41,7 @@ forEachDatabase('the workers of an instance', ({ storage }) => {
       logger: silentLogger,
       clock: systemClock,
       metrics,
-      logSigner: new CheckpointSigner('test', randomBytes(32)),
+      logSigner: new NoteSigner('test', randomBytes(32)),
     });
     for (const worker of workers) worker.start();
     return metrics;

@@ -1,3 +1,4 @@
+import type { NoteSigner } from '@scenario-scoring/tlog';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/server-config.js';
 import type { Features } from '../features.js';
@@ -5,7 +6,6 @@ import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createRunStore } from '../runs/run-store.js';
 import { RunWorker } from '../runs/run-worker.js';
-import type { CheckpointSigner } from '../transparency-log/checkpoint-signer.js';
 import { LogSequencer } from '../transparency-log/log-sequencer.js';
 import { DeliveryWorker } from '../webhooks/delivery/delivery-worker.js';
 import { checkedConnector } from '../webhooks/outbound/outbound-address-policy.js';
@@ -23,7 +23,7 @@ export interface WorkerDependencies {
   /** The instance's Prometheus instruments (e.g. `metrics.deliveryAttempts`, `metrics.deliveryLagSeconds`). */
   metrics: Metrics;
   /** Signs the checkpoints of the verifiable log. */
-  logSigner: CheckpointSigner;
+  logSigner: NoteSigner;
 }
 
 /** The background workers of an instance, started by the runtime after the storage is open. */
