@@ -14,6 +14,7 @@ COPY packages/api-types/package.json packages/api-types/
 COPY packages/client/package.json packages/client/
 COPY packages/engine/package.json packages/engine/
 COPY packages/testkit/package.json packages/testkit/
+COPY packages/tlog/package.json packages/tlog/
 COPY apps/server/package.json apps/server/
 COPY test/contract/package.json test/contract/
 COPY bench/package.json bench/

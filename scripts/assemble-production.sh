@@ -8,7 +8,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:?usage: scripts/assemble-production.sh OUT_DIR}"
 # The server and the workspace packages it depends on at run time.
-packages=(packages/api-types packages/engine apps/server)
+packages=(packages/api-types packages/engine packages/tlog apps/server)
 
 for package in "${packages[@]}"; do
   if [ ! -d "$root/$package/dist" ]; then

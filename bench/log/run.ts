@@ -86,7 +86,7 @@ function benchRows(from: number, to: number) {
  * runs on its main thread) per leaf, what a server pays per scoring at that rate.
  */
 async function sequencingThroughput({ name, server }: (typeof builds)[number]): Promise<void> {
-  const { CheckpointSigner, insertLogRows, LogSequencer, openStorage, silentLogger } = server;
+  const { NoteSigner, insertLogRows, LogSequencer, openStorage, silentLogger } = server;
   const count = Number(args.records);
   const database = await freshBenchDatabase(args.db, 'bench-log');
   const storage = await openStorage({
@@ -100,7 +100,7 @@ async function sequencingThroughput({ name, server }: (typeof builds)[number]): 
     }
     const sequencer = new LogSequencer({
       storage,
-      signer: new CheckpointSigner('bench', randomBytes(32)),
+      signer: new NoteSigner('bench', randomBytes(32)),
       config: {
         origin: 'bench.example/log',
         checkpointIntervalMs: 1000,

@@ -17,7 +17,6 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
-  CheckpointSigner,
   createMetrics,
   createWorkers,
   type Features,
@@ -26,6 +25,7 @@ import {
   insertNewWebhook,
   jsonLogger,
   loadConfig,
+  NoteSigner,
   newEvent,
   newId,
   openStorage,
@@ -170,7 +170,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
     logger: jsonLogger,
     clock: systemClock,
     metrics: createMetrics({ processMetrics: false }),
-    logSigner: new CheckpointSigner('bench', randomBytes(32)),
+    logSigner: new NoteSigner('bench', randomBytes(32)),
   });
   try {
     await createWebhook(storage, secretBox, 'throughput', receiverUrl);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { OperationId } from '@scenario-scoring/api-types';
+import { NoteSigner } from '@scenario-scoring/tlog';
 import express, { type Express, type RequestHandler } from 'express';
 import { type Clock, systemClock } from './common/clock.js';
 import { type Contract, loadContract } from './common/contract.js';
@@ -35,7 +36,6 @@ import { jsonLogger, type Logger } from './request-logging/logger.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
-import { CheckpointSigner } from './verifiable-log/checkpoint-signer.js';
 import { verifiableLogRoutes } from './verifiable-log/verifiable-log-routes.js';
 import { webhookRoutes } from './webhooks/api/webhook-routes.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
@@ -65,7 +65,7 @@ export interface AppOptions {
   /** Where the instance is in its life, reported by `/readyz`; by default always running. */
   lifecycle?: InstanceLifecycle;
   /** Signs the verifiable log's checkpoints (its verifier key is served); by default a fresh random key. */
-  logSigner?: CheckpointSigner;
+  logSigner?: NoteSigner;
 }
 
 /**
@@ -82,7 +82,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const metrics = options.metrics ?? createMetrics({ processMetrics: false });
   const lifecycle = options.lifecycle ?? new InstanceLifecycle('running');
   const contract = options.contract ?? loadContract();
-  const logSigner = options.logSigner ?? new CheckpointSigner(config.verifiableLog.keyName, randomBytes(32));
+  const logSigner = options.logSigner ?? new NoteSigner(config.verifiableLog.keyName, randomBytes(32));
   const operations = contractOperations(contract.document);
   const validation =
     options.validation ??

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { NoteSigner } from '@scenario-scoring/tlog';
 import { afterEach, expect, it } from 'vitest';
 import { forEachDatabase } from '../test/support/test-databases.js';
 import { testFeatures } from '../test/support/test-features.js';
@@ -15,7 +16,6 @@ import { systemClock } from './common/clock.js';
 import { createWorkers } from './create-workers.js';
 import { createMetrics } from './metrics/metrics.js';
 import { silentLogger } from './request-logging/logger.js';
-import { CheckpointSigner } from './verifiable-log/checkpoint-signer.js';
 import { SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
@@ -41,7 +41,7 @@ forEachDatabase('the workers of an instance', ({ storage }) => {
       logger: silentLogger,
       clock: systemClock,
       metrics,
-      logSigner: new CheckpointSigner('test', randomBytes(32)),
+      logSigner: new NoteSigner('test', randomBytes(32)),
     });
     for (const worker of workers) worker.start();
     return metrics;

@@ -1,3 +1,4 @@
+import type { NoteSigner } from '@scenario-scoring/tlog';
 import type { Clock } from './common/clock.js';
 import type { Features } from './features.js';
 import type { Metrics } from './metrics/metrics.js';
@@ -5,7 +6,6 @@ import type { Logger } from './request-logging/logger.js';
 import { createRunStore } from './runs/run-store.js';
 import { RunWorker } from './runs/run-worker.js';
 import type { Config } from './server-config.js';
-import type { CheckpointSigner } from './verifiable-log/checkpoint-signer.js';
 import { LogSequencer } from './verifiable-log/log-sequencer.js';
 import { DeliveryWorker } from './webhooks/delivery/delivery-worker.js';
 import { checkedConnector } from './webhooks/outbound/outbound-address-policy.js';
@@ -23,7 +23,7 @@ export interface WorkerDependencies {
   /** The instance's Prometheus instruments (e.g. `metrics.deliveryAttempts`, `metrics.deliveryLagSeconds`). */
   metrics: Metrics;
   /** Signs the checkpoints of the verifiable log. */
-  logSigner: CheckpointSigner;
+  logSigner: NoteSigner;
 }
 
 /** The background workers of an instance, started by the runtime after the storage is open. */

@@ -1,5 +1,7 @@
 // The server's public entry (`@scenario-scoring/server`): what the benchmarks and other workspaces may use
 // to run or embed it. Everything else under dist/ is private; the package's `exports` map enforces that.
+
+export { NoteSigner } from '@scenario-scoring/tlog';
 export { type AppOptions, createApp } from './app.js';
 export { type Clock, systemClock } from './common/clock.js';
 export { newId } from './common/ids.js';
@@ -12,7 +14,6 @@ export { type Runtime, type RuntimeOptions, startRuntime } from './runtime.js';
 export { insertLogRows } from './score-log/score-log-store.js';
 export { type Config, ConfigError, loadConfig } from './server-config.js';
 export { openStorage, type Storage, type StorageOptions } from './storage/storage.js';
-export { CheckpointSigner } from './verifiable-log/checkpoint-signer.js';
 export { LogSequencer } from './verifiable-log/log-sequencer.js';
 export { DEFAULT_LOG_SEQUENCER_BATCH } from './verifiable-log/verifiable-log-config.js';
 export { insertNewWebhook } from './webhooks/api/webhook-store.js';

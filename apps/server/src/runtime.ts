@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NoteSigner } from '@scenario-scoring/tlog';
 import { createApp } from './app.js';
 import { systemClock } from './common/clock.js';
 import { loadContract } from './common/contract.js';
@@ -15,7 +16,7 @@ import { type MetricsServer, startMetricsServer } from './metrics/metrics-server
 import type { Logger } from './request-logging/logger.js';
 import type { Config } from './server-config.js';
 import { openStorage } from './storage/storage.js';
-import { CheckpointSigner, loadLogSigningKey } from './verifiable-log/checkpoint-signer.js';
+import { loadLogSigningKey } from './verifiable-log/log-signing-key.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
@@ -68,7 +69,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const secretBox = new SecretBox(
       await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
     );
-    const logSigner = new CheckpointSigner(
+    const logSigner = new NoteSigner(
       config.verifiableLog.keyName,
       await loadLogSigningKey({ signingKey: config.verifiableLog.signingKey, dataDir: config.dataDir }),
     );

@@ -4,10 +4,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NoteSigner } from '@scenario-scoring/tlog';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Database } from '../src/storage/database.js';
-import { CheckpointSigner } from '../src/verifiable-log/checkpoint-signer.js';
 import {
   logRecords,
   TEST_LOG_ORIGIN,
@@ -25,7 +25,7 @@ const AUDITOR = fileURLToPath(
 );
 
 forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
-  const signer = new CheckpointSigner('test-log', randomBytes(32));
+  const signer = new NoteSigner('test-log', randomBytes(32));
   const tenant = 'audited';
   const records = Array.from({ length: 40 }, (_, n) => testRecord(tenant, n));
   let server: TestServer;
@@ -33,7 +33,9 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
   let dir: string;
   let state: string;
   let log: ReturnType<typeof testSequencer>;
+  let verifierKey: string;
   beforeAll(async () => {
+    verifierKey = await signer.verifierKey();
     server = await startTestServer({ storage: storage(), logSigner: signer });
     ({ key: apiKey } = await testFeatures(storage()).keys.create(tenant));
     dir = await mkdtemp(join(tmpdir(), 'ss-audit-'));
@@ -45,7 +47,7 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const audit = (args: string[] = [], key = signer.verifierKey) =>
+  const audit = (args: string[] = [], key = verifierKey) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const argv = [AUDITOR, '--url', server.url, '--key', key, '--state', state, ...args];
       execFile(
@@ -75,7 +77,7 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
 
   it('exits 1 for a checkpoint signed by another key, and leaves its state alone', async () => {
     const before = await readFile(state, 'utf8');
-    const other = new CheckpointSigner('test-log', randomBytes(32)).verifierKey;
+    const other = await new NoteSigner('test-log', randomBytes(32)).verifierKey();
     const result = await audit([], other);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('FAIL latest checkpoint: the checkpoint has no valid signature by test-log\n');

@@ -3,12 +3,19 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scoreAndLog } from '@scenario-scoring/engine';
+import {
+  formatCheckpoint,
+  NoteSigner,
+  proveRecord,
+  proveTree,
+  recordHash,
+  signNote,
+  TileTree,
+  tilesForAppend,
+  treeHash,
+} from '@scenario-scoring/tlog';
 import { describe, expect, it } from 'vitest';
 import { loadContract } from '../common/contract.js';
-import { CheckpointSigner, checkpointBody } from './checkpoint-signer.js';
-import { leafHash } from './merkle-hash.js';
-import { tilesForAppend } from './tile-appender.js';
-import { TileTree } from './tile-tree.js';
 
 /**
  * The contract's log examples are real: this suite builds the log of the two scoring examples (FullFile,
@@ -33,18 +40,18 @@ async function exampleLog() {
   });
   const tiles = new Map<string, Uint8Array>();
   const tree = new TileTree(async (level, index) => tiles.get(`${level}/${index}`));
-  const signer = new CheckpointSigner('localhost/scenario-scoring', EXAMPLE_SEED);
+  const signer = new NoteSigner('localhost/scenario-scoring', EXAMPLE_SEED);
   const checkpoints = [];
   for (const [size, record] of records.entries()) {
-    for (const tile of await tilesForAppend(tree, size, [leafHash(record.logBytes)])) {
+    for (const tile of await tilesForAppend(tree, size, [await recordHash(record.logBytes)])) {
       tiles.set(`${tile.level}/${tile.index}`, tile.hashes);
     }
-    const root = await tree.root(size + 1);
+    const root = await treeHash(tree, size + 1);
     checkpoints.push({
       origin: ORIGIN,
       tree_size: size + 1,
       root_hash: Buffer.from(root).toString('base64'),
-      note: signer.signNote(checkpointBody(ORIGIN, size + 1, root)),
+      note: await signNote(formatCheckpoint({ origin: ORIGIN, treeSize: size + 1, rootHash: root }), signer),
     });
   }
   const base64 = (hashes: Uint8Array[]) => hashes.map((hash) => Buffer.from(hash).toString('base64'));
@@ -55,7 +62,7 @@ async function exampleLog() {
       'LogVerifierKeyExample.yaml': example(
         "The verifier key of the contract examples (a public test key, never a deployment's)",
         {
-          verifier_key: signer.verifierKey,
+          verifier_key: await signer.verifierKey(),
           key_name: signer.name,
         },
       ),
@@ -67,19 +74,19 @@ async function exampleLog() {
         log_cid: records[0]?.logCid,
         leaf_index: 0,
         tree_size: 2,
-        inclusion_path: base64(await tree.inclusionProof(0, 2)),
+        inclusion_path: base64(await proveRecord(tree, 2, 0)),
         checkpoint: checkpoints[1],
       }),
       'LogTileLeaves.yaml': example('The leaf hashes of the example tree: tile 0/0, 2 wide', {
         level: 0,
         index: 0,
         width: 2,
-        hashes: base64(records.map((record) => leafHash(record.logBytes))),
+        hashes: base64(await Promise.all(records.map((record) => recordHash(record.logBytes)))),
       }),
       'ConsistencyProofOneToTwo.yaml': example('The log grew from 1 to 2 leaves', {
         from_size: 1,
         to_size: 2,
-        consistency_path: base64(await tree.consistencyProof(1, 2)),
+        consistency_path: base64(await proveTree(tree, 2, 1)),
         from_checkpoint: checkpoints[0],
         to_checkpoint: checkpoints[1],
       }),

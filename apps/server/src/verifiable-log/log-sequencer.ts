@@ -1,13 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  formatCheckpoint,
+  type NewTile,
+  type NoteSigner,
+  signNote,
+  TileTree,
+  tilesForAppend,
+  treeHash,
+} from '@scenario-scoring/tlog';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../common/clock.js';
 import { describeError, type Logger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
-import { type CheckpointSigner, checkpointBody } from './checkpoint-signer.js';
-import { type NewTile, tilesForAppend } from './tile-appender.js';
-import { TileTree } from './tile-tree.js';
 import type { VerifiableLogConfig } from './verifiable-log-config.js';
 import {
   appendListedLeaves,
@@ -42,7 +48,7 @@ export interface SequencedBatch {
 /** What the sequencer works with. */
 export interface LogSequencerOptions {
   storage: Pick<Storage, 'db' | 'kind'>;
-  signer: CheckpointSigner;
+  signer: NoteSigner;
   config: Pick<VerifiableLogConfig, 'origin' | 'checkpointIntervalMs' | 'maxBatch'>;
   clock: Clock;
   logger: Logger;
@@ -168,8 +174,11 @@ export class LogSequencer implements BackgroundWorker {
     const tree = new TileTree((level, index) => selectTile(db, tenantId, level, index));
     const tiles = await tilesForAppend(tree, size, leafHashes);
     const treeSize = size + leafHashes.length;
-    const rootHash = await tree.root(treeSize);
-    const note = signer.signNote(checkpointBody(`${config.origin}/${tenantId}`, treeSize, rootHash));
+    const rootHash = await treeHash(tree, treeSize);
+    const note = await signNote(
+      formatCheckpoint({ origin: `${config.origin}/${tenantId}`, treeSize, rootHash }),
+      signer,
+    );
     return { tiles, checkpoint: { treeSize, rootHash, note }, leaves: leafHashes.length };
   }
 

@@ -1,18 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { components, Problem } from '@scenario-scoring/api-types';
 import { verifyCheckpoint, verifyConsistency, verifyInclusion } from '@scenario-scoring/client';
+import { NoteSigner, recordHash } from '@scenario-scoring/tlog';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { logRecords, testRecord, testSequencer } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { CheckpointSigner } from './checkpoint-signer.js';
-import { leafHash } from './merkle-hash.js';
 
 type Schemas = components['schemas'];
 
 forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
-  const signer = new CheckpointSigner('test-log', randomBytes(32));
+  const signer = new NoteSigner('test-log', randomBytes(32));
   let server: TestServer;
   let alice: string;
   let bob: string;
@@ -33,14 +32,14 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
   it('serves the verifier key without an API key', async () => {
     const response = await server.request('/log/verifier-key');
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ verifier_key: signer.verifierKey, key_name: 'test-log' });
+    expect(await response.json()).toEqual({ verifier_key: await signer.verifierKey(), key_name: 'test-log' });
   });
 
   it('serves checkpoints and proofs that the client verifies', async () => {
     const latest = (await (
       await server.request('/v1/log/checkpoint', { key: alice })
     ).json()) as Schemas['LogCheckpoint'];
-    const checkpoint = await verifyCheckpoint(latest.note, signer.verifierKey);
+    const checkpoint = await verifyCheckpoint(latest.note, await signer.verifierKey());
     expect(checkpoint.treeSize).toBe(4);
     for (const record of records.slice(0, 4)) {
       const response = await server.request(`/v1/log/proofs/inclusion/${record.cid}?tree_size=4`, {
@@ -51,7 +50,7 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
     }
     const response = await server.request('/v1/log/proofs/consistency?from=2&to=4', { key: alice });
     const proof = (await response.json()) as Schemas['ConsistencyProof'];
-    const older = await verifyCheckpoint(proof.from_checkpoint.note, signer.verifierKey);
+    const older = await verifyCheckpoint(proof.from_checkpoint.note, await signer.verifierKey());
     await verifyConsistency(older, checkpoint, proof);
   });
 
@@ -60,9 +59,11 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
     expect(response.status).toBe(200);
     const tile = (await response.json()) as Schemas['LogTile'];
     expect(tile).toMatchObject({ level: 0, index: 0, width: 4 });
-    const leaves = records
-      .slice(0, 4)
-      .map((record) => Buffer.from(leafHash(record.bytes)).toString('base64'));
+    const leaves = await Promise.all(
+      records
+        .slice(0, 4)
+        .map(async (record) => Buffer.from(await recordHash(record.bytes)).toString('base64')),
+    );
     expect(new Set(tile.hashes)).toEqual(new Set(leaves));
     const two = (await (
       await server.request('/v1/log/tiles/0/0?width=2', { key: alice })

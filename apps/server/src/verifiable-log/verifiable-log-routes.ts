@@ -1,7 +1,7 @@
+import type { NoteSigner } from '@scenario-scoring/tlog';
 import type { Response } from 'express';
 import type { OperationHandler, OperationRoutes } from '../http/operation-route.js';
 import type { Storage } from '../storage/storage.js';
-import type { CheckpointSigner } from './checkpoint-signer.js';
 import { findCheckpoint, findTile, proveConsistency, proveInclusion } from './verifiable-log-service.js';
 import {
   checkpointView,
@@ -18,7 +18,7 @@ const optionalNumber = (value: number | undefined) => (value === undefined ? und
 /** The verifiable log's operations: checkpoints and proofs of the caller's tenant, and the public verifier key. */
 export function verifiableLogRoutes(deps: {
   storage: Pick<Storage, 'db'>;
-  signer: Pick<CheckpointSigner, 'verifierKey' | 'name'>;
+  signer: Pick<NoteSigner, 'verifierKey' | 'name'>;
 }): OperationRoutes {
   const { db } = deps.storage;
   const checkpoint: OperationHandler<'getLogCheckpoint'> = async (_req, res) => {
@@ -37,8 +37,8 @@ export function verifiableLogRoutes(deps: {
     const width = optionalNumber(req.query.width);
     res.json(tileView(await findTile(db, tenant(res), level, index, width)));
   };
-  const verifierKey: OperationHandler<'getLogVerifierKey'> = (_req, res) => {
-    res.json({ verifier_key: deps.signer.verifierKey, key_name: deps.signer.name });
+  const verifierKey: OperationHandler<'getLogVerifierKey'> = async (_req, res) => {
+    res.json({ verifier_key: await deps.signer.verifierKey(), key_name: deps.signer.name });
   };
   return {
     getLogCheckpoint: checkpoint,

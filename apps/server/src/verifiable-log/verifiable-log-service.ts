@@ -1,8 +1,7 @@
+import { HASH_SIZE, proveRecord, proveTree, TileTree, tileHashes } from '@scenario-scoring/tlog';
 import type { Kysely } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import type { Database } from '../storage/database.js';
-import { HASH_BYTES } from './merkle-hash.js';
-import { TileTree } from './tile-tree.js';
 import {
   type StoredCheckpoint,
   selectCheckpoint,
@@ -72,7 +71,7 @@ export async function proveInclusion(
       detail: `The record ${cid} is leaf ${leafIndex}, which a tree of ${checkpoint.treeSize} leaves does not hold.`,
     });
   }
-  const path = await tenantTree(db, tenantId).inclusionProof(leafIndex, checkpoint.treeSize);
+  const path = await proveRecord(tenantTree(db, tenantId), checkpoint.treeSize, leafIndex);
   return { cid, leafIndex, path, checkpoint };
 }
 
@@ -92,7 +91,7 @@ export async function proveConsistency(
     findCheckpoint(db, tenantId, from),
     findCheckpoint(db, tenantId, to),
   ]);
-  const path = await tenantTree(db, tenantId).consistencyProof(from, to);
+  const path = await proveTree(tenantTree(db, tenantId), to, from);
   return { path, from: older, to: newer };
 }
 
@@ -109,14 +108,11 @@ export async function findTile(
   width?: number,
 ): Promise<{ level: number; index: number; hashes: Uint8Array[] }> {
   const stored = await selectTile(db, tenantId, level, index);
-  const storedWidth = (stored?.length ?? 0) / HASH_BYTES;
+  const storedWidth = (stored?.length ?? 0) / HASH_SIZE;
   if (stored === undefined || (width !== undefined && width > storedWidth)) {
     throw new AppError('not_found', {
       detail: `This tenant's log has no tile ${level}/${index}${width === undefined ? '' : ` of width ${width}`} yet.`,
     });
   }
-  const hashes: Uint8Array[] = [];
-  for (let i = 0; i < (width ?? storedWidth); i++)
-    hashes.push(stored.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES));
-  return { level, index, hashes };
+  return { level, index, hashes: tileHashes(stored, 0, width ?? storedWidth) };
 }

@@ -1,7 +1,7 @@
+import type { NewTile } from '@scenario-scoring/tlog';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
-import type { NewTile } from './tile-appender.js';
 
 /** Rows per multi-row statement: at most 5 parameters a row, far below both databases' bounds. */
 const ROWS_PER_STATEMENT = 1000;
@@ -270,7 +270,7 @@ export async function insertTiles(
           level: tile.level,
           tile_index: tile.index,
           width: tile.width,
-          hashes: tile.hashes,
+          hashes: Buffer.from(tile.hashes.buffer, tile.hashes.byteOffset, tile.hashes.byteLength),
         })),
       )
       .execute();

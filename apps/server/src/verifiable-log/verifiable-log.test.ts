@@ -69,7 +69,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
 
   it('proves the inclusion of every record, with the client and with Go (tlog.CheckRecord)', async () => {
     const go: GoVerifierInput = {
-      verifier_key: log.signer.verifierKey,
+      verifier_key: await log.signer.verifierKey(),
       checkpoints: [],
       inclusions: [],
       consistencies: [],
@@ -98,7 +98,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
 
   it('proves every checkpoint consistent with every earlier one, with the client and with Go (tlog.CheckTree)', async () => {
     const go: GoVerifierInput = {
-      verifier_key: log.signer.verifierKey,
+      verifier_key: await log.signer.verifierKey(),
       checkpoints: [],
       inclusions: [],
       consistencies: [],

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { type VerifiedCheckpoint, verifyCheckpoint } from '@scenario-scoring/client';
 import { cidOfBytes } from '@scenario-scoring/engine';
+import { NoteSigner } from '@scenario-scoring/tlog';
 import type { Kysely } from 'kysely';
 import { systemClock } from '../../src/common/clock.js';
 import { silentLogger } from '../../src/request-logging/logger.js';
 import { logRowInserts } from '../../src/score-log/score-log-store.js';
 import type { Database } from '../../src/storage/database.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { CheckpointSigner } from '../../src/verifiable-log/checkpoint-signer.js';
 import { LogSequencer } from '../../src/verifiable-log/log-sequencer.js';
 import type { StoredCheckpoint } from '../../src/verifiable-log/verifiable-log-store.js';
 import { testFeatures } from './test-features.js';
@@ -53,7 +53,7 @@ export async function logRecords(storage: Storage, records: ReturnType<typeof te
 /** A sequencer over `storage` with a fresh key, and that key. */
 export function testSequencer(
   storage: Storage,
-  signer = new CheckpointSigner('test-log', randomBytes(32)),
+  signer = new NoteSigner('test-log', randomBytes(32)),
   config: { checkpointIntervalMs?: number; maxBatch?: number } = {},
 ) {
   const sequencer = new LogSequencer({
@@ -67,11 +67,11 @@ export function testSequencer(
 }
 
 /** A stored checkpoint verified by the client with the signer's verifier key. */
-export function verified(
+export async function verified(
   checkpoint: StoredCheckpoint,
-  signer: CheckpointSigner,
+  signer: NoteSigner,
 ): Promise<VerifiedCheckpoint> {
-  return verifyCheckpoint(checkpoint.note, signer.verifierKey);
+  return verifyCheckpoint(checkpoint.note, await signer.verifierKey());
 }
 
 /** The tenant's widest level-0 tile (the leaf hashes), which the tamper tests rewrite. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { NoteSigner } from '@scenario-scoring/tlog';
 import { createApp } from '../../src/app.js';
 import type { Clock } from '../../src/common/clock.js';
 import { type Contract, loadContract } from '../../src/common/contract.js';
@@ -12,7 +13,6 @@ import type { Metrics } from '../../src/metrics/metrics.js';
 import { type Logger, silentLogger } from '../../src/request-logging/logger.js';
 import { type Config, loadConfig } from '../../src/server-config.js';
 import type { Storage } from '../../src/storage/storage.js';
-import type { CheckpointSigner } from '../../src/verifiable-log/checkpoint-signer.js';
 import { SecretBox } from '../../src/webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from '../../src/workers/background-worker.js';
 import { testFeatures } from './test-features.js';
@@ -74,7 +74,7 @@ export async function startTestServer(options: {
   /** The contract to serve and enforce (a test-only variant, say); by default the bundled one. */
   contract?: Contract;
   /** Signs the tenants' log checkpoints; by default a fresh key. */
-  logSigner?: CheckpointSigner;
+  logSigner?: NoteSigner;
   /** Node's request timeout (30 s in the runtime), checked every 50 ms instead of Node's 30 s. */
   requestTimeoutMs?: number;
 }): Promise<TestServer> {

@@ -1,9 +1,9 @@
+import { recordHash } from '@scenario-scoring/tlog';
 import { type Kysely, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { expect, it } from 'vitest';
 import { logRecords, testRecord, testSequencer } from '../../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
-import { leafHash } from '../../verifiable-log/merkle-hash.js';
 import { proveInclusion } from '../../verifiable-log/verifiable-log-service.js';
 import type { Database } from '../database.js';
 import { migrateToLatest } from '../migrate.js';
@@ -46,7 +46,7 @@ forEachDatabase('migration 0006 (log leaves out of log_records)', ({ storage, ki
       .execute();
     const waiting = records.slice(6, 8).sort((a, b) => (a.cid < b.cid ? -1 : 1));
     expect(queued.map((row) => [row.cid, Buffer.from(row.leaf_hash)])).toEqual(
-      waiting.map((record) => [record.cid, leafHash(record.bytes)]),
+      await Promise.all(waiting.map(async (record) => [record.cid, await recordHash(record.bytes)])),
     );
 
     await logRecords(storage(), records.slice(8));

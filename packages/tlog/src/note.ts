@@ -1,0 +1,222 @@
+import { fromBase64, toBase64, toHex } from './encoding.js';
+import { sha256 } from './hash.js';
+
+/** The signed-note algorithm byte of Ed25519 keys. */
+const ED25519 = 0x01;
+/** Bytes of an Ed25519 private key seed, public key and signature. */
+const SEED_SIZE = 32;
+const PUBLIC_KEY_SIZE = 32;
+const SIGNATURE_SIZE = 64;
+/** DER prefix of a PKCS #8 Ed25519 private key, followed by its 32-byte seed (RFC 8410). */
+const PKCS8_ED25519_PREFIX = Uint8Array.of(
+  0x30,
+  0x2e,
+  0x02,
+  0x01,
+  0x00,
+  0x30,
+  0x05,
+  0x06,
+  0x03,
+  0x2b,
+  0x65,
+  0x70,
+  0x04,
+  0x22,
+  0x04,
+  0x20,
+);
+const encoder = new TextEncoder();
+
+/** Thrown when a note or a verifier key is malformed (`malformed`) or no known key signed it (`unverified`). */
+export class NoteError extends Error {
+  override readonly name = 'NoteError';
+  readonly reason: 'malformed' | 'unverified';
+
+  constructor(message: string, reason: 'malformed' | 'unverified') {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+/** A key that checks signatures of one name: what {@link parseVerifierKey} gives. */
+export interface NoteVerifier {
+  readonly name: string;
+  /** The signed-note key ID: the first 4 bytes of SHA-256(name ‖ 0x0A ‖ 0x01 ‖ public key). */
+  readonly keyId: Uint8Array;
+  /** Whether `signature` is this key's signature of `message`. */
+  verify(message: Uint8Array, signature: Uint8Array): Promise<boolean>;
+}
+
+/** A signature line of a note: the signer's name, key ID and signature. */
+export interface NoteSignature {
+  name: string;
+  keyId: Uint8Array;
+  signature: Uint8Array;
+}
+
+/** A note that {@link openNote} verified: its text and the signatures of known keys that verified. */
+export interface OpenedNote {
+  text: string;
+  signatures: NoteSignature[];
+}
+
+/**
+ * A C2SP signed-note Ed25519 signer named `name` (no spaces, no '+') with the 32-byte private key seed
+ * `seed`. The constructor checks both (RangeError); the key is imported into WebCrypto once, on first use.
+ */
+export class NoteSigner {
+  readonly name: string;
+  readonly #keys: Promise<{ privateKey: CryptoKey; keyId: Uint8Array; verifierKey: string }>;
+
+  constructor(name: string, seed: Uint8Array) {
+    if (seed.length !== SEED_SIZE) throw new RangeError(`an Ed25519 private key is ${SEED_SIZE} bytes`);
+    if (!isValidName(name)) throw new RangeError('a key name has no spaces and no "+"');
+    this.name = name;
+    this.#keys = importSigningKey(name, seed);
+    // Awaited by every use; not an unhandled rejection while none came yet.
+    this.#keys.catch(() => {});
+  }
+
+  /** `<name>+<key ID as 8 hex digits>+<base64(0x01 ‖ public key)>`, what Go's `note.NewVerifier` parses. */
+  async verifierKey(): Promise<string> {
+    return (await this.#keys).verifierKey;
+  }
+
+  /** This key's signature line for `text`: its name, key ID and Ed25519 signature of the text's bytes. */
+  async sign(text: string): Promise<NoteSignature> {
+    const { privateKey, keyId } = await this.#keys;
+    const signature = new Uint8Array(
+      await crypto.subtle.sign({ name: 'Ed25519' }, privateKey, encoder.encode(text) as BufferSource),
+    );
+    return { name: this.name, keyId, signature };
+  }
+}
+
+/**
+ * The C2SP signed note of `text` signed by each of `signers`: the text (which must end in a newline:
+ * RangeError otherwise), a blank line, and one line `— <name> base64(key ID ‖ signature)` per signer.
+ */
+export async function signNote(text: string, ...signers: NoteSigner[]): Promise<string> {
+  if (!text.endsWith('\n')) throw new RangeError('a note text ends with a newline');
+  const lines = await Promise.all(
+    signers.map(async (signer) => {
+      const { name, keyId, signature } = await signer.sign(text);
+      return `\u2014 ${name} ${toBase64(concat(keyId, signature))}\n`;
+    }),
+  );
+  return `${text}\n${lines.join('')}`;
+}
+
+/**
+ * Opens a signed note: resolves with its text and the signatures of `verifiers` that verified over it.
+ * Lines by other keys are skipped. Throws a NoteError `malformed` when `note` is not a signed note, and
+ * `unverified` when no signature of a given verifier verifies.
+ */
+export async function openNote(note: string, verifiers: readonly NoteVerifier[]): Promise<OpenedNote> {
+  const split = note.lastIndexOf('\n\n');
+  if (!note.endsWith('\n') || split < 0) {
+    throw new NoteError('not a signed note: no blank line before its signatures', 'malformed');
+  }
+  const text = note.slice(0, split + 1);
+  const message = encoder.encode(text);
+  const signatures: NoteSignature[] = [];
+  for (const line of note.slice(split + 2, -1).split('\n')) {
+    const match = /^\u2014 (\S+) (\S+)$/.exec(line);
+    const bytes = match && fromBase64(match[2] as string);
+    if (!match || !bytes || bytes.length < 5) continue;
+    const keyId = bytes.subarray(0, 4);
+    const signature = bytes.subarray(4);
+    for (const verifier of verifiers) {
+      if (verifier.name !== match[1] || toHex(verifier.keyId) !== toHex(keyId)) continue;
+      if (await verifier.verify(message, signature)) {
+        signatures.push({ name: verifier.name, keyId, signature });
+        break;
+      }
+    }
+  }
+  if (signatures.length === 0) {
+    const names = verifiers.map((verifier) => verifier.name).join(', ');
+    throw new NoteError(`the note has no valid signature by ${names}`, 'unverified');
+  }
+  return { text, signatures };
+}
+
+/**
+ * The verifier of an Ed25519 signed-note verifier key `<name>+<key ID hex>+<base64(0x01 ‖ key)>`. Throws a
+ * NoteError `malformed` when it is not one, or when its key ID is not the one its name and key give.
+ */
+export async function parseVerifierKey(verifierKey: string): Promise<NoteVerifier> {
+  // The base64 key may hold '+' itself: name and key ID come first, the rest is the key.
+  const [, name = '', idHex = '', encoded = ''] =
+    /^([^+\s]+)\+([0-9a-f]{8})\+(\S+)$/.exec(verifierKey.trim()) ?? [];
+  const key = fromBase64(encoded);
+  if (!name || key?.length !== 1 + PUBLIC_KEY_SIZE || key[0] !== ED25519) {
+    throw new NoteError(
+      `not an Ed25519 signed-note verifier key: ${JSON.stringify(verifierKey)}`,
+      'malformed',
+    );
+  }
+  const keyId = await computeKeyId(name, key);
+  if (toHex(keyId) !== idHex) {
+    throw new NoteError(`the verifier key's ID ${idHex} does not match its key`, 'malformed');
+  }
+  const publicKey = await crypto.subtle.importKey(
+    'raw',
+    key.subarray(1) as BufferSource,
+    { name: 'Ed25519' },
+    false,
+    ['verify'],
+  );
+  return {
+    name,
+    keyId,
+    verify: async (message, signature) =>
+      signature.length === SIGNATURE_SIZE &&
+      crypto.subtle.verify(
+        { name: 'Ed25519' },
+        publicKey,
+        signature as BufferSource,
+        message as BufferSource,
+      ),
+  };
+}
+
+async function importSigningKey(name: string, seed: Uint8Array) {
+  const privateKey = await crypto.subtle.importKey(
+    'pkcs8',
+    concat(PKCS8_ED25519_PREFIX, seed) as BufferSource,
+    { name: 'Ed25519' },
+    true,
+    ['sign'],
+  );
+  const { x } = await crypto.subtle.exportKey('jwk', privateKey);
+  const publicKey = fromBase64(base64UrlToStandard(x ?? ''));
+  if (publicKey?.length !== PUBLIC_KEY_SIZE) throw new Error('WebCrypto gave no Ed25519 public key');
+  const encodedKey = concat(Uint8Array.of(ED25519), publicKey);
+  const keyId = await computeKeyId(name, encodedKey);
+  return { privateKey, keyId, verifierKey: `${name}+${toHex(keyId)}+${toBase64(encodedKey)}` };
+}
+
+async function computeKeyId(name: string, encodedKey: Uint8Array): Promise<Uint8Array> {
+  return (await sha256(concat(encoder.encode(`${name}\n`), encodedKey))).subarray(0, 4);
+}
+
+function isValidName(name: string): boolean {
+  return /^[^\s+]+$/.test(name);
+}
+
+function base64UrlToStandard(text: string): string {
+  const standard = text.replace(/-/g, '+').replace(/_/g, '/');
+  return standard + '='.repeat((4 - (standard.length % 4)) % 4);
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}

@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
+import { fromBase64, toBase64 } from './encoding.js';
+import { type Hash, recordHash } from './hash.js';
+import { NoteError, NoteSigner, openNote, parseVerifierKey, signNote } from './note.js';
+import { checkRecord, checkTree, ProofError, proveRecord, proveTree } from './proof.js';
+import { type NewTile, TileTree, tilesForAppend, treeHash } from './tile.js';
+
+/** Computed by Go's golang.org/x/mod/sumdb/tlog and sumdb/note (scripts/generate-vectors.sh). */
+const GO = JSON.parse(readFileSync(new URL('../testdata/vectors.json', import.meta.url), 'utf8')) as {
+  records: string[];
+  record_hashes: string[];
+  tree_hashes: string[];
+  inclusions: { index: number; tree_size: number; proof: string[] }[];
+  consistencies: { old_size: number; new_size: number; proof: string[] }[];
+  tiles: { tree_size: number; level: number; index: number; width: number; hashes: string }[];
+  notes: { name: string; seed: string; verifier_key: string; text: string; note: string }[];
+};
+const bytes = (text: string) => fromBase64(text) as Uint8Array;
+const b64 = (hashes: readonly Hash[]) => hashes.map(toBase64);
+/** The value, which the vectors hold. */
+function must<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('the vectors lack a value this test reads');
+  return value;
+}
+const root = (size: number) => bytes(must(GO.tree_hashes[size]));
+
+/** A tree of the vectors' first `size` records, in tiles as a store would hold them (appended in batches). */
+async function treeOf(size: number): Promise<{ tree: TileTree; tiles: NewTile[] }> {
+  const stored = new Map<string, Uint8Array>();
+  const tree = () => new TileTree(async (level, index) => stored.get(`${level}/${index}`));
+  const hashes = await Promise.all(GO.records.slice(0, size).map((record) => recordHash(bytes(record))));
+  let tiles: NewTile[] = [];
+  for (let done = 0; done < size; done += 37) {
+    tiles = await tilesForAppend(tree(), done, hashes.slice(done, done + 37));
+    for (const tile of tiles) stored.set(`${tile.level}/${tile.index}`, tile.hashes);
+  }
+  return { tree: tree(), tiles };
+}
+
+describe('hashing and tiles, as Go computes them', () => {
+  it('gives the record hashes and the root of every tree size from 0 to 300', async () => {
+    const { tree } = await treeOf(300);
+    for (const [i, record] of GO.records.entries()) {
+      expect(toBase64(await recordHash(bytes(record))), `record ${i}`).toBe(GO.record_hashes[i]);
+    }
+    for (const [size, root] of GO.tree_hashes.entries()) {
+      expect(toBase64(await treeHash(tree, size)), `tree ${size}`).toBe(root);
+    }
+  });
+
+  it('stores the tiles Go tlog.NewTiles and ReadTileData give (full and partial)', async () => {
+    for (const size of new Set(GO.tiles.map((tile) => tile.tree_size))) {
+      const stored = new Map<string, Uint8Array>();
+      const tree = new TileTree(async (level, index) => stored.get(`${level}/${index}`));
+      const hashes = await Promise.all(GO.records.slice(0, size).map((record) => recordHash(bytes(record))));
+      const ours = await tilesForAppend(tree, 0, hashes);
+      const theirs = GO.tiles.filter((tile) => tile.tree_size === size);
+      expect(
+        ours.map(({ level, index, width, hashes }) => ({ level, index, width, hashes: toBase64(hashes) })),
+        `tree ${size}`,
+      ).toEqual(theirs.map(({ tree_size, ...tile }) => tile));
+    }
+  });
+});
+
+describe('proveRecord / checkRecord', () => {
+  it("proves as Go's tlog.ProveRecord does, and checks Go's proofs", async () => {
+    const { tree } = await treeOf(300);
+    for (const { index, tree_size, proof } of GO.inclusions) {
+      expect(b64(await proveRecord(tree, tree_size, index)), `${index} in ${tree_size}`).toEqual(proof);
+      const leaf = bytes(GO.record_hashes[index] as string);
+      await checkRecord(proof.map(bytes), tree_size, bytes(GO.tree_hashes[tree_size] as string), index, leaf);
+    }
+  });
+
+  it('refuses another leaf, another root, a cut or a lengthened path, naming the leaf', async () => {
+    const { index, tree_size, proof } = must(GO.inclusions.find((p) => p.tree_size === 17 && p.index === 8));
+    const root = bytes(GO.tree_hashes[17] as string);
+    const path = proof.map(bytes);
+    const leaf = bytes(GO.record_hashes[index] as string);
+    const other = bytes(GO.record_hashes[9] as string);
+    await expect(checkRecord(path, tree_size, root, index, other)).rejects.toThrow(
+      /^leaf 8: .*root mismatch/,
+    );
+    await expect(checkRecord(path, tree_size, other, index, leaf)).rejects.toThrow(ProofError);
+    await expect(checkRecord(path.slice(1), tree_size, root, index, leaf)).rejects.toThrow(ProofError);
+    await expect(checkRecord([...path, root, root], tree_size, root, index, leaf)).rejects.toThrow(
+      /too long/,
+    );
+    await expect(checkRecord(path, tree_size, root, 17, leaf)).rejects.toThrow(/not in a tree of 17/);
+    await expect(checkRecord([new Uint8Array(3)], tree_size, root, index, leaf)).rejects.toThrow(ProofError);
+  });
+});
+
+describe('proveTree / checkTree', () => {
+  it("proves as Go's tlog.ProveTree does, and checks Go's proofs", async () => {
+    const { tree } = await treeOf(300);
+    for (const { old_size, new_size, proof } of GO.consistencies) {
+      expect(b64(await proveTree(tree, new_size, old_size)), `${old_size} → ${new_size}`).toEqual(proof);
+      await checkTree(proof.map(bytes), new_size, root(new_size), old_size, root(old_size));
+    }
+  });
+
+  it('refuses a swapped pair, another old root and a shortened proof', async () => {
+    const { proof } = must(GO.consistencies.find((p) => p.old_size === 7 && p.new_size === 17));
+    const [h7, h17, h8] = [root(7), root(17), root(8)];
+    const path = proof.map(bytes);
+    await expect(checkTree(path, 7, h7, 17, h17)).rejects.toThrow(/newer tree is smaller/);
+    await expect(checkTree(path, 17, h17, 7, h8)).rejects.toThrow(/^trees 7 → 17 .*root mismatch$/);
+    await expect(checkTree(path.slice(0, -1), 17, h17, 7, h7)).rejects.toThrow(ProofError);
+    await expect(checkTree([], 17, h17, 17, h8)).rejects.toThrow(/same size, different roots/);
+  });
+});
+
+describe('checkpoints and signed notes', () => {
+  it("signs exactly as Go's note.Sign, and opens Go's notes with Go's verifier keys", async () => {
+    for (const vector of GO.notes) {
+      const signer = new NoteSigner(vector.name, bytes(vector.seed));
+      expect(await signer.verifierKey()).toBe(vector.verifier_key);
+      expect(await signNote(vector.text, signer)).toBe(vector.note);
+      const opened = await openNote(vector.note, [await parseVerifierKey(vector.verifier_key)]);
+      expect(opened.text).toBe(vector.text);
+      expect(parseCheckpoint(opened.text)).toEqual({
+        origin: vector.name,
+        treeSize: 300,
+        rootHash: bytes(GO.tree_hashes[300] as string),
+      });
+      expect(formatCheckpoint(parseCheckpoint(opened.text))).toBe(vector.text);
+    }
+  });
+
+  it('refuses an altered text, another key, a key whose ID does not match, and what is not a note', async () => {
+    const [first, second] = [must(GO.notes[0]), must(GO.notes[1])];
+    const key = await parseVerifierKey(first.verifier_key);
+    const altered = first.note.replace('\n300\n', '\n301\n');
+    await expect(openNote(altered, [key])).rejects.toMatchObject({ reason: 'unverified' });
+    await expect(openNote(first.note, [await parseVerifierKey(second.verifier_key)])).rejects.toThrow(
+      NoteError,
+    );
+    await expect(
+      parseVerifierKey(first.verifier_key.replace(/\+[0-9a-f]{8}\+/, '+00000000+')),
+    ).rejects.toThrow(/does not match its key/);
+    await expect(openNote('no note', [key])).rejects.toMatchObject({ reason: 'malformed' });
+    expect(() => parseCheckpoint('origin\n01\nAAAA\n')).toThrow(/not a tlog-checkpoint/);
+    expect(() => new NoteSigner('a name', new Uint8Array(32))).toThrow(RangeError);
+  });
+});
