@@ -10,6 +10,7 @@ import type { Features } from './features.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { authenticate } from './http/auth.js';
+import { TRUSTED_PROXIES_SETTING, trustedProxies } from './http/client-address.js';
 import { requireDeclaredContentEncoding } from './http/content-encoding.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
@@ -117,6 +118,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   // Set before the first app.use, which creates the router with it.
   app.set('case sensitive routing', true);
   app.disable('x-powered-by');
+  app.set(TRUSTED_PROXIES_SETTING, trustedProxies(config.trustedProxies, config.trustedProxyHeader));
   app.set('etag', false);
   // The app-wide middlewares run as three layers (see inSequence): what every answer carries, the API
   // key under /v1, then the body and the contract.

@@ -14,6 +14,8 @@ describe('loadConfig', () => {
       nodeEnv: 'production',
       bodyLimitBytes: 1_048_576,
       rateLimitPerSecond: 1000,
+      trustedProxies: [],
+      trustedProxyHeader: 'x-forwarded-for',
       webhooks: {
         allowedCidrs: [],
         allowHttp: false,

@@ -1,4 +1,5 @@
 import { EnvReader } from './config/env-reader.js';
+import { type ForwardedHeader, isProxyRange } from './http/client-address.js';
 import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
 import { type LogConfig, readLogConfig } from './request-logging/request-logging-config.js';
 import { type RunConfig, readRunConfig } from './runs/run-config.js';
@@ -16,6 +17,10 @@ export interface Config {
   bodyLimitBytes: number;
   /** Requests per second per API key; 0 disables the limit. */
   rateLimitPerSecond: number;
+  /** CIDRs (or addresses) of the proxies whose forwarding header names the client (`TRUSTED_PROXIES`). */
+  trustedProxies: string[];
+  /** The header those proxies set (`TRUSTED_PROXY_HEADER`). */
+  trustedProxyHeader: ForwardedHeader;
   /** Webhook delivery and outbound safety. */
   webhooks: WebhookConfig;
   /** Log level and format. */
@@ -47,13 +52,15 @@ export class ConfigError extends Error {
 }
 
 const NODE_ENVS = ['development', 'test', 'production'] as const;
+const FORWARDED_HEADERS = ['x-forwarded-for', 'forwarded'] as const;
 const MAX_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
 const MAX_PORT = 65_535;
 
 /**
  * Reads and validates the configuration: `PORT` (3000), `HOST` (0.0.0.0), `DATA_DIR` (./data),
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
- * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
+ * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `TRUSTED_PROXIES` (none), `TRUSTED_PROXY_HEADER`
+ * (x-forwarded-for), `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
  * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`, the log's `LOG_ORIGIN`, `LOG_SIGNING_KEY`…). Throws a
  * ConfigError naming every bad variable.
  */
@@ -72,6 +79,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = reader.choice('NODE_ENV', 'production', NODE_ENVS);
   const bodyLimitBytes = reader.integer('BODY_LIMIT_BYTES', 1_048_576, 1, MAX_BODY_LIMIT_BYTES);
   const rateLimitPerSecond = reader.integer('RATE_LIMIT_PER_SECOND', 1000, 0, 1_000_000);
+  const trustedProxies = reader.list('TRUSTED_PROXIES', []);
+  for (const cidr of trustedProxies) {
+    if (!isProxyRange(cidr)) {
+      reader.problems.push(
+        `TRUSTED_PROXIES must be a comma-separated list of CIDRs or addresses such as 10.0.0.0/8 (got "${cidr}")`,
+      );
+    }
+  }
+  const trustedProxyHeader = reader.choice('TRUSTED_PROXY_HEADER', 'x-forwarded-for', FORWARDED_HEADERS);
   const webhooks = readWebhookConfig(reader, { nodeEnv, databaseUrl: postgresUrl ? databaseUrl : undefined });
   const logs = readLogConfig(reader, { nodeEnv });
   const metrics = readMetricsConfig(reader, { apiPort: port });
@@ -93,6 +109,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv,
     bodyLimitBytes,
     rateLimitPerSecond,
+    trustedProxies,
+    trustedProxyHeader,
     webhooks,
     logs,
     metrics,

@@ -32,6 +32,21 @@ forEachDatabase('rate limiting', ({ storage }) => {
     expect(problem.detail).toMatch(/5 requests per second/);
   });
 
+  it('counts a log proof as 3 requests, and says so in RateLimit and in the refusal', async () => {
+    const { key } = await testFeatures(storage()).keys.create('limited-proofs');
+    const proof = '/v1/log/proofs/consistency?from=1&to=2';
+    const first = await server.request(proof, { key });
+    expect(first.headers.get('ratelimit')).toMatch(new RegExp(`^"default";r=${LIMIT - 3};t=1$`));
+    const second = await server.request(proof, { key });
+    expect(second.status).toBe(429);
+    expect(second.headers.get('ratelimit')).toMatch(/^"default";r=0;t=1$/);
+    expect(((await second.json()) as Problem).detail).toMatch(/this operation counts as 3/);
+    // A checkpoint counts as one.
+    const { key: other } = await testFeatures(storage()).keys.create('limited-checkpoint');
+    const checkpoint = await server.request('/v1/log/checkpoint', { key: other });
+    expect(checkpoint.headers.get('ratelimit')).toMatch(new RegExp(`^"default";r=${LIMIT - 1};t=1$`));
+  });
+
   it('counts each API key apart', async () => {
     const { key: first } = await testFeatures(storage()).keys.create('limited-a');
     const { key: second } = await testFeatures(storage()).keys.create('limited-b');

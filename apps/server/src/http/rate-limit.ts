@@ -1,11 +1,14 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
-import { retryAfterSeconds, secondsUntil, type TokenBucket, tokensAt } from './token-bucket.js';
+import { costNote, requestCost } from './request-cost.js';
+import { secondsUntil, type TokenBucket, tokensAt } from './token-bucket.js';
 
 /**
  * A token bucket per API key, in memory: `perSecond` requests a second with bursts up to `perSecond`.
  * Announces the limit on every response (`RateLimit-Policy`, `RateLimit`); past it answers 429
- * `rate_limited` with `Retry-After`. Runs after authentication, so buckets exist only for real keys.
+ * `rate_limited` with `Retry-After`. A request takes its operation's cost (`requestCost`: a log proof 3);
+ * one that costs more than the bucket holds is refused. Runs after authentication, so buckets exist only
+ * for real keys.
  */
 export function rateLimit(
   perSecond: number,
@@ -16,6 +19,7 @@ export function rateLimit(
 
   return (_req, res, next) => {
     const key = res.locals.apiKey.keyId;
+    const cost = requestCost(res.locals.operationId, perSecond);
     const time = now();
     let bucket = buckets.get(key);
     if (bucket === undefined) {
@@ -26,15 +30,15 @@ export function rateLimit(
       bucket.updatedAt = time;
     }
     res.setHeader('RateLimit-Policy', policy);
-    if (bucket.tokens < 1) {
-      const retryAfter = retryAfterSeconds(bucket.tokens, perSecond);
+    if (bucket.tokens < cost) {
+      const retryAfter = Math.max(1, secondsUntil(bucket.tokens, cost, perSecond));
       res.setHeader('RateLimit', `"default";r=0;t=${retryAfter}`);
       throw new AppError('rate_limited', {
-        detail: `This API key is limited to ${perSecond} requests per second; retry in ${retryAfter} s.`,
+        detail: `This API key is limited to ${perSecond} requests per second${costNote(cost)}; retry in ${retryAfter} s.`,
         headers: { 'Retry-After': String(retryAfter) },
       });
     }
-    bucket.tokens -= 1;
+    bucket.tokens -= cost;
     const untilFull = secondsUntil(bucket.tokens, perSecond, perSecond);
     res.setHeader('RateLimit', `"default";r=${Math.floor(bucket.tokens)};t=${untilFull}`);
     next();

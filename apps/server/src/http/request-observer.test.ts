@@ -52,4 +52,45 @@ describe('the request log', () => {
       { level: 'error', fields: expect.objectContaining({ operation: 'scoreSubject', status: 500 }) },
     ]);
   });
+
+  it('samples the lines of requests refused before a key was found, saying how many it left out', async () => {
+    const sampledLines: Record<string, unknown>[] = [];
+    const sink = {
+      info: (_: string, fields?: Record<string, unknown>) => sampledLines.push(fields ?? {}),
+      error: (_: string, fields?: Record<string, unknown>) => sampledLines.push(fields ?? {}),
+    };
+    let time = 0;
+    const app = express();
+    app.use((_req, res, next) => {
+      res.locals.startedAt = performance.now();
+      next();
+    });
+    app.use(observeRequests(sink, metrics as never, { unauthenticatedLinesPerSecond: 3, now: () => time }));
+    app.get('/anonymous', (_req, res) => res.status(401).end());
+    app.get('/authenticated', (_req, res) => {
+      res.locals.apiKey = { tenantId: 'tenant', keyId: 'key' };
+      res.status(429).end();
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const get = async (path: string) => {
+      await (await fetch(`${url}${path}`)).arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    };
+    try {
+      for (let n = 0; n < 10; n++) await get('/anonymous');
+      // A tenant's own 429 is not sampled.
+      for (let n = 0; n < 5; n++) await get('/authenticated');
+      expect(sampledLines.filter((line) => line.tenant === undefined)).toHaveLength(3);
+      expect(sampledLines.filter((line) => line.tenant === 'tenant')).toHaveLength(5);
+      time += 1000;
+      await get('/anonymous');
+      expect(sampledLines.at(-1)).toMatchObject({ status: 401, suppressed: 7 });
+      await get('/anonymous');
+      expect(sampledLines.at(-1)).not.toHaveProperty('suppressed');
+    } finally {
+      server.close();
+    }
+  });
 });

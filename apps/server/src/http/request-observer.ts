@@ -9,6 +9,9 @@ import { requestMethod } from './head-requests.js';
 /** Probes that succeed are not logged: a load balancer asks every few seconds, and the lines say nothing. */
 const QUIET_WHEN_OK = new Set(['getHealth', 'getReadiness']);
 
+/** Lines a second, at most, for requests refused before a key was found (401, and 429 without a key). */
+export const UNAUTHENTICATED_LINES_PER_SECOND = 10;
+
 /** The `operation` label of requests that match no operation of the contract (docs, unknown paths). */
 const UNMATCHED_OPERATION = 'unmatched';
 
@@ -20,12 +23,36 @@ const UNMATCHED_OPERATION = 'unmatched';
  * - ONE log line: request id, tenant (once authenticated), operationId, method, status and duration;
  *   `aborted` when the client went away first. Never a header, a query or a body. 5xx answers are
  *   logged at level error, except a probe's 503 (starting or draining: the
- *   state the probe reports, at info); successful probes are not logged.
+ *   state the probe reports, at info); successful probes are not logged. Requests refused before a key
+ *   was found (a 401, or a 429 to a client without a known key) are sampled: at most
+ *   `unauthenticatedLinesPerSecond` lines a second, and the next line written says in `suppressed` how
+ *   many were left out before it, so a flood of anonymous requests cannot write megabytes a second
+ *   (their durations are still all measured).
  */
 export function observeRequests(
   logger: Logger,
   metrics: Pick<Metrics, 'httpRequestDuration'>,
+  options: { unauthenticatedLinesPerSecond?: number; now?: () => number } = {},
 ): RequestHandler {
+  const linesPerSecond = options.unauthenticatedLinesPerSecond ?? UNAUTHENTICATED_LINES_PER_SECOND;
+  const now = options.now ?? performance.now.bind(performance);
+  let second = Number.NEGATIVE_INFINITY;
+  let written = 0;
+  let suppressed = 0;
+  /** Whether this unauthenticated line may be written (a fixed one-second window). */
+  const sampled = (): boolean => {
+    const time = now();
+    if (time - second >= 1000) {
+      second = time;
+      written = 0;
+    }
+    if (written >= linesPerSecond) {
+      suppressed++;
+      return false;
+    }
+    written++;
+    return true;
+  };
   return (req, res, next) => {
     res.once('close', () => {
       const durationMs = performance.now() - res.locals.startedAt;
@@ -47,6 +74,13 @@ export function observeRequests(
         durationMs: Math.round(durationMs * 100) / 100,
       };
       if (!res.writableFinished && !timedOut) line.aborted = true;
+      if (line.tenant === undefined && (status === 401 || status === 429)) {
+        if (!sampled()) return;
+        if (suppressed > 0) {
+          line.suppressed = suppressed;
+          suppressed = 0;
+        }
+      }
       // A probe's 503 (starting, draining) is the instance's state, said on purpose: not an error.
       const severity = status >= 500 && !QUIET_WHEN_OK.has(operation ?? '') ? 'error' : 'info';
       if (logger.request) logger.request(severity, line);

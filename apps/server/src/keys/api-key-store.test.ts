@@ -1,8 +1,34 @@
+import type { KyselyPlugin } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
-import { openStorage } from '../storage/storage.js';
-import { API_KEY_PATTERN } from './api-key.js';
+import { openStorage, type Storage } from '../storage/storage.js';
+import { API_KEY_PATTERN, generateApiKey } from './api-key.js';
+import { API_KEY_CACHE_TTL_MS, createApiKeyStore } from './api-key-store.js';
+
+/** A store over `storage`'s database on a clock the test moves, counting the queries it sends. */
+function countedStore(storage: Storage) {
+  let time = Date.parse('2025-01-01T00:00:00Z');
+  const counted = { queries: 0 };
+  const counting: KyselyPlugin = {
+    transformQuery: (args) => {
+      counted.queries++;
+      return args.node;
+    },
+    transformResult: async (args) => args.result,
+  };
+  const keys = createApiKeyStore(storage.db.withPlugin(counting), () => new Date(time));
+  return {
+    keys,
+    counted,
+    advance: (ms: number) => {
+      time += ms;
+    },
+  };
+}
+
+/** Lets a background lookup finish. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
 forEachDatabase('API key storage', ({ storage, database }) => {
   it('creates a key of the documented shape with a key_ id, and its tenant', async () => {
@@ -95,5 +121,61 @@ forEachDatabase('API key storage', ({ storage, database }) => {
     // Exact and case-sensitive on both databases: `_` is no wildcard, and case matters.
     expect(await keys.idsStartingWith(`${keyId.slice(0, 5)}_${keyId.slice(6)}`, 2)).toEqual([]);
     expect(await keys.idsStartingWith(keyId.toLowerCase(), 2)).toEqual([]);
+  });
+
+  it('caches a miss: the same unknown key asked for again costs no lookup', async () => {
+    const { keys, counted } = countedStore(storage());
+    const unknown = generateApiKey();
+    expect(await keys.find(unknown)).toBeUndefined();
+    expect(counted.queries).toBe(1);
+    expect(await keys.find(unknown)).toBeUndefined();
+    expect(keys.findCached(unknown)).toBeNull();
+    expect(counted.queries).toBe(1);
+    // Malformed keys never reach the database, and are known to be nothing.
+    expect(keys.findCached('not a key')).toBeNull();
+    // A key created by this process is taken out of the cache of misses.
+    const { key } = await keys.create('tenant_negative');
+    expect(await keys.find(key)).toMatchObject({ tenantId: 'tenant_negative' });
+  });
+
+  it('keeps a key in use cached past the TTL, renewing it in the background', async () => {
+    const { keys, counted, advance } = countedStore(storage());
+    const { key, keyId } = await testFeatures(storage()).keys.create('tenant_sliding');
+    expect(await keys.find(key)).toEqual({ tenantId: 'tenant_sliding', keyId });
+    const afterFirst = counted.queries;
+    // Used every 10 s for 3 minutes: never uncached, and renewed about every 30 s, not on every use.
+    for (let elapsed = 0; elapsed < 3 * API_KEY_CACHE_TTL_MS; elapsed += 10_000) {
+      advance(10_000);
+      expect(keys.findCached(key)).toEqual({ tenantId: 'tenant_sliding', keyId });
+      await settle();
+    }
+    expect(counted.queries - afterFirst).toBeGreaterThanOrEqual(4);
+    expect(counted.queries - afterFirst).toBeLessThanOrEqual(7);
+  });
+
+  it('drops a key in use within the TTL once it is revoked elsewhere', async () => {
+    const { keys, advance } = countedStore(storage());
+    const { key, keyId } = await testFeatures(storage()).keys.create('tenant_revoked_elsewhere');
+    expect(await keys.find(key)).toBeDefined();
+    // Another process (the CLI, another instance) revokes it: this store's cache cannot be told.
+    const other = await openStorage(database().options);
+    try {
+      expect(await testFeatures(other).keys.revoke(keyId)).toBe(true);
+    } finally {
+      await other.close();
+    }
+    let refusedAfter: number | undefined;
+    for (let elapsed = 10_000; elapsed <= API_KEY_CACHE_TTL_MS; elapsed += 10_000) {
+      advance(10_000);
+      if (keys.findCached(key) !== undefined && keys.findCached(key) !== null) {
+        await settle();
+        continue;
+      }
+      refusedAfter = elapsed;
+      break;
+    }
+    expect(refusedAfter).toBeDefined();
+    expect(refusedAfter).toBeLessThanOrEqual(API_KEY_CACHE_TTL_MS);
+    expect(await keys.find(key)).toBeUndefined();
   });
 });

@@ -4,9 +4,17 @@ import type { Database } from '../storage/database.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './api-key.js';
 import { BoundedCache } from './bounded-cache.js';
 
-/** Cache hits for at most this long, so a key revoked elsewhere stops working within a minute. */
+/**
+ * A found key is believed for at most this long after the database last said it is active, so a key
+ * revoked elsewhere (another instance, the CLI) stops working everywhere within a minute.
+ */
 export const API_KEY_CACHE_TTL_MS = 60_000;
+/** A cached key used once it is this old is checked again in the background, so one in use never expires. */
+export const API_KEY_REFRESH_AFTER_MS = 30_000;
 const API_KEY_CACHE_MAX_ENTRIES = 1000;
+/** How long a key the database does not know is remembered as unknown, and how many such keys. */
+export const UNKNOWN_KEY_CACHE_TTL_MS = 60_000;
+const UNKNOWN_KEY_CACHE_MAX_ENTRIES = 10_000;
 
 /** Who an API key belongs to. */
 export interface ApiKeyOwner {
@@ -26,10 +34,17 @@ export interface ApiKeyListing {
 export interface ApiKeyStore {
   /** Creates a key (`sk_` + 40 base62 chars) for the tenant, creating the tenant if missing; stores only sha256(key). */
   create(tenantId: string): Promise<{ key: string; keyId: string }>;
-  /** Looks a key up by its hash (so no timing leak on the plaintext); hits are cached in a bounded LRU. */
+  /**
+   * Looks a key up by its hash (so no timing leak on the plaintext); hits are cached in a bounded LRU,
+   * and so are misses (a key asked for again costs no lookup).
+   */
   find(key: string): Promise<ApiKeyOwner | undefined>;
-  /** The owner of `key` when `find` has it cached (found recently in this process); never asks the database. */
-  findCached(key: string): ApiKeyOwner | undefined;
+  /**
+   * What this process knows of `key` without asking the database: its owner when found recently,
+   * `null` when the database recently did not know it (or it is not shaped like a key), undefined when
+   * only a lookup can tell.
+   */
+  findCached(key: string): ApiKeyOwner | null | undefined;
   /** Revokes a key; true when it was active. Later lookups refuse it (at once in this process). */
   revoke(keyId: string): Promise<boolean>;
   /** Number of usable API keys (revoked ones not counted). */
@@ -43,14 +58,59 @@ export interface ApiKeyStore {
 }
 
 /**
- * An ApiKeyStore over `db`. `find` runs on every request, so found keys are cached in memory (bounded,
- * with a TTL) under their hash; misses are not cached, so a key created by another process works at once.
+ * An ApiKeyStore over `db`. `find` runs on every request, so found keys are cached in memory (bounded)
+ * under their hash, each for `API_KEY_CACHE_TTL_MS` after the database last confirmed it: one used when
+ * older than `API_KEY_REFRESH_AFTER_MS` is looked up again in the background (one lookup at a time per
+ * key), which renews it while the key is active and drops it once revoked. So a key in use never
+ * expires, and a revocation made elsewhere takes effect within the TTL. Misses are cached too (bounded,
+ * `UNKNOWN_KEY_CACHE_TTL_MS`): a key is random, so none can be asked for before it exists, and a key
+ * created in this process is taken out of that cache.
  */
 export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => new Date()): ApiKeyStore {
-  const cache = new BoundedCache<string, ApiKeyOwner>({
+  const millis = () => now().getTime();
+  const cache = new BoundedCache<string, { owner: ApiKeyOwner; checkedAt: number }>({
     maxEntries: API_KEY_CACHE_MAX_ENTRIES,
     ttlMs: API_KEY_CACHE_TTL_MS,
+    now: millis,
   });
+  const unknown = new BoundedCache<string, true>({
+    maxEntries: UNKNOWN_KEY_CACHE_MAX_ENTRIES,
+    ttlMs: UNKNOWN_KEY_CACHE_TTL_MS,
+    now: millis,
+  });
+  const refreshing = new Set<string>();
+
+  const lookUp = async (keyHash: string): Promise<ApiKeyOwner | undefined> => {
+    const checkedAt = millis();
+    const row = await db
+      .selectFrom('api_keys')
+      .select(['id', 'tenant_id'])
+      .where('key_hash', '=', keyHash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (!row) {
+      cache.delete(keyHash);
+      unknown.set(keyHash, true);
+      return undefined;
+    }
+    const owner: ApiKeyOwner = { tenantId: row.tenant_id, keyId: row.id };
+    cache.set(keyHash, { owner, checkedAt });
+    return owner;
+  };
+
+  /** The cached owner of `keyHash`, renewing the entry in the background when it is getting old. */
+  const cached = (keyHash: string): ApiKeyOwner | undefined => {
+    const entry = cache.get(keyHash);
+    if (entry === undefined) return undefined;
+    if (millis() - entry.checkedAt >= API_KEY_REFRESH_AFTER_MS && !refreshing.has(keyHash)) {
+      refreshing.add(keyHash);
+      // A failed renewal leaves the entry to expire at its TTL.
+      lookUp(keyHash)
+        .catch(() => undefined)
+        .finally(() => refreshing.delete(keyHash));
+    }
+    return entry.owner;
+  };
 
   return {
     async create(tenantId) {
@@ -68,29 +128,25 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
           .values({ id: keyId, tenant_id: tenantId, key_hash: hashApiKey(key), created_at: createdAt })
           .execute();
       });
+      unknown.delete(hashApiKey(key));
       return { key, keyId };
     },
 
     findCached(key) {
-      return API_KEY_PATTERN.test(key) ? cache.get(hashApiKey(key)) : undefined;
+      // Anything not shaped like a key cannot match.
+      if (!API_KEY_PATTERN.test(key)) return null;
+      const keyHash = hashApiKey(key);
+      return cached(keyHash) ?? (unknown.get(keyHash) ? null : undefined);
     },
 
     async find(key) {
       // Anything not shaped like a key cannot match: spare the database.
       if (!API_KEY_PATTERN.test(key)) return undefined;
       const keyHash = hashApiKey(key);
-      const cached = cache.get(keyHash);
-      if (cached) return cached;
-      const row = await db
-        .selectFrom('api_keys')
-        .select(['id', 'tenant_id'])
-        .where('key_hash', '=', keyHash)
-        .where('revoked_at', 'is', null)
-        .executeTakeFirst();
-      if (!row) return undefined;
-      const owner: ApiKeyOwner = { tenantId: row.tenant_id, keyId: row.id };
-      cache.set(keyHash, owner);
-      return owner;
+      const owner = cached(keyHash);
+      if (owner !== undefined) return owner;
+      if (unknown.get(keyHash)) return undefined;
+      return lookUp(keyHash);
     },
 
     async revoke(keyId) {
@@ -100,7 +156,7 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
         .where('id', '=', keyId)
         .where('revoked_at', 'is', null)
         .executeTakeFirst();
-      cache.deleteWhere((owner) => owner.keyId === keyId);
+      cache.deleteWhere((entry) => entry.owner.keyId === keyId);
       return result.numUpdatedRows > 0n;
     },
 

@@ -40,6 +40,11 @@ export class BoundedCache<K, V> {
     }
   }
 
+  /** Removes the entry of `key`, if any. */
+  delete(key: K): void {
+    this.#entries.delete(key);
+  }
+
   /** Removes every entry whose value matches. */
   deleteWhere(predicate: (value: V) => boolean): void {
     for (const [key, entry] of this.#entries) if (predicate(entry.value)) this.#entries.delete(key);

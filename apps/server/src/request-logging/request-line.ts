@@ -13,6 +13,8 @@ export interface RequestLine {
   durationMs: number;
   /** Present when the client went away before the response ended. */
   aborted?: true;
+  /** How many lines like this one (refused before a key was found) were left out since the last one written. */
+  suppressed?: number;
 }
 
 /**
@@ -49,6 +51,7 @@ export function requestLineWriter(
     if (line.operation !== undefined) json += `,"operation":${JSON.stringify(line.operation)}`;
     json += `,"method":${JSON.stringify(line.method)},"status":${finite(line.status)},"durationMs":${finite(line.durationMs)}`;
     if (line.aborted) json += ',"aborted":true';
+    if (line.suppressed !== undefined) json += `,"suppressed":${finite(line.suppressed)}`;
     stream.write(`${json},"message":"request"}\n`);
   };
 }
