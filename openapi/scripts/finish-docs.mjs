@@ -4,8 +4,8 @@
  *
  * - the server address: the contract's `servers` entry is the template `{base_url}`, which Redoc shows
  *   verbatim (and, after a navigation, resolves against the page: `…/docs/{base_url}`). The static page
- *   shows the variable's default, `http://localhost:3000`, instead; the server that serves /docs replaces
- *   that address with its own (apps/server/src/docs/served-docs.ts).
+ *   shows the variable's default, `http://localhost:3000`, instead; a server that serves /docs replaces
+ *   that address with its `PUBLIC_BASE_URL`, once (apps/server/src/docs/docs-routes.ts).
  * - the Redocly logo in the sidebar is fetched from a CDN: it is inlined, so the page needs no network.
  * - long lines of code blocks wrap instead of being cut off at the right edge.
  */

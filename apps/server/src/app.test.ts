@@ -87,6 +87,29 @@ forEachDatabase('createApp', ({ storage }) => {
     });
   });
 
+  it('replaces an X-Request-Id it does not echo, whatever its length, as the guide says', async () => {
+    for (const id of ['x'.repeat(129), 'x'.repeat(1025), 'x'.repeat(8000), 'a b']) {
+      for (const path of ['/v1/webhooks', '/healthz', '/log/verifier-key']) {
+        const response = await server.request(path, { key, headers: { 'x-request-id': id } });
+        expect(response.status, `${path} with ${id.length} characters`).toBe(200);
+        expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+      }
+    }
+    const echoed = await server.request('/v1/webhooks', { key, headers: { 'x-request-id': 'trace-1' } });
+    expect(echoed.headers.get('x-request-id')).toBe('trace-1');
+  });
+
+  it('refuses a bracketed query parameter with 400, whatever the name in the brackets', async () => {
+    const queries = ['a', '__proto__', 'constructor', 'toString', 'prototype', ''].map(
+      (name) => `cursor[${name}]=b`,
+    );
+    for (const query of [...queries, '[a]=b', '__proto__[a]=b', 'cursor=x&cursor[__proto__]=b']) {
+      const response = await server.request(`/v1/webhooks?${query}`, { key });
+      expect(response.status, query).toBe(400);
+      expect((await problemOf(response)).code, query).toBe('validation_failed');
+    }
+  });
+
   it('compiles the validator at start: the warm-up step sends every operation through it', async () => {
     // Timing the first request would be flaky on a loaded machine; which operations were warmed is exact.
     const contract = loadContract();

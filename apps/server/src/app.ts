@@ -4,11 +4,12 @@ import { NoteSigner } from '@scenario-scoring/tlog';
 import express, { type Express, type RequestHandler } from 'express';
 import { type Clock, systemClock } from './common/clock.js';
 import { type Contract, loadContract } from './common/contract.js';
-import { docsRoutes } from './docs/docs-routes.js';
+import { type DocsOptions, docsRoutes } from './docs/docs-routes.js';
 import { AppError } from './errors/app-error.js';
 import type { Features } from './features.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
+import { anonymousRateLimit } from './http/anonymous-rate-limit.js';
 import { authenticate } from './http/auth.js';
 import { TRUSTED_PROXIES_SETTING, trustedProxies } from './http/client-address.js';
 import { requireDeclaredContentEncoding } from './http/content-encoding.js';
@@ -67,6 +68,8 @@ export interface AppOptions {
   lifecycle?: InstanceLifecycle;
   /** Signs the verifiable log's checkpoints (its verifier key is served); by default a fresh random key. */
   logSigner?: NoteSigner;
+  /** Called each time a published file's representation is made (tests count them: once per deployment). */
+  onDocsPrepare?: DocsOptions['onPrepare'];
 }
 
 /**
@@ -133,7 +136,13 @@ export async function createApp(options: AppOptions): Promise<Express> {
       observeRequests(logger, metrics),
       closeConnectionsWhileDraining(lifecycle),
       refuseMalformedRequests,
-      docsRoutes(contract),
+      ...(config.anonymousRateLimitPerSecond > 0
+        ? [anonymousRateLimit(config.anonymousRateLimitPerSecond)]
+        : []),
+      docsRoutes(contract, {
+        ...(config.publicBaseUrl !== undefined && { publicBaseUrl: config.publicBaseUrl }),
+        ...(options.onDocsPrepare && { onPrepare: options.onDocsPrepare }),
+      }),
     ]),
   );
   app.use(

@@ -16,6 +16,8 @@ describe('loadConfig', () => {
       rateLimitPerSecond: 1000,
       trustedProxies: [],
       trustedProxyHeader: 'x-forwarded-for',
+      anonymousRateLimitPerSecond: 20,
+      publicBaseUrl: undefined,
       webhooks: {
         allowedCidrs: [],
         allowHttp: false,
@@ -108,6 +110,8 @@ describe('loadConfig', () => {
         NODE_ENV: 'development',
         BODY_LIMIT_BYTES: '2048',
         RATE_LIMIT_PER_SECOND: '0',
+        ANONYMOUS_RATE_LIMIT_PER_SECOND: '5',
+        PUBLIC_BASE_URL: 'https://scoring.example.com/api/',
         SECRETS_KEY: KEY,
         LOG_SIGNING_KEY: KEY,
         LOG_ORIGIN: 'scoring.example.com/log',
@@ -125,6 +129,8 @@ describe('loadConfig', () => {
       nodeEnv: 'development',
       bodyLimitBytes: 2048,
       rateLimitPerSecond: 0,
+      anonymousRateLimitPerSecond: 5,
+      publicBaseUrl: 'https://scoring.example.com/api',
       webhooks: {
         allowedCidrs: ['127.0.0.1/32', '10.0.0.0/8'],
         allowHttp: true,
@@ -156,6 +162,25 @@ describe('loadConfig', () => {
       /SECRETS_KEY is required/,
     );
     expect(() => loadConfig({ SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY must be the base64 of 32/);
+  });
+
+  it('takes PUBLIC_BASE_URL only as a plain http(s) URL, and limits anonymous requests by default', () => {
+    expect(loadConfig({}).publicBaseUrl).toBeUndefined();
+    expect(loadConfig({}).anonymousRateLimitPerSecond).toBe(20);
+    expect(loadConfig({ PUBLIC_BASE_URL: 'http://[::1]:3000' }).publicBaseUrl).toBe('http://[::1]:3000');
+    for (const bad of [
+      'scoring.example.com',
+      'ftp://scoring.example.com',
+      'https://user:pw@scoring.example.com',
+      'https://scoring.example.com/?q=1',
+      'https://scoring.example.com/#top',
+    ]) {
+      expect(() => loadConfig({ PUBLIC_BASE_URL: bad }), bad).toThrow(/PUBLIC_BASE_URL must be/);
+    }
+    // What the docs page gets is the URL as parsed: markup in the path is percent-encoded.
+    expect(loadConfig({ PUBLIC_BASE_URL: 'https://scoring.example.com/"><script>' }).publicBaseUrl).toBe(
+      'https://scoring.example.com/%22%3E%3Cscript%3E',
+    );
   });
 
   it('refuses a malformed duration or CIDR', () => {

@@ -21,6 +21,10 @@ export interface Config {
   trustedProxies: string[];
   /** The header those proxies set (`TRUSTED_PROXY_HEADER`). */
   trustedProxyHeader: ForwardedHeader;
+  /** Requests per second per client address without an API key (outside `/v1/`, probes excepted); 0 disables. */
+  anonymousRateLimitPerSecond: number;
+  /** The address clients reach the server at, shown by `/docs`; undefined: the contract's default. */
+  publicBaseUrl: string | undefined;
   /** Webhook delivery and outbound safety. */
   webhooks: WebhookConfig;
   /** Log level and format. */
@@ -59,8 +63,9 @@ const MAX_PORT = 65_535;
 /**
  * Reads and validates the configuration: `PORT` (3000), `HOST` (0.0.0.0), `DATA_DIR` (./data),
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
- * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `TRUSTED_PROXIES` (none), `TRUSTED_PROXY_HEADER`
- * (x-forwarded-for), `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
+ * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `ANONYMOUS_RATE_LIMIT_PER_SECOND` (20; 0 disables),
+ * `PUBLIC_BASE_URL` (none), `TRUSTED_PROXIES` (none), `TRUSTED_PROXY_HEADER` (x-forwarded-for),
+ * `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
  * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`, the log's `LOG_ORIGIN`, `LOG_SIGNING_KEY`…). Throws a
  * ConfigError naming every bad variable.
  */
@@ -88,6 +93,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   const trustedProxyHeader = reader.choice('TRUSTED_PROXY_HEADER', 'x-forwarded-for', FORWARDED_HEADERS);
+  const anonymousRateLimitPerSecond = reader.integer('ANONYMOUS_RATE_LIMIT_PER_SECOND', 20, 0, 1_000_000);
+  const publicBaseUrl = readPublicBaseUrl(reader);
   const webhooks = readWebhookConfig(reader, { nodeEnv, databaseUrl: postgresUrl ? databaseUrl : undefined });
   const logs = readLogConfig(reader, { nodeEnv });
   const metrics = readMetricsConfig(reader, { apiPort: port });
@@ -111,6 +118,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerSecond,
     trustedProxies,
     trustedProxyHeader,
+    anonymousRateLimitPerSecond,
+    publicBaseUrl,
     webhooks,
     logs,
     metrics,
@@ -118,4 +127,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runs,
     verifiableLog,
   };
+}
+
+/**
+ * `PUBLIC_BASE_URL`: an http(s) URL with a host and at most a path (no credentials, query or fragment),
+ * without its trailing slash. It is written into the docs page, so only plain URL characters are taken.
+ */
+function readPublicBaseUrl(reader: EnvReader): string | undefined {
+  const text = reader.raw('PUBLIC_BASE_URL');
+  if (text === undefined) return undefined;
+  const problem =
+    'PUBLIC_BASE_URL must be an http:// or https:// URL with a host and at most a path, such as https://scoring.example.com';
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    reader.problems.push(problem);
+    return undefined;
+  }
+  const href = url.href.replace(/\/$/, '');
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.search !== '' ||
+    url.hash !== '' ||
+    text.includes('?') ||
+    text.includes('#') ||
+    !/^https?:\/\/[A-Za-z0-9.:[\]-]+(?:\/[A-Za-z0-9._~:@%/+-]*)?$/.test(href)
+  ) {
+    reader.problems.push(problem);
+    return undefined;
+  }
+  return href;
 }

@@ -1,6 +1,28 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDatabase } from '../../test/support/test-databases.js';
+import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../../test/support/test-databases.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { openStorage, type Storage } from '../storage/storage.js';
+
+/** A raw GET or HEAD (fetch cannot set `Host`): status, headers and the body's bytes. */
+function rawRequest(
+  url: string,
+  headers: Record<string, string>,
+  method = 'GET',
+): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    request(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
+    })
+      .on('error', reject)
+      .end();
+  });
+}
 
 forEachDatabase('the published contract', ({ storage }) => {
   let server: TestServer;
@@ -45,13 +67,10 @@ forEachDatabase('the published contract', ({ storage }) => {
     expect(response.headers.get('allow')).toBe('GET, HEAD');
   });
 
-  it('show the address of the server that serves them, never {base_url}', async () => {
-    const response = await server.request('/docs');
-    const html = await response.text();
-    const origin = new URL(server.url).origin;
+  it('show the contract default address without PUBLIC_BASE_URL, never {base_url}', async () => {
+    const html = await (await server.request('/docs')).text();
     expect(html).not.toContain('{base_url}');
-    expect(html).toContain(`"servers":[{"url":"${origin}"`);
-    expect(html).not.toContain('http://localhost:3000');
+    expect(html).toContain('"servers":[{"url":"http://localhost:3000"');
   });
 
   it('are sent gzipped when asked, with an ETag that answers 304, and no-cache', async () => {
@@ -109,5 +128,95 @@ forEachDatabase('the published contract', ({ storage }) => {
     });
     expect(html).not.toContain('evil.test');
     expect(html).toContain('"servers":[{"url":"http://localhost:3000"');
+  });
+});
+
+forEachDatabase('the published contract, built once', ({ storage }) => {
+  const PUBLIC = 'https://scoring.example.com/api';
+  let server: TestServer;
+  const builds: string[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({
+      storage: storage(),
+      config: { publicBaseUrl: PUBLIC },
+      onDocsPrepare: (path, representation) => builds.push(`${path} ${representation}`),
+    });
+  });
+  afterAll(() => server.close());
+
+  it('is one page for every Host: the same bytes and ETag, made once, gzipped only when asked', async () => {
+    const url = `${server.url}/docs`;
+    const answers = [];
+    for (let i = 0; i < 40; i++) {
+      const host = `h${i}.example`;
+      answers.push(await rawRequest(url, { host, 'accept-encoding': 'identity' }));
+      await rawRequest(url, { host }, 'HEAD');
+    }
+    const first = answers[0];
+    expect(first?.status).toBe(200);
+    expect(new Set(answers.map((answer) => answer.headers.etag)).size).toBe(1);
+    expect(new Set(answers.map((answer) => answer.headers['content-security-policy'])).size).toBe(1);
+    for (const answer of answers) {
+      expect(answer.body.equals(first?.body ?? Buffer.alloc(0))).toBe(true);
+      // The answer no longer depends on Host, so caches need not key on it.
+      expect(answer.headers.vary).toBe('Accept-Encoding');
+    }
+    const html = first?.body.toString('utf8') ?? '';
+    expect(html).toContain(`"servers":[{"url":"${PUBLIC}"`);
+    expect(html).not.toContain('h0.example');
+    expect(html).not.toContain('http://localhost:3000');
+    // Built once, and no gzip was made: nobody asked for one.
+    expect(builds).toEqual(['/docs identity']);
+
+    for (let i = 0; i < 10; i++) {
+      const gzipped = await rawRequest(url, { host: `g${i}.example`, 'accept-encoding': 'gzip' });
+      expect(gzipped.headers['content-encoding']).toBe('gzip');
+      expect(gunzipSync(gzipped.body).equals(first?.body ?? Buffer.alloc(0))).toBe(true);
+    }
+    expect(builds).toEqual(['/docs identity', '/docs gzip']);
+  });
+});
+
+describe('requests without an API key', () => {
+  let database: TestDatabase;
+  let storage: Storage;
+  let server: TestServer;
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite');
+    storage = await openStorage(database.options);
+    server = await startTestServer({ storage, config: { anonymousRateLimitPerSecond: 5 } });
+  });
+  afterAll(async () => {
+    await server.close();
+    await storage.close();
+    await database.dispose();
+  });
+
+  it('are limited per client address: past the limit, 429 rate_limited with Retry-After', async () => {
+    for (const path of ['/docs', '/log/verifier-key', '/openapi.json', '/nothing-here']) {
+      // A fresh window (one second from the first request counted in it): the limit counts every path together.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const statuses: number[] = [];
+      let refused: Response | undefined;
+      for (let i = 0; i < 8; i++) {
+        const response = await server.request(path, { method: 'HEAD' });
+        statuses.push(response.status);
+        if (response.status === 429) refused ??= response;
+      }
+      expect(statuses.slice(0, 5), path).not.toContain(429);
+      expect(statuses.slice(5), path).toContain(429);
+      expect(refused?.headers.get('retry-after'), path).toBe('1');
+      const problem = await (await server.request(path)).json();
+      expect(problem, path).toMatchObject({ status: 429, code: 'rate_limited' });
+    }
+  });
+
+  it('leave the probes and the API alone', async () => {
+    for (let i = 0; i < 20; i++) {
+      expect((await server.request('/healthz')).status).toBe(200);
+      expect((await server.request('/readyz')).status).toBe(200);
+      // Under /v1/ the key decides (here: there is none).
+      expect((await server.request('/v1/log/checkpoint')).status).toBe(401);
+    }
   });
 });

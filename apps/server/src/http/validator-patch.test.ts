@@ -17,7 +17,9 @@ import { loadContract } from '../common/contract.js';
  * warm-up sends a query) where the query it gives is written out (`legacyQuery`); and two start-up
  * costs: compiling the OpenAPI schema even when `validateApiSpec` is false (a production start, see
  * contract-validation.ts), and compiling every component schema in the schema preprocessor only to read
- * the schema back. These tests fail when an upgrade makes the patch moot (another version is installed:
+ * the schema back. One change is not about cost: a bracketed query key that `qs` will not set
+ * (`cursor[__proto__]=b`) stood for nothing and was dropped; it stands for an empty object, so it is refused
+ * as `cursor[a]=b` is (tested in app.test.ts). These tests fail when an upgrade makes the patch moot (another version is installed:
  * check whether upstream fixed it, then regenerate or drop the patch) or wrong (it is not applied, or the
  * patched validator matches routes, path parameters or queries differently).
  */

@@ -71,6 +71,25 @@ describe('createLogger', () => {
       note: 'the receiver echoed whsec_[redacted]',
     });
   });
+
+  it('masks a key or secret wherever it starts, also right after a letter, digit or underscore', () => {
+    const { logger, lines } = capturingLogger();
+    const id = `trace_${API_KEY}`;
+    logger.info(`request ${id}`, {
+      requestId: id,
+      tenant: `x${WEBHOOK_SECRET}`,
+      note: `a9${API_KEY},b${WEBHOOK_SECRET}`,
+    });
+    const output = lines.join('\n');
+    expect(output).not.toContain(API_KEY.slice('sk_'.length));
+    expect(output).not.toContain(WEBHOOK_SECRET.slice('whsec_'.length));
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({
+      message: 'request trace_sk_[redacted]',
+      requestId: 'trace_sk_[redacted]',
+      tenant: 'xwhsec_[redacted]',
+      note: 'a9sk_[redacted],bwhsec_[redacted]',
+    });
+  });
 });
 
 describe('the request log', () => {

@@ -15,8 +15,12 @@ export const redactedPaths: string[] = [
   'headers',
 ].flatMap((name) => [name, `*.${name}`]);
 
-/** API keys (`sk_` + 40 base62 characters) and webhook secrets (`whsec_` + base64). */
-const SECRET_PATTERN = /\b(sk|whsec)_[A-Za-z0-9+/=]{8,}/g;
+/**
+ * API keys (`sk_` + 40 base62 characters) and webhook secrets (`whsec_` + base64), wherever they start: a
+ * client may glue one to a word (`X-Request-Id: trace_sk_…`), so no word boundary is asked for. A word
+ * that merely ends in `sk` (`task_12345678`) is masked too: a log line loses a little, never a key.
+ */
+const SECRET_PATTERN = /(sk|whsec)_[A-Za-z0-9+/=]{8,}/g;
 
 /** Masks any API key or webhook secret inside `text`, keeping its prefix so the line stays readable. */
 export function scrubSecrets(text: string): string {

@@ -69,6 +69,7 @@ export class FuzzTarget {
     this.#server = new BuiltServer({
       ...databaseEnv(this.#database),
       RATE_LIMIT_PER_SECOND: '1000000',
+      ANONYMOUS_RATE_LIMIT_PER_SECOND: '0',
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
       WEBHOOK_MAX_PER_TENANT: '10000',
       WEBHOOK_RETRY_SCHEDULE: '1s',

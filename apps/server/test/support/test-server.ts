@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NoteSigner } from '@scenario-scoring/tlog';
-import { createApp } from '../../src/app.js';
+import { type AppOptions, createApp } from '../../src/app.js';
 import type { Clock } from '../../src/common/clock.js';
 import { type Contract, loadContract } from '../../src/common/contract.js';
 import type { Features } from '../../src/features.js';
@@ -24,6 +24,7 @@ const TEST_ENV: NodeJS.ProcessEnv = {
   HOST: '127.0.0.1',
   DATA_DIR: '/nonexistent',
   RATE_LIMIT_PER_SECOND: '0',
+  ANONYMOUS_RATE_LIMIT_PER_SECOND: '0',
   WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32,::1/128',
   WEBHOOK_RETRY_SCHEDULE: '10ms,20ms,40ms',
   WEBHOOK_THROTTLED_MIN_DELAY: '10ms',
@@ -35,7 +36,7 @@ const TEST_ENV: NodeJS.ProcessEnv = {
 };
 
 /**
- * The configuration tests run with: validation of responses on, no rate limit unless asked; webhooks go
+ * The configuration tests run with: validation of responses on, no rate limits unless asked; webhooks go
  * to receivers on 127.0.0.1 on a compressed schedule; scoring threads off, because they run the built
  * thread script and the TypeScript sources score in process.
  */
@@ -75,6 +76,8 @@ export async function startTestServer(options: {
   contract?: Contract;
   /** Signs the tenants' log checkpoints; by default a fresh key. */
   logSigner?: NoteSigner;
+  /** Counts the published files' builds (see AppOptions.onDocsPrepare). */
+  onDocsPrepare?: AppOptions['onDocsPrepare'];
   /** Node's request timeout (30 s in the runtime), checked every 50 ms instead of Node's 30 s. */
   requestTimeoutMs?: number;
 }): Promise<TestServer> {
@@ -98,6 +101,7 @@ export async function startTestServer(options: {
     ...(options.metrics && { metrics: options.metrics }),
     ...(options.lifecycle && { lifecycle: options.lifecycle }),
     ...(options.logSigner && { logSigner: options.logSigner }),
+    ...(options.onDocsPrepare && { onDocsPrepare: options.onDocsPrepare }),
   });
   // As the runtime listens (createApiServer).
   const server: Server = createApiServer(

@@ -1303,7 +1303,7 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Too many requests for this API key; wait for `Retry-After` seconds. */
+        /** @description Too many requests for this API key (or, without one, from this client address); wait for `Retry-After` seconds. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1389,7 +1389,10 @@ export type components = {
         };
     };
     parameters: {
-        /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+        /**
+         * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+         *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+         */
         "X-Request-Id": string;
         /** @description The jurisdiction code. */
         Jurisdiction: components["schemas"]["Jurisdiction"];
@@ -1549,7 +1552,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path?: never;
@@ -1585,7 +1591,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -1624,7 +1633,10 @@ export interface operations {
                  *     `idempotency_key_reused`. Keys are kept for 24 hours, per API key.
                  */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path?: never;
@@ -1663,7 +1675,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -1702,7 +1717,10 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -1736,7 +1754,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -1770,7 +1791,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path?: never;
@@ -1804,7 +1828,10 @@ export interface operations {
                 tree_size?: components["parameters"]["TreeSize"];
             };
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -1854,7 +1881,10 @@ export interface operations {
                 to: components["schemas"]["TreeSize"];
             };
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path?: never;
@@ -1889,7 +1919,10 @@ export interface operations {
                 width?: number;
             };
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -1947,6 +1980,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
     };
@@ -1960,7 +1994,10 @@ export interface operations {
                  *     `idempotency_key_reused`. Keys are kept for 24 hours, per API key.
                  */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path?: never;
@@ -2042,7 +2079,10 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path?: never;
@@ -2072,7 +2112,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -2106,7 +2149,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -2136,7 +2182,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -2186,7 +2235,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -2226,7 +2278,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -2265,7 +2320,10 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -2304,7 +2362,10 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
@@ -2340,7 +2401,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Your own id for the request, echoed in the response and in logs; one is made if absent or invalid. */
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
