@@ -30,6 +30,8 @@ describe('loadConfig', () => {
         pollIntervalMs: 200,
         concurrency: 64,
         tenantConcurrency: 32,
+        breakerThreshold: 5,
+        breakerCooldownMs: 30_000,
         maxWebhooksPerTenant: 50,
         maxDeliveriesPerEvent: 50,
         secretsKey: undefined,

@@ -34,6 +34,15 @@ describe('readWebhookConfig', () => {
     expect(read({ WEBHOOK_TENANT_CONCURRENCY: '0' }).problems).toHaveLength(1);
   });
 
+  it('opens an endpoint circuit after 5 consecutive failures for 30 s unless configured otherwise', () => {
+    expect(read({}).config).toMatchObject({ breakerThreshold: 5, breakerCooldownMs: 30_000 });
+    expect(read({ WEBHOOK_BREAKER_THRESHOLD: '0', WEBHOOK_BREAKER_COOLDOWN: '2s' }).config).toMatchObject({
+      breakerThreshold: 0,
+      breakerCooldownMs: 2_000,
+    });
+    expect(read({ WEBHOOK_BREAKER_THRESHOLD: '-1' }).problems).toHaveLength(1);
+  });
+
   it('refuses settings that let one tenant hold every delivery slot', () => {
     expect(read({ WEBHOOK_CONCURRENCY: '1' }).problems).toEqual([
       expect.stringContaining('WEBHOOK_CONCURRENCY'),

@@ -31,10 +31,19 @@ export interface WebhookConfig extends OutboundPolicyConfig {
   /** Attempts in flight at once per instance. */
   concurrency: number;
   /**
-   * The most of an instance's attempts one tenant may hold (in flight or claimed and waiting for a slot):
-   * a tenant whose receivers hang or crawl never holds more, so the other slots stay free for the others.
+   * The most of an instance's attempts one tenant may have in flight (and as many claimed and waiting for
+   * a slot), however few tenants have work: with more, each one's share is less (see tenantShare), so a
+   * tenant whose receivers hang or crawl never holds the slots the others need.
    */
   tenantConcurrency: number;
+  /**
+   * Consecutive failed attempts (timeouts, network errors, 5xx, 429) to one endpoint (a tenant's URL
+   * origin) that open its circuit: no attempt to it for `breakerCooldownMs`, then one probe. 0 turns the
+   * endpoint throttle off (its circuit and its concurrency limit that shrinks on failures).
+   */
+  breakerThreshold: number;
+  /** How long an endpoint's open circuit lets no attempt through (its deliveries wait, not counted as attempts). */
+  breakerCooldownMs: number;
   /** Webhooks (not deleted) one tenant may have: registrations beyond are 422 `webhook_limit_reached`. */
   maxWebhooksPerTenant: number;
   /** The most deliveries one event fans out to (the tenant's oldest matching webhooks first). */
@@ -99,6 +108,8 @@ export function readWebhookConfig(
     pollIntervalMs: reader.durationMs('WEBHOOK_POLL_INTERVAL', 200, 1),
     concurrency,
     tenantConcurrency,
+    breakerThreshold: reader.integer('WEBHOOK_BREAKER_THRESHOLD', 5, 0, 1_000_000),
+    breakerCooldownMs: reader.durationMs('WEBHOOK_BREAKER_COOLDOWN', 30_000, 1),
     maxWebhooksPerTenant: reader.integer(
       'WEBHOOK_MAX_PER_TENANT',
       DEFAULT_MAX_WEBHOOKS_PER_TENANT,

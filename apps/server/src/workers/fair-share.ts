@@ -23,3 +23,26 @@ export function fairShare(
     .slice(0, Math.max(0, share.max))
     .map(({ n }) => n);
 }
+
+/**
+ * The most attempts one tenant may have in flight on a worker with `slots`, when `activeTenants` tenants
+ * hold work on it: an equal share with one more tenant counted than hold work, so a share is always left
+ * for a tenant that has none yet (`slots / (active + 1)`, at least 1), and never more than `maxPerTenant`
+ * (WEBHOOK_TENANT_CONCURRENCY). One busy tenant gets up to `maxPerTenant`; two get a third each; three a
+ * quarter: however many tenants' receivers hang, the others find slots free.
+ */
+export function tenantShare(share: { slots: number; maxPerTenant: number; activeTenants: number }): number {
+  const equal = Math.floor(share.slots / (Math.max(0, share.activeTenants) + 1));
+  return Math.max(1, Math.min(share.maxPerTenant, equal));
+}
+
+/**
+ * The slots of a worker kept for tenants with no attempt in flight: an attempt of a tenant that has one in
+ * flight already starts only while more than these are free. A share shrinks only as attempts end, so
+ * without them tenants that arrived one after another could take every slot for as long as their
+ * receivers hang (the first one's larger share still in flight); with them, the next tenant's first
+ * attempt starts at once. An eighth of the slots, at least one.
+ */
+export function reservedSlots(slots: number): number {
+  return Math.max(1, Math.floor(slots / 8));
+}

@@ -256,3 +256,25 @@ export async function releaseClaims(
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
+
+/**
+ * Gives back claims of `workerId` on the deliveries `ids` due again at `dueAt`, with no attempt recorded
+ * (their endpoint's circuit is open): the retry schedule does not advance, and no worker claims them
+ * before then. Returns how many it gave back (those whose claim another worker took over are left alone).
+ */
+export async function deferClaims(
+  storage: Pick<Storage, 'db'>,
+  workerId: string,
+  ids: readonly string[],
+  dueAt: string,
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const result = await storage.db
+    .updateTable('deliveries')
+    .set({ next_attempt_at: dueAt, locked_until: null, locked_by: null })
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'pending')
+    .where('id', 'in', ids)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

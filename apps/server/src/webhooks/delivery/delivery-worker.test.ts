@@ -192,7 +192,7 @@ forEachDatabase('the delivery worker', ({ storage }) => {
     expect(attempt?.response_body).toBe(`é${'x'.repeat(4094)}`);
   });
 
-  it('keeps as many claimed deliveries queued as it has slots, behind the attempts in flight, and no more', async () => {
+  it("keeps as many claimed deliveries queued as a tenant's share of slots, behind its attempts in flight, and no more", async () => {
     const tenant = nextTenant();
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
@@ -203,7 +203,10 @@ forEachDatabase('the delivery worker', ({ storage }) => {
       res.end('ok');
     });
     await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
-    const running = worker({ config: { concurrency: 2, timeoutMs: 10_000, leaseMs: 60_000 } });
+    // A share of 2 (at most half the slots for one tenant), and as many queued.
+    const running = worker({
+      config: { concurrency: 4, tenantConcurrency: 2, timeoutMs: 10_000, leaseMs: 60_000 },
+    });
     const eventIds = await commitTestEvents(storage(), tenant, { count: 10 });
     const leased = async () => {
       const row = await storage()

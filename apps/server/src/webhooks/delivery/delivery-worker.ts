@@ -8,17 +8,20 @@ import { describeError, type Logger } from '../../request-logging/logger.js';
 import { GroupCommitter } from '../../storage/group-committer.js';
 import type { Storage } from '../../storage/storage.js';
 import type { BackgroundWorker } from '../../workers/background-worker.js';
+import { reservedSlots, tenantShare } from '../../workers/fair-share.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 import type { WebhookConfig } from '../webhook-config.js';
 import {
   type ClaimedDelivery,
   claimDueDeliveries,
+  deferClaims,
   releaseClaims,
   withSigningSecrets,
 } from './delivery-claims.js';
 import { nextDeliveryState } from './delivery-outcome.js';
 import type { DeliveryWrite } from './delivery-recorder.js';
 import { createDeliveryAgent, createDeliverySender, type DeliverySender } from './delivery-sender.js';
+import { type EndpointOutcome, EndpointThrottle, endpointOf, endpointOutcome } from './endpoint-throttle.js';
 import { DISPATCH_BATCH, dispatchEvents } from './event-dispatcher.js';
 import { recordIsolated } from './isolated-recorder.js';
 import { judgeAttempt } from './retry-schedule.js';
@@ -89,16 +92,14 @@ export class DeliveryWorker implements BackgroundWorker {
    * with slots free, so the loop claims again once a quarter of its cap has freed up.
    */
   readonly #atCap = new Set<string>();
-  /** The attempts in flight, by tenant: none starts beyond the tenant's cap. */
+  /** The attempts in flight, by tenant: none starts beyond the tenant's share (see #share). */
   readonly #inFlightByTenant = new TenantCounts();
   /** Deliveries claimed beyond the free slots (see PREFETCH_MIN_LEASE_TIMEOUTS). */
   readonly #prefetch: number;
-  /**
-   * The most deliveries the worker holds for one tenant: its cap of attempts in flight, and as many queued
-   * when the worker prefetches (a tenant's queued ones wait for its own attempts, never for a slot another
-   * tenant could use: the room of the others is the concurrency and the prefetch less twice the cap).
-   */
-  readonly #heldCap: number;
+  /** Slots only a tenant with no attempt in flight may take (see reservedSlots). */
+  readonly #reservedSlots: number;
+  /** Slows down and cuts off endpoints that fail or hang (one instance's view). */
+  readonly #throttle: EndpointThrottle;
   #running = false;
   #claimsHealthy = true;
   #dispatchHealthy = true;
@@ -120,7 +121,11 @@ export class DeliveryWorker implements BackgroundWorker {
     this.workerId = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     const { concurrency, leaseMs, timeoutMs } = options.config;
     this.#prefetch = leaseMs >= PREFETCH_MIN_LEASE_TIMEOUTS * timeoutMs ? concurrency : 0;
-    this.#heldCap = options.config.tenantConcurrency * (this.#prefetch > 0 ? 2 : 1);
+    this.#reservedSlots = reservedSlots(concurrency);
+    this.#throttle = new EndpointThrottle({
+      threshold: options.config.breakerThreshold,
+      cooldownMs: options.config.breakerCooldownMs,
+    });
     this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
     this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
     // Isolated: one outcome that cannot be stored never fails the others of its batch (defect #1).
@@ -193,21 +198,25 @@ export class DeliveryWorker implements BackgroundWorker {
       let atCapacity = false;
       this.#signalled = false;
       this.#startFanOut();
-      const free = this.#room();
+      const room = this.#room();
+      // With no room, tenants holding nothing may still take the reserved slots: one delivery each.
+      const newcomers = room <= 0;
+      const free = newcomers ? this.#room(this.#reservedSlots) : room;
       if (free > 0) {
         this.#reserved += free;
         const heldBefore = this.#held.snapshot();
+        const cap = newcomers ? 1 : this.#heldCap();
         try {
           const claimed = await claimDueDeliveries(storage, secretBox, {
             workerId: this.workerId,
             now: clock.now(),
             leaseMs: config.leaseMs,
             limit: free,
-            tenantCap: this.#heldCap,
+            tenantCap: cap,
             held: heldBefore,
           });
-          this.#enqueue(claimed, heldBefore);
-          atCapacity = claimed.length === free;
+          this.#enqueue(claimed, heldBefore, cap, newcomers);
+          atCapacity = newcomers || claimed.length === free;
           this.#claimsHealthy = true;
         } catch (error) {
           this.#claimsHealthy = false;
@@ -243,12 +252,12 @@ export class DeliveryWorker implements BackgroundWorker {
   }
 
   /**
-   * How many more deliveries there is room to claim: the free slots and the prefetch, less what is queued
-   * and what claims on their way may bring.
+   * How many more deliveries there is room to claim: the free slots and the prefetch (and `extra`), less
+   * what is queued and what claims on their way may bring.
    */
-  #room(): number {
+  #room(extra = 0): number {
     return Math.min(
-      this.#slotRoom(),
+      this.#slotRoom() + extra,
       // Outcomes waiting to be recorded are backpressure: no new claims while the database lags behind.
       this.#options.config.concurrency * MAX_UNRECORDED_PER_SLOT - this.#recorder.queued,
     );
@@ -269,6 +278,7 @@ export class DeliveryWorker implements BackgroundWorker {
     const max = Math.max(0, this.#room() >> 1);
     this.#reserved += max;
     const heldBefore = this.#held.snapshot();
+    const heldCap = this.#heldCap();
     try {
       const now = clock.now();
       const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
@@ -277,14 +287,14 @@ export class DeliveryWorker implements BackgroundWorker {
           workerId: this.workerId,
           lockedUntil,
           max,
-          tenantCap: this.#heldCap,
+          tenantCap: heldCap,
           held: heldBefore,
         },
         maxPerEvent: config.maxDeliveriesPerEvent,
       });
       // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
       if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;
-      this.#enqueue(await withSigningSecrets(storage, secretBox, fanOut.claimed, now), heldBefore);
+      this.#enqueue(await withSigningSecrets(storage, secretBox, fanOut.claimed, now), heldBefore, heldCap);
       this.#dispatchHealthy = true;
     } catch (error) {
       this.#dispatchHealthy = false;
@@ -297,12 +307,17 @@ export class DeliveryWorker implements BackgroundWorker {
   }
 
   /**
-   * Queues what a claim or a fan-out took, given what the worker held when it asked. A tenant that got all
-   * its cap allowed may have more due, held back only by its own attempts: it is marked, and the loop
-   * claims again once a quarter of its cap is free (see #release), however few it holds by then.
+   * Queues what a claim or a fan-out took, given what the worker held when it asked and the cap the claim
+   * was given. A tenant that got all its cap allowed may have more due, held back only by its own
+   * attempts: it is marked, and the loop claims again once a quarter of its cap is free (see #release),
+   * however few it holds by then. A claim for the reserved slots (`newcomers`, a cap of one) marks none.
    */
-  #enqueue(claimed: readonly ClaimedDelivery[], heldBefore: ReadonlyMap<string, number>): void {
-    const cap = this.#heldCap;
+  #enqueue(
+    claimed: readonly ClaimedDelivery[],
+    heldBefore: ReadonlyMap<string, number>,
+    cap: number,
+    newcomers = false,
+  ): void {
     const taken = new TenantCounts();
     const excess: ClaimedDelivery[] = [];
     for (const delivery of claimed) {
@@ -315,10 +330,12 @@ export class DeliveryWorker implements BackgroundWorker {
       taken.add(delivery.tenantId);
       this.#queue.push(delivery);
     }
-    for (const [tenantId, held] of heldBefore) if (held >= cap) this.#atCap.add(tenantId);
-    for (const [tenantId, count] of taken.entries())
-      if ((heldBefore.get(tenantId) ?? 0) + count >= cap) this.#atCap.add(tenantId);
-    for (const { tenantId } of excess) this.#atCap.add(tenantId);
+    if (!newcomers) {
+      for (const [tenantId, held] of heldBefore) if (held >= cap) this.#atCap.add(tenantId);
+      for (const [tenantId, count] of taken.entries())
+        if ((heldBefore.get(tenantId) ?? 0) + count >= cap) this.#atCap.add(tenantId);
+      for (const { tenantId } of excess) this.#atCap.add(tenantId);
+    }
     if (excess.length > 0) this.#giveBack(excess);
     this.#startQueued();
     // Those whose attempts ended while the claim was on its way.
@@ -351,7 +368,7 @@ export class DeliveryWorker implements BackgroundWorker {
    * free: the loop claims again once a quarter of its cap is free.
    */
   #claimAgainIfFreed(tenantId: string): void {
-    const cap = this.#heldCap;
+    const cap = this.#heldCap();
     if (this.#atCap.has(tenantId) && this.#held.get(tenantId) <= cap - Math.max(1, cap >> 2)) {
       this.#atCap.delete(tenantId);
       this.#signal();
@@ -359,47 +376,114 @@ export class DeliveryWorker implements BackgroundWorker {
   }
 
   /**
+   * The most attempts one tenant may have in flight now: an equal share among the tenants this worker
+   * holds deliveries for, with one more counted (see tenantShare), at most WEBHOOK_TENANT_CONCURRENCY.
+   */
+  #share(): number {
+    const { concurrency, tenantConcurrency } = this.#options.config;
+    return tenantShare({
+      slots: concurrency,
+      maxPerTenant: tenantConcurrency,
+      activeTenants: this.#held.size,
+    });
+  }
+
+  /**
+   * The most deliveries the worker holds for one tenant: its share of attempts in flight, and as many
+   * queued when the worker prefetches (a tenant's queued ones wait for its own attempts, never for a slot
+   * another tenant could use).
+   */
+  #heldCap(): number {
+    return this.#share() * (this.#prefetch > 0 ? 2 : 1);
+  }
+
+  /**
    * Starts queued deliveries while slots are free (none once stopping: stop() gives their claims back),
-   * in the queue's order, passing over those of a tenant with its cap of attempts in flight: a claim and a
-   * fan-out running side by side may both have given it its share, and the second share waits for the
-   * first's attempts, not beside them.
+   * in the queue's order, passing over those of a tenant with its share of attempts in flight (a claim
+   * and a fan-out side by side may both have given it its share, and shares shrink as tenants arrive: the
+   * rest waits for its own attempts, not beside them), those of a tenant with an attempt in flight when
+   * only the reserved slots are free, and those whose endpoint is throttled (they wait) or cut off (they
+   * are given back, due when its circuit half-opens).
    */
   #startQueued(): void {
     const { config, clock } = this.#options;
     if (!this.#running) return;
     const waiting: ClaimedDelivery[] = [];
+    const deferred = new Map<number, ClaimedDelivery[]>();
+    const share = this.#share();
+    const nowMs = clock.now().getTime();
     let next = 0;
     for (; next < this.#queue.length && this.#inFlight.size < config.concurrency; next++) {
       const delivery = this.#queue[next] as ClaimedDelivery;
+      const tenantInFlight = this.#inFlightByTenant.get(delivery.tenantId);
       // Never attempt on a lease that could expire during the attempt: another worker may take it over.
       // Left leased, it is claimed again once the lease expires (slots stuck far longer than a timeout).
-      if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - clock.now().getTime() < config.timeoutMs) {
+      if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - nowMs < config.timeoutMs) {
         this.#release(delivery);
-      } else if (this.#inFlightByTenant.get(delivery.tenantId) >= config.tenantConcurrency) {
+        continue;
+      }
+      if (
+        tenantInFlight >= share ||
+        (tenantInFlight > 0 && this.#inFlight.size >= config.concurrency - this.#reservedSlots)
+      ) {
         waiting.push(delivery);
-      } else {
-        this.#launch(delivery);
+        continue;
+      }
+      const admission = delivery.webhookActive
+        ? this.#throttle.admit(endpointOf(delivery.tenantId, delivery.url), nowMs)
+        : { kind: 'start' as const };
+      if (admission.kind === 'start') this.#launch(delivery);
+      else if (admission.kind === 'wait') waiting.push(delivery);
+      else {
+        const same = deferred.get(admission.untilMs) ?? [];
+        same.push(delivery);
+        deferred.set(admission.untilMs, same);
       }
     }
     if (next > 0) this.#queue = waiting.concat(this.#queue.slice(next));
+    for (const [untilMs, deliveries] of deferred) this.#defer(deliveries, untilMs);
+  }
+
+  /** Gives claims back due at `untilMs`, with no attempt (their endpoint's circuit is open). */
+  #defer(deliveries: readonly ClaimedDelivery[], untilMs: number): void {
+    const { storage, logger } = this.#options;
+    for (const delivery of deliveries) this.#release(delivery);
+    const ids = deliveries.map((delivery) => delivery.id);
+    deferClaims(storage, this.workerId, ids, new Date(untilMs).toISOString()).catch((error: unknown) => {
+      logger.error(
+        'could not put off webhook deliveries to an endpoint cut off; they are claimed again when their lease expires',
+        { count: ids.length, error: describeError(error) },
+      );
+    });
   }
 
   #launch(delivery: ClaimedDelivery): void {
+    const { clock } = this.#options;
     this.#inFlightByTenant.add(delivery.tenantId);
-    const attempt = this.#attempt(delivery).finally(() => {
-      this.#inFlight.delete(attempt);
-      this.#inFlightByTenant.remove(delivery.tenantId);
-      this.#release(delivery);
-      this.#startQueued();
-      // Claim again once a quarter of the room is free: fewer, larger claims.
-      const { concurrency } = this.#options.config;
-      if (this.#waitingForSlots && this.#slotRoom() >= Math.max(1, (concurrency + this.#prefetch) >> 2))
-        this.#signal();
-    });
+    const endpoint = delivery.webhookActive ? endpointOf(delivery.tenantId, delivery.url) : undefined;
+    if (endpoint !== undefined) this.#throttle.started(endpoint, clock.now().getTime());
+    let outcome: EndpointOutcome = 'neutral';
+    const attempt = this.#attempt(delivery)
+      .then((result) => {
+        outcome = result;
+      })
+      .finally(() => {
+        if (endpoint !== undefined)
+          this.#throttle.ended(endpoint, outcome, clock.now().getTime(), this.#share());
+        this.#inFlight.delete(attempt);
+        this.#inFlightByTenant.remove(delivery.tenantId);
+        this.#release(delivery);
+        this.#startQueued();
+        // Claim again once a quarter of the room is free: fewer, larger claims.
+        const { concurrency } = this.#options.config;
+        if (this.#waitingForSlots && this.#slotRoom() >= Math.max(1, (concurrency + this.#prefetch) >> 2))
+          this.#signal();
+      });
     this.#inFlight.add(attempt);
   }
 
-  async #attempt(delivery: ClaimedDelivery): Promise<void> {
+  /** Makes the attempt (or the cancellation) and queues its write; returns what it says of the endpoint. */
+  async #attempt(delivery: ClaimedDelivery): Promise<EndpointOutcome> {
     const { clock, config, logger } = this.#options;
     const claim = {
       deliveryId: delivery.id,
@@ -407,6 +491,7 @@ export class DeliveryWorker implements BackgroundWorker {
       lockedUntil: delivery.lockedUntil,
     };
     let write: DeliveryWrite;
+    let outcome: EndpointOutcome = 'neutral';
     if (!delivery.webhookActive) {
       write = { kind: 'cancel', claim };
     } else {
@@ -434,6 +519,7 @@ export class DeliveryWorker implements BackgroundWorker {
       };
       const next = nextDeliveryState(config, position, verdict, now, Math.random);
       this.#options.metrics?.deliveryAttempts.inc({ result: attemptResult(sent) });
+      outcome = endpointOutcome(sent, delivery.secrets.length > 0);
       write = { kind: 'attempt', claim, trigger: delivery.trigger, attemptedAt, sent, verdict, next };
     }
     // The slot is free once the attempt is made; its outcome joins the next batch of writes.
@@ -444,6 +530,7 @@ export class DeliveryWorker implements BackgroundWorker {
         error: describeError(error),
       });
     });
+    return outcome;
   }
 
   /**
@@ -477,6 +564,11 @@ class TenantCounts {
 
   get(tenantId: string): number {
     return this.#counts.get(tenantId) ?? 0;
+  }
+
+  /** How many tenants have a count. */
+  get size(): number {
+    return this.#counts.size;
   }
 
   add(tenantId: string): void {
