@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/server-config.js';
 import type { Features } from '../features.js';
+import { IdempotencyPurge } from '../idempotency/idempotency-purge.js';
 import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createRunStore } from '../runs/run-store.js';
@@ -60,5 +61,6 @@ export function createWorkers({
       outbox: features.outbox,
     }),
     new LogSequencer({ storage, signer: logSigner, config: config.transparencyLog, clock, logger }),
+    new IdempotencyPurge({ db: storage.db, clock, logger }),
   ];
 }
