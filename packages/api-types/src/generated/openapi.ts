@@ -972,7 +972,9 @@ export type components = {
          * Format: uri
          * @description Where events are POSTed. `https` is required unless the server runs in development mode or the
          *     target is allowlisted; every address it resolves to must be public unicast (see the webhook guide). No
-         *     credentials (`user:password@`), port 0 or fragment (`#…`).
+         *     credentials (`user:password@`), port 0, fragment (`#…`) or Unicode bidirectional control character.
+         *     Stored and shown in its canonical form (WHATWG URL parsing: `..` and `.` segments removed, `\` read as
+         *     `/`, the host normalised), which is where events are delivered; the address rules apply to that form.
          * @example https://hooks.example.com/scenario-scoring
          */
         WebhookUrl: string;
