@@ -26,6 +26,7 @@ import { expressHandler, type OperationRoutes } from './http/operation-route.js'
 import { requestId } from './http/request-id.js';
 import { observeRequests } from './http/request-observer.js';
 import { refuseMalformedRequests } from './http/request-target.js';
+import { requiredScopes, requireScope } from './http/required-scopes.js';
 import { securityHeaders } from './http/security-headers.js';
 import { createRateLimit } from './http/shared-rate-limit.js';
 import { integerPathParameters, integerQueryParameters, textPolicy } from './http/text-policy.js';
@@ -88,6 +89,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const contract = options.contract ?? loadContract();
   const logSigner = options.logSigner ?? new NoteSigner(config.verifiableLog.keyName, randomBytes(32));
   const operations = contractOperations(contract.document);
+  const scopes = requiredScopes(operations, contract.document.security);
   const validation =
     options.validation ??
     contractValidation(contract, {
@@ -124,7 +126,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.set(TRUSTED_PROXIES_SETTING, trustedProxies(config.trustedProxies, config.trustedProxyHeader));
   app.set('etag', false);
   // The app-wide middlewares run as three layers (see inSequence): what every answer carries, the API
-  // key under /v1, then the body and the contract.
+  // key and its scope under /v1, then the body and the contract.
   app.use(
     inSequence([
       requestId,
@@ -150,6 +152,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     inSequence([
       authenticate(features.keys),
       ...(config.rateLimitPerSecond > 0 ? [await createRateLimit(storage, config.rateLimitPerSecond)] : []),
+      requireScope(scopes),
     ]),
   );
   app.use(

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { exitUnlessNodeIsSupported } from './config/node-version.js';
 import { API_KEY_CACHE_TTL_MS, type ApiKeyStore } from './keys/api-key-store.js';
 import { formatKeyTable, KeyReferenceError, resolveKeyId } from './keys/key-admin.js';
+import { DEFAULT_KEY_SCOPE, isKeyScope, KEY_SCOPES, type KeyScope } from './keys/key-scope.js';
 import { ConfigError, loadConfig } from './server-config.js';
 
 /** Tenant names: lower case, digits, `_` and `-`, starting with a letter or digit, at most 63 characters. */
@@ -10,11 +11,15 @@ export const TENANT_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const USAGE = `Usage: node dist/cli.js COMMAND [options]
 
 Commands:
-  create-key --tenant NAME      Create an API key for tenant NAME (created if new) and print it once.
-                                NAME matches ${TENANT_NAME_PATTERN.source}.
+  create-key --tenant NAME [--scope SCOPE]
+                                Create an API key for tenant NAME (created if new) and print it once.
+                                NAME matches ${TENANT_NAME_PATTERN.source}. SCOPE is what the key
+                                may do: full (every operation, the default) or log:read (only the
+                                audit reads: log records, checkpoints, proofs, tiles and the scoring
+                                policies; for auditors).
   list-keys [--tenant NAME] [--active]
-                                List keys: id, tenant, creation time, status. Never the keys themselves
-                                (only their SHA-256 hashes are stored).
+                                List keys: id, tenant, scope, creation time, status. Never the keys
+                                themselves (only their SHA-256 hashes are stored).
   revoke-key KEY                Revoke a key, named by its id (key_…), a unique prefix of its id, or the
                                 key itself (sk_…). A server that used the key in the last
                                 ${API_KEY_CACHE_TTL_MS / 1000} s may accept it until its cache entry expires (at most ${API_KEY_CACHE_TTL_MS / 1000} s).
@@ -31,7 +36,7 @@ class UsageError extends Error {}
 
 type Command =
   | { command: 'help' }
-  | { command: 'create-key'; tenant: string }
+  | { command: 'create-key'; tenant: string; scope: KeyScope }
   | { command: 'list-keys'; tenant: string | undefined; activeOnly: boolean }
   | { command: 'revoke-key'; reference: string };
 
@@ -41,6 +46,7 @@ function parseCommandLine(argv: string[]) {
       args: argv,
       options: {
         tenant: { type: 'string' },
+        scope: { type: 'string' },
         active: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -75,7 +81,11 @@ function parse(argv: string[]): Command {
   }
   if (command !== 'create-key') throw new UsageError(`unknown command "${command}"`);
   if (values.tenant === undefined) throw new UsageError('create-key needs --tenant NAME');
-  return { command: 'create-key', tenant: checkTenant(values.tenant) };
+  const scope = values.scope ?? DEFAULT_KEY_SCOPE;
+  if (!isKeyScope(scope)) {
+    throw new UsageError(`invalid scope "${scope}" (expected one of: ${KEY_SCOPES.join(', ')})`);
+  }
+  return { command: 'create-key', tenant: checkTenant(values.tenant), scope };
 }
 
 /**
@@ -117,7 +127,7 @@ async function runKeyCommand(
 ): Promise<number> {
   switch (request.command) {
     case 'create-key': {
-      const { key } = await keys.create(request.tenant);
+      const { key } = await keys.create(request.tenant, request.scope);
       console.log(key);
       return 0;
     }

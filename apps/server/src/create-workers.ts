@@ -1,6 +1,7 @@
 import type { NoteSigner } from '@scenario-scoring/tlog';
 import type { Clock } from './common/clock.js';
 import type { Features } from './features.js';
+import { IdempotencyPurge } from './idempotency/idempotency-purge.js';
 import type { Metrics } from './metrics/metrics.js';
 import type { Logger } from './request-logging/logger.js';
 import { createRunStore } from './runs/run-store.js';
@@ -60,5 +61,6 @@ export function createWorkers({
       outbox: features.outbox,
     }),
     new LogSequencer({ storage, signer: logSigner, config: config.verifiableLog, clock, logger }),
+    new IdempotencyPurge({ db: storage.db, clock, logger }),
   ];
 }

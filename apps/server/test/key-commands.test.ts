@@ -16,7 +16,7 @@ forEachServerDatabase('the key commands of the built CLI', (env) => {
     const listed = await runBuiltCli(['list-keys'], env());
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     const lines = listed.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+TENANT\s+CREATED\s+STATUS$/);
+    expect(lines[0]).toMatch(/^ID\s+TENANT\s+SCOPE\s+CREATED\s+STATUS$/);
     expect(lines.slice(1).map((line) => line.split(/\s+/)[1])).toEqual(['acme', 'globex']);
     expect(listed.stdout).not.toContain(first);
     const ids = lines.slice(1).map((line) => line.split(/\s+/)[0] as string);
@@ -45,7 +45,38 @@ forEachServerDatabase('the key commands of the built CLI', (env) => {
     const active = await runBuiltCli(['list-keys', '--active', '--tenant', 'acme'], env());
     expect(active.stdout.trim().split('\n')).toHaveLength(1);
     const all = await runBuiltCli(['list-keys', '--tenant', 'acme'], env());
-    expect(all.stdout).toMatch(/acme\s+\S+\s+revoked \d{4}-/);
+    expect(all.stdout).toMatch(/acme\s+full\s+\S+\s+revoked \d{4}-/);
+  }, 60_000);
+
+  it('creates a log:read key for an auditor, lists its scope, and the server holds it to the log reads', async () => {
+    const auditor = (
+      await runBuiltCli(['create-key', '--tenant', 'audited', '--scope', 'log:read'], env())
+    ).stdout.trim();
+    const full = (await runBuiltCli(['create-key', '--tenant', 'audited'], env())).stdout.trim();
+    const listed = (await runBuiltCli(['list-keys', '--tenant', 'audited'], env())).stdout.trim().split('\n');
+    expect(listed.slice(1).map((line) => line.split(/\s+/)[2])).toEqual(['log:read', 'full']);
+    expect(await runBuiltCli(['create-key', '--tenant', 'audited', '--scope', 'admin'], env())).toMatchObject(
+      {
+        code: 2,
+        stderr: expect.stringContaining('invalid scope "admin" (expected one of: full, log:read)'),
+      },
+    );
+
+    const server = new BuiltServer(env());
+    try {
+      const base = await server.baseUrl();
+      const get = (path: string, key: string) =>
+        fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
+      // The log is empty: 404 checkpoint_not_found is the log read answering, not the scope refusing.
+      expect((await get('/v1/log/checkpoint', auditor)).status).toBe(404);
+      expect((await get('/v1/scoring/policies/DE', auditor)).status).toBe(200);
+      const refused = await get('/v1/webhooks', auditor);
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ code: 'insufficient_scope' });
+      expect((await get('/v1/webhooks', full)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
   }, 60_000);
 
   it('refuses an ambiguous or unknown reference, saying why', async () => {

@@ -37,7 +37,8 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
   beforeAll(async () => {
     verifierKey = await signer.verifierKey();
     server = await startTestServer({ storage: storage(), logSigner: signer });
-    ({ key: apiKey } = await testFeatures(storage()).keys.create(tenant));
+    // An auditor's key: the log reads are all the monitor needs.
+    ({ key: apiKey } = await testFeatures(storage()).keys.create(tenant, 'log:read'));
     dir = await mkdtemp(join(tmpdir(), 'ss-audit-'));
     state = join(dir, 'state.json');
     log = testSequencer(storage(), signer);

@@ -16,6 +16,8 @@ export interface Contract {
 export interface OpenApiDocument {
   readonly paths: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   readonly components?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /** The default security requirement of every operation without its own. */
+  readonly security?: readonly unknown[];
 }
 
 const here = fileURLToPath(SERVER_FILES);

@@ -15,7 +15,7 @@ function fakeStore() {
     lookups: 0,
     add() {
       const key = generateApiKey();
-      valid.set(key, { tenantId: 'tenant', keyId: `key_${valid.size}` });
+      valid.set(key, { tenantId: 'tenant', keyId: `key_${valid.size}`, scope: 'full' });
       return key;
     },
     findCached: (key) => (!API_KEY_PATTERN.test(key) || unknown.has(key) ? null : undefined),

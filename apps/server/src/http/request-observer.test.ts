@@ -68,7 +68,7 @@ describe('the request log', () => {
     app.use(observeRequests(sink, metrics as never, { unauthenticatedLinesPerSecond: 3, now: () => time }));
     app.get('/anonymous', (_req, res) => res.status(401).end());
     app.get('/authenticated', (_req, res) => {
-      res.locals.apiKey = { tenantId: 'tenant', keyId: 'key' };
+      res.locals.apiKey = { tenantId: 'tenant', keyId: 'key', scope: 'full' };
       res.status(429).end();
     });
     const server = app.listen(0, '127.0.0.1');

@@ -57,11 +57,32 @@ forEachDatabase('API key storage', ({ storage, database }) => {
 
   it('finds the owner of a key, and nothing for an unknown or malformed key', async () => {
     const { key, keyId } = await testFeatures(storage()).keys.create('tenant_find');
-    expect(await testFeatures(storage()).keys.find(key)).toEqual({ tenantId: 'tenant_find', keyId });
-    expect(await testFeatures(storage()).keys.find(key)).toEqual({ tenantId: 'tenant_find', keyId }); // from the cache
+    const owner = { tenantId: 'tenant_find', keyId, scope: 'full' };
+    expect(await testFeatures(storage()).keys.find(key)).toEqual(owner);
+    expect(await testFeatures(storage()).keys.find(key)).toEqual(owner); // from the cache
     expect(await testFeatures(storage()).keys.find(`sk_${'0'.repeat(40)}`)).toBeUndefined();
     expect(await testFeatures(storage()).keys.find('not a key')).toBeUndefined();
     expect(await testFeatures(storage()).keys.find(`${key} `)).toBeUndefined();
+  });
+
+  it('keeps the scope a key was created with: full by default, log:read when asked, and lists it', async () => {
+    const keys = testFeatures(storage()).keys;
+    const full = await keys.create('tenant_scopes');
+    const auditor = await keys.create('tenant_scopes', 'log:read');
+    expect(await keys.find(full.key)).toMatchObject({ scope: 'full' });
+    expect(await keys.find(auditor.key)).toMatchObject({ scope: 'log:read', keyId: auditor.keyId });
+    const listed = await keys.list({ tenant: 'tenant_scopes' });
+    expect(listed.map((key) => [key.id, key.scope])).toEqual([
+      [full.keyId, 'full'],
+      [auditor.keyId, 'log:read'],
+    ]);
+  });
+
+  it('reads a scope it does not know (written by a newer version) as log:read, never as more', async () => {
+    const keys = testFeatures(storage()).keys;
+    const { key, keyId } = await keys.create('tenant_future');
+    await storage().db.updateTable('api_keys').set({ scope: 'admin:all' }).where('id', '=', keyId).execute();
+    expect(await keys.find(key)).toMatchObject({ scope: 'log:read' });
   });
 
   it('gives one tenant several keys', async () => {

@@ -3,6 +3,7 @@ import { newId } from '../common/ids.js';
 import type { Database } from '../storage/database.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './api-key.js';
 import { BoundedCache } from './bounded-cache.js';
+import { DEFAULT_KEY_SCOPE, isKeyScope, type KeyScope } from './key-scope.js';
 
 /**
  * A found key is believed for at most this long after the database last said it is active, so a key
@@ -20,20 +21,26 @@ const UNKNOWN_KEY_CACHE_MAX_ENTRIES = 10_000;
 export interface ApiKeyOwner {
   tenantId: string;
   keyId: string;
+  /** What the key may do (see key-scope.ts). */
+  scope: KeyScope;
 }
 
 /** A key as an operator sees it (`list-keys`): never the key itself, only its hash is stored. */
 export interface ApiKeyListing {
   id: string;
   tenant: string;
+  scope: KeyScope;
   createdAt: string;
   revokedAt: string | null;
 }
 
 /** API keys of tenants, stored as SHA-256 hashes only. */
 export interface ApiKeyStore {
-  /** Creates a key (`sk_` + 40 base62 chars) for the tenant, creating the tenant if missing; stores only sha256(key). */
-  create(tenantId: string): Promise<{ key: string; keyId: string }>;
+  /**
+   * Creates a key (`sk_` + 40 base62 chars) for the tenant, creating the tenant if missing; stores only
+   * sha256(key). The key's scope is `full` unless given.
+   */
+  create(tenantId: string, scope?: KeyScope): Promise<{ key: string; keyId: string }>;
   /**
    * Looks a key up by its hash (so no timing leak on the plaintext); hits are cached in a bounded LRU,
    * and so are misses (a key asked for again costs no lookup).
@@ -84,7 +91,7 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
     const checkedAt = millis();
     const row = await db
       .selectFrom('api_keys')
-      .select(['id', 'tenant_id'])
+      .select(['id', 'tenant_id', 'scope'])
       .where('key_hash', '=', keyHash)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
@@ -93,7 +100,7 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
       unknown.set(keyHash, true);
       return undefined;
     }
-    const owner: ApiKeyOwner = { tenantId: row.tenant_id, keyId: row.id };
+    const owner: ApiKeyOwner = { tenantId: row.tenant_id, keyId: row.id, scope: storedScope(row.scope) };
     cache.set(keyHash, { owner, checkedAt });
     return owner;
   };
@@ -113,7 +120,7 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
   };
 
   return {
-    async create(tenantId) {
+    async create(tenantId, scope = DEFAULT_KEY_SCOPE) {
       const key = generateApiKey();
       const keyId = newId('key');
       const createdAt = now().toISOString();
@@ -125,7 +132,13 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
           .execute();
         await trx
           .insertInto('api_keys')
-          .values({ id: keyId, tenant_id: tenantId, key_hash: hashApiKey(key), created_at: createdAt })
+          .values({
+            id: keyId,
+            tenant_id: tenantId,
+            key_hash: hashApiKey(key),
+            scope,
+            created_at: createdAt,
+          })
           .execute();
       });
       unknown.delete(hashApiKey(key));
@@ -172,7 +185,7 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
     async list(filter = {}) {
       let query = db
         .selectFrom('api_keys')
-        .select(['id', 'tenant_id', 'created_at', 'revoked_at'])
+        .select(['id', 'tenant_id', 'scope', 'created_at', 'revoked_at'])
         .orderBy('created_at')
         .orderBy('id');
       if (filter.tenant !== undefined) query = query.where('tenant_id', '=', filter.tenant);
@@ -181,6 +194,7 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
       return rows.map((row) => ({
         id: row.id,
         tenant: row.tenant_id,
+        scope: storedScope(row.scope),
         createdAt: String(row.created_at),
         revokedAt: row.revoked_at === null ? null : String(row.revoked_at),
       }));
@@ -209,4 +223,12 @@ export function createApiKeyStore(db: Kysely<Database>, now: () => Date = () => 
       return rows.map((row) => row.id);
     },
   };
+}
+
+/**
+ * A stored scope as the server knows it. A value this version does not know (written by a newer one) is
+ * read as `log:read`, the narrowest, so an unknown scope never grants more than it was meant to.
+ */
+function storedScope(value: string): KeyScope {
+  return isKeyScope(value) ? value : 'log:read';
 }

@@ -30,14 +30,22 @@ export async function resolveKeyId(keys: ApiKeyStore, reference: string): Promis
 
 /** Formats listings (`list-keys`) as aligned columns with a header, for a terminal. */
 export function formatKeyTable(keys: readonly ApiKeyListing[]): string {
+  const header = ['ID', 'TENANT', 'SCOPE', 'CREATED', 'STATUS'];
   const rows = [
-    ['ID', 'TENANT', 'CREATED', 'STATUS'],
-    ...keys.map((k) => [k.id, k.tenant, k.createdAt, k.revokedAt ? `revoked ${k.revokedAt}` : 'active']),
+    header,
+    ...keys.map((k) => [
+      k.id,
+      k.tenant,
+      k.scope,
+      k.createdAt,
+      k.revokedAt ? `revoked ${k.revokedAt}` : 'active',
+    ]),
   ];
-  const widths = [0, 1, 2].map((column) => Math.max(...rows.map((row) => (row[column] as string).length)));
+  const last = header.length - 1;
+  const widths = header.map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length)));
   return rows
     .map((row) =>
-      row.map((cell, column) => (column < 3 ? cell.padEnd(widths[column] as number) : cell)).join('  '),
+      row.map((cell, column) => (column < last ? cell.padEnd(widths[column] as number) : cell)).join('  '),
     )
     .join('\n');
 }

@@ -17,6 +17,8 @@ export interface ApiKeysTable {
   id: string;
   tenant_id: string;
   key_hash: string;
+  /** What the key may do: `full` or `log:read` (keys/key-scope.ts); `full` for keys from before scopes. */
+  scope: ColumnType<string, string | undefined, string>;
   created_at: IsoTimestamp;
   revoked_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
 }

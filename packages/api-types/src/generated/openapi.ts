@@ -700,7 +700,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
@@ -972,7 +972,9 @@ export type components = {
          * Format: uri
          * @description Where events are POSTed. `https` is required unless the server runs in development mode or the
          *     target is allowlisted; every address it resolves to must be public unicast (see the webhook guide). No
-         *     credentials (`user:password@`), port 0 or fragment (`#…`).
+         *     credentials (`user:password@`), port 0, fragment (`#…`) or Unicode bidirectional control character.
+         *     Stored and shown in its canonical form (WHATWG URL parsing: `..` and `.` segments removed, `\` read as
+         *     `/`, the host normalised), which is where events are delivered; the address rules apply to that form.
          * @example https://hooks.example.com/scenario-scoring
          */
         WebhookUrl: string;
@@ -1283,6 +1285,16 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The API key is valid but its scope does not allow this operation (a `log:read` key outside the audit reads). */
+        InsufficientScope: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body is larger than 1 MiB. */
         PayloadTooLarge: {
             headers: {
@@ -1515,6 +1527,7 @@ export type PolicyEscalatedEvent = components['schemas']['PolicyEscalatedEvent']
 export type WebhookTestEvent = components['schemas']['WebhookTestEvent'];
 export type ResponseBadRequestWithBody = components['responses']['BadRequestWithBody'];
 export type ResponseUnauthorized = components['responses']['Unauthorized'];
+export type ResponseInsufficientScope = components['responses']['InsufficientScope'];
 export type ResponsePayloadTooLarge = components['responses']['PayloadTooLarge'];
 export type ResponseUnsupportedMediaType = components['responses']['UnsupportedMediaType'];
 export type ResponseTooManyRequests = components['responses']['TooManyRequests'];
@@ -1581,6 +1594,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -1664,6 +1678,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -1703,6 +1718,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -1745,6 +1761,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -2025,6 +2042,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             /**
              * @description A replay (same `Idempotency-Key` and body) of a registration whose webhook has been deleted since:
              *     the first response, with its secret, is not replayed.
@@ -2104,6 +2122,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -2140,6 +2159,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -2173,6 +2193,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -2214,6 +2235,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2267,6 +2289,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2306,6 +2329,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -2348,6 +2372,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -2392,6 +2417,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -2431,6 +2457,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];

@@ -31,6 +31,7 @@ const PROBLEM_TITLES: Record<string, string> = {
   malformed_json: 'Malformed JSON',
   missing_api_key: 'API key missing',
   invalid_api_key: 'API key invalid',
+  insufficient_scope: 'Insufficient scope',
   not_found: 'Not found',
   method_not_allowed: 'Method not allowed',
   payload_too_large: 'Payload too large',

@@ -7,6 +7,7 @@ import * as verifiableLog from './0005-transparency-log.js';
 import * as logLeaves from './0006-log-leaves.js';
 import * as claimDueDeliveries from './0007-claim-due-deliveries.js';
 import * as fairRunClaims from './0008-fair-run-claims.js';
+import * as keyScopesIdempotencyExpiry from './0009-key-scopes-idempotency-expiry.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -22,4 +23,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0006-log-leaves': logLeaves,
   '0007-claim-due-deliveries': claimDueDeliveries,
   '0008-fair-run-claims': fairRunClaims,
+  '0009-key-scopes-idempotency-expiry': keyScopesIdempotencyExpiry,
 };

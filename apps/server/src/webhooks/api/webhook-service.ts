@@ -101,6 +101,8 @@ export async function registerWebhook(
 ): Promise<IdempotentOutcome> {
   const { body } = request;
   const now = deps.clock.now();
+  // The URL as checked and as deliveries go to it (set by `validate`, which runs before the create).
+  let canonicalUrl: string | undefined;
   const scope = {
     apiKeyId: caller.keyId,
     key: request.idempotencyKey,
@@ -113,15 +115,17 @@ export async function registerWebhook(
       checkEventFilter(body.events);
       const verdict = await checkWebhookUrl(body.url, deps.policy, deps.resolve);
       if (!verdict.allowed) throw new AppError('webhook_url_refused', { detail: `${verdict.reason}.` });
+      canonicalUrl = verdict.url;
     },
   };
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const max = deps.policy.maxWebhooksPerTenant ?? DEFAULT_MAX_WEBHOOKS_PER_TENANT;
     await checkWebhookLimit(trx, deps.storage.kind, caller.tenantId, max);
+    if (canonicalUrl === undefined) throw new Error('the webhook URL was not checked before the create');
     const secret = generateWebhookSecret();
     const row = await insertNewWebhook(
       trx,
-      { tenantId: caller.tenantId, url: body.url, events: body.events, description: body.description },
+      { tenantId: caller.tenantId, url: canonicalUrl, events: body.events, description: body.description },
       deps.secretBox.seal(secret),
       now,
     );

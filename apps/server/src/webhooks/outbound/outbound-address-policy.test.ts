@@ -133,6 +133,7 @@ describe('checkWebhookUrl', () => {
     const dns = fakeDns({ 'hooks.example.com': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'] });
     expect(await checkWebhookUrl('https://hooks.example.com/x', PRODUCTION, dns)).toEqual({
       allowed: true,
+      url: 'https://hooks.example.com/x',
       addresses: ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
     });
   });
@@ -143,12 +144,68 @@ describe('checkWebhookUrl', () => {
     const allowlisted = { allowedCidrs: ['127.0.0.1/32'], allowHttp: false };
     expect(await checkWebhookUrl('http://127.0.0.1:8080/x', allowlisted)).toEqual({
       allowed: true,
+      url: 'http://127.0.0.1:8080/x',
       addresses: ['127.0.0.1'],
     });
     const development = { allowedCidrs: NO_ALLOWLIST, allowHttp: true };
     expect((await checkWebhookUrl('http://93.184.215.14/x', development)).allowed).toBe(true);
     // Development mode allows http, not private addresses.
     expect((await checkWebhookUrl('http://127.0.0.1/x', development)).allowed).toBe(false);
+  });
+
+  it.each([
+    // What is delivered to: dot segments (also percent-encoded) removed, a backslash read as a slash.
+    ['http://127.0.0.1:8080/v/x/../../admin', 'http://127.0.0.1:8080/admin'],
+    ['http://127.0.0.1:8080/v/%2e%2E/admin/./', 'http://127.0.0.1:8080/admin/'],
+    ['http://127.0.0.2:8080\\@127.0.0.1:9/', 'http://127.0.0.2:8080/@127.0.0.1:9/'],
+    ['HTTP://0x7F.2:8080/Hook?q=a b', 'http://127.0.0.2:8080/Hook?q=a%20b'],
+  ])('judges and returns %s in its canonical form, %s', async (url, canonical) => {
+    const allowlisted = { allowedCidrs: ['127.0.0.0/8'], allowHttp: false };
+    expect(await checkWebhookUrl(url, allowlisted)).toEqual({
+      allowed: true,
+      url: canonical,
+      addresses: [new URL(canonical).hostname],
+    });
+  });
+
+  it('checks the address of the canonical host: a backslash form goes to the host before it', async () => {
+    const allowlisted = { allowedCidrs: ['127.0.0.1/32'], allowHttp: false };
+    const verdict = await checkWebhookUrl('http://127.0.0.2:8080\\@127.0.0.1:9/', allowlisted);
+    expect(verdict.allowed === false && verdict.reason).toContain('127.0.0.2 is a loopback address');
+  });
+
+  it.each([
+    '\u202A',
+    '\u202B',
+    '\u202C',
+    '\u202D',
+    '\u202E',
+    '\u2066',
+    '\u2067',
+    '\u2068',
+    '\u2069',
+    '\u200E',
+    '\u200F',
+    '\u061C',
+  ])('refuses a URL holding the bidirectional control %j', async (control) => {
+    for (const url of [
+      `https://hooks.example.com/x${control}kcah`,
+      `https://hooks.example.com/?a=${control}`,
+    ]) {
+      const verdict = await checkWebhookUrl(
+        url,
+        PRODUCTION,
+        fakeDns({ 'hooks.example.com': ['93.184.215.14'] }),
+      );
+      expect(verdict.allowed === false && verdict.reason).toContain('bidirectional control');
+    }
+  });
+
+  it('refuses a URL longer than 2048 characters once percent-encoded', async () => {
+    const url = `https://93.184.215.14/${'é'.repeat(400)}`;
+    expect(url.length).toBeLessThan(2048);
+    const verdict = await checkWebhookUrl(url, PRODUCTION);
+    expect(verdict.allowed === false && verdict.reason).toContain('characters long once canonical');
   });
 
   it('accepts http only when every address of the name is allowlisted', async () => {

@@ -100,8 +100,22 @@ export const systemResolve: ResolveHost = (hostname) =>
     dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
   );
 
-/** The verdict on a webhook URL: allowed with the addresses it resolved to, or refused saying why. */
-export type UrlVerdict = { allowed: true; addresses: string[] } | { allowed: false; reason: string };
+/**
+ * The verdict on a webhook URL: allowed with its canonical form (what is stored, shown and delivered to)
+ * and the addresses it resolved to, or refused saying why.
+ */
+export type UrlVerdict =
+  | { allowed: true; url: string; addresses: string[] }
+  | { allowed: false; reason: string };
+
+/** The longest canonical webhook URL (the contract's WebhookUrl `maxLength`). */
+const MAX_URL_LENGTH = 2048;
+
+/**
+ * Unicode bidirectional controls (embeddings, overrides, isolates, marks): a URL holding one reads
+ * differently from what it is (U+202E shows `/kcah` for `/hack`) wherever it is shown.
+ */
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u;
 
 /**
  * A URL's host name as an address or a name, without the brackets of an IPv6 literal (`[::1]`): WHATWG
@@ -124,15 +138,26 @@ async function resolveAll(host: string, resolve: ResolveHost): Promise<string[] 
 }
 
 /**
- * Checks a webhook URL at registration: http(s) only, `https` unless in development mode or every address
- * is allowlisted, and every address its host resolves to allowed by {@link checkAddress}. The delivery
- * checks again at connection time with {@link checkedLookup}, since DNS answers can change.
+ * Checks a webhook URL at registration: no bidirectional control characters, http(s) only, `https` unless
+ * in development mode or every address is allowlisted, and every address its host resolves to allowed by
+ * {@link checkAddress}. The URL is judged, and returned, in its canonical WHATWG form (`new URL(url).href`:
+ * `..` and `.` segments removed, `\` read as `/`, the host lower-cased and its IP forms normalised), which
+ * is what a delivery connects to: stored and shown as it is, it names the host and path deliveries really
+ * go to. The delivery checks the address again at connection time with {@link checkedLookup}, since DNS
+ * answers can change.
  */
 export async function checkWebhookUrl(
   url: string,
   config: OutboundPolicyConfig,
   resolve: ResolveHost = systemResolve,
 ): Promise<UrlVerdict> {
+  if (BIDI_CONTROLS.test(url)) {
+    return {
+      allowed: false,
+      reason:
+        'the URL holds a Unicode bidirectional control character (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F or U+061C), which makes it read as another URL',
+    };
+  }
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -156,6 +181,12 @@ export async function checkWebhookUrl(
   if (url.includes('#')) {
     return { allowed: false, reason: 'the URL has a fragment (#…), which is never sent to the receiver' };
   }
+  if (parsed.href.length > MAX_URL_LENGTH) {
+    return {
+      allowed: false,
+      reason: `the URL is ${parsed.href.length} characters long once canonical (percent-encoded); at most ${MAX_URL_LENGTH}`,
+    };
+  }
   const host = unbracketed(parsed.hostname);
   const addresses = await resolveAll(host, resolve);
   if (typeof addresses === 'string') return { allowed: false, reason: addresses };
@@ -177,7 +208,7 @@ export async function checkWebhookUrl(
       reason: `${parsed.origin} uses http; webhook URLs must use https (http is accepted only in development mode or for allowlisted addresses)`,
     };
   }
-  return { allowed: true, addresses };
+  return { allowed: true, url: parsed.href, addresses };
 }
 
 /** Thrown (passed to the connection's callback) when a host resolves to a refused address. */

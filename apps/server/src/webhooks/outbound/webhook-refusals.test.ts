@@ -101,6 +101,60 @@ forEachDatabase('webhook refusals', ({ storage }) => {
       expect(status).toBe(201);
     });
 
+    it('refuses a URL with a bidirectional control (U+202E) with 422 webhook_url_refused', async () => {
+      const { status, problem } = await registerOn(strict, {
+        url: 'https://93.184.215.14/hooks/\u202Etxt.exe',
+        events: ['*'],
+      });
+      expect(status).toBe(422);
+      expect(problem.code).toBe('webhook_url_refused');
+      expect(problem.detail).toContain('bidirectional control');
+    });
+
+    it.each([
+      ['http://127.0.0.1:8080/v/x/../../admin', 'http://127.0.0.1:8080/admin'],
+      ['http://127.0.0.2:8080\\@127.0.0.1:9/', 'http://127.0.0.2:8080/@127.0.0.1:9/'],
+    ])('stores and shows %s as it is delivered to: %s', async (url, canonical) => {
+      const loopback = await startTestServer({
+        storage: storage(),
+        config: { webhooks: { ...testConfig().webhooks, allowedCidrs: ['127.0.0.0/8'] } },
+      });
+      try {
+        const response = await loopback.request('/v1/webhooks/register', {
+          key,
+          body: { url, events: ['*'] },
+        });
+        expect(response.status).toBe(201);
+        const registered = (await response.json()) as RegisteredWebhook;
+        expect(registered.url).toBe(canonical);
+        const shown = await loopback.request(`/v1/webhooks/${registered.id}`, { key });
+        expect(((await shown.json()) as RegisteredWebhook).url).toBe(canonical);
+        const row = await storage()
+          .db.selectFrom('webhooks')
+          .select('url')
+          .where('id', '=', registered.id)
+          .executeTakeFirstOrThrow();
+        expect(row.url).toBe(canonical);
+        await loopback.request(`/v1/webhooks/${registered.id}`, { key, method: 'DELETE' });
+      } finally {
+        await loopback.close();
+      }
+    });
+
+    it('refuses the backslash form when the host it is delivered to is not allowed', async () => {
+      const allowlisted = await startTestServer({ storage: storage() });
+      try {
+        const { status, problem } = await registerOn(allowlisted, {
+          url: 'http://127.0.0.2:8080\\@127.0.0.1:9/',
+          events: ['*'],
+        });
+        expect(status).toBe(422);
+        expect(problem.detail).toContain('127.0.0.2 is a loopback address');
+      } finally {
+        await allowlisted.close();
+      }
+    });
+
     it('accepts http to 127.0.0.1 when it is allowlisted (WEBHOOK_ALLOWED_CIDRS)', async () => {
       const allowlisted = await startTestServer({ storage: storage() });
       try {
