@@ -10,8 +10,9 @@
 //   holds esbuild's helpers, which both use); the server needs node:sqlite (Node 24), which an older Node
 //   cannot even link.
 // - The chunk lives at the root of dist/, as main.ts does, so that what the server finds beside its own
-//   modules (`contract/`, `runs/scoring-thread.js`: see src/server-files.ts) is found from it too.
-// - Only dist/main.js is a bundle: the CLI, the scoring thread and the package's exports (dist/index.js)
+//   modules (`contract/`, the worker threads' modules such as `runs/scoring-thread.js`: see
+//   src/server-files.ts) is found from it too.
+// - Only dist/main.js is a bundle: the CLI, the worker threads and the package's exports (dist/index.js)
 //   stay tsc's output, which resolve their dependencies from node_modules as before.
 // - The bundle is built from the installed node_modules, after patch-package has applied the reviewed
 //   patches of patches/ (npm install's postinstall), so it carries them.

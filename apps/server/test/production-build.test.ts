@@ -31,6 +31,14 @@ afterAll(() => rm(outside, { recursive: true, force: true }));
 it('holds the built server and its production dependencies, and no development one', () => {
   expect(existsSync(join(assembled, 'apps/server/dist/main.js'))).toBe(true);
   expect(existsSync(join(assembled, 'apps/server/dist/contract/openapi.json'))).toBe(true);
+  // The worker threads' modules, beside the bundle's chunk as the server looks for them (server-files.ts).
+  for (const thread of [
+    'runs/scoring-thread.js',
+    'storage/sqlite-connection-thread.js',
+    'storage/sqlite-checkpoint-thread.js',
+  ]) {
+    expect(existsSync(join(assembled, 'apps/server/dist', thread)), thread).toBe(true);
+  }
   // Resolved as the server resolves them (pino is nested under apps/server, as the lockfile places it).
   const fromServer = createRequire(join(assembled, 'apps/server/dist/main.js'));
   for (const present of ['express', 'kysely', 'pg', 'pino', 'prom-client', '@scenario-scoring/engine']) {

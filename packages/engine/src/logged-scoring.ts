@@ -15,7 +15,8 @@ export interface LoggedScoring {
 
 /**
  * Scores a subject under its jurisdiction's effective policy and builds its log record: the one pipeline
- * the server, the contract suite and the benchmarks share, so they cannot drift apart.
+ * the server and the benchmarks share, so they cannot drift apart. (The contract suite does not use it: it
+ * predicts scorings from golden cases computed from the scoring-model page, so it catches the engine drifting.)
  */
 export function scoreAndLog(subject: string, context: ScoreContext): LoggedScoring {
   const policy = effectivePolicy(context.jurisdiction);

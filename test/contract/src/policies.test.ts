@@ -1,8 +1,8 @@
 import type { ScoringClient } from '@scenario-scoring/client';
-import { effectivePolicy } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, getPolicy } from './harness/contract-calls.js';
 import { clientOf } from './harness/contract-client.js';
+import { expectedPolicy } from './harness/expected-policies.js';
 import { startTarget, type Target } from './harness/targets.js';
 
 let target: Target;
@@ -16,13 +16,13 @@ afterAll(() => target?.stop());
 describe('the effective policy of a jurisdiction', () => {
   it('is its own entry when it has one (DE disables recent_inquiries and shares its weight out)', async () => {
     const { data } = await getPolicy(client, 'DE', { status: 200, example: 'OwnEntry' });
-    expect(data).toEqual(effectivePolicy('DE'));
+    expect(data).toEqual(expectedPolicy('DE', 'DE'));
     expect(data?.weights.recent_inquiries).toBe(0);
   });
 
   it('is the default entry for a country without one (FR)', async () => {
     const { data } = await getPolicy(client, 'FR', { status: 200, example: 'Default' });
-    expect(data).toEqual(effectivePolicy('FR'));
+    expect(data).toEqual(expectedPolicy('FR', 'default'));
     expect(data?.policy_id).toBe('default');
   });
 
@@ -38,7 +38,7 @@ describe('the effective policy of a jurisdiction', () => {
   ])('of %s is the %s entry', async (jurisdiction, policyId) => {
     const { data } = await getPolicy(client, jurisdiction, { status: 200, example: 'OwnEntry' });
     if (target.kind === 'server') {
-      expect(data).toEqual(effectivePolicy(jurisdiction));
+      expect(data).toEqual(expectedPolicy(jurisdiction, policyId));
       expect(data?.policy_id).toBe(policyId);
       expect(data?.jurisdiction).toBe(jurisdiction);
     }

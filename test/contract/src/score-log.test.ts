@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(() => target?.stop());
 
 describe('a scoring log record', () => {
-  it('is served as the exact bytes its CID names, the canonical record the engine builds', async () => {
+  it('is served as the exact bytes its CID names, the canonical record the model page predicts', async () => {
     const { data } = await getLog(client, loggedCid, { status: 200, example: 'FullFile' });
     const bytes = new Uint8Array(data ?? new ArrayBuffer(0));
     expect(await verifyLogRecord(bytes, loggedCid), new TextDecoder().decode(bytes)).toBe(true);

@@ -18,8 +18,8 @@ beforeAll(async () => {
 });
 afterAll(() => target?.stop());
 
-/** Scores `request`; then, where the target computes (`exact`), expects the engine's answer and log. */
-async function expectScoredAsTheEngine(request: ScoreRequest, example: string, exact: boolean) {
+/** Scores `request`; then, where the target computes (`exact`), expects the golden answer and log. */
+async function expectScoredAsGolden(request: ScoreRequest, example: string, exact: boolean) {
   const { data } = await postScore(client, { json: request }, { status: 200, example });
   if (data === undefined) throw new Error('no scoring');
   const { id, ...rest } = data;
@@ -38,9 +38,9 @@ describe('scoring the contract examples', () => {
     ['FullFile', FULL_FILE],
     ['ThinFile', THIN_FILE],
   ])(
-    'scores the %s example as the engine does, and serves the log record its log_cid names',
+    'scores the %s example as the model page predicts, and serves the log record its log_cid names',
     async (name, request) => {
-      await expectScoredAsTheEngine(request, name, true);
+      await expectScoredAsGolden(request, name, true);
     },
   );
 
@@ -57,21 +57,17 @@ describe('scoring the contract examples', () => {
 });
 
 // The mock answers every valid scoring with a documented example; only the server computes, so only its
-// answers are compared with the engine's.
+// answers are compared with the golden scorings (harness/scoring-golden.ts).
 describe('every optional input may be absent or present', () => {
   it.each(INPUTS)('scores the full file without %s', async (input) => {
     const context = { ...FULL_FILE.context };
     delete context[input];
-    await expectScoredAsTheEngine(
-      { subject: 'without-input', context },
-      'FullFile',
-      target.kind === 'server',
-    );
+    await expectScoredAsGolden({ subject: 'without-input', context }, 'FullFile', target.kind === 'server');
   });
 
   it.each(INPUTS)('scores a file with only %s', async (input) => {
     const context = { jurisdiction: 'DE', [input]: FULL_FILE.context[input] };
-    await expectScoredAsTheEngine({ subject: 'only-input', context }, 'FullFile', target.kind === 'server');
+    await expectScoredAsGolden({ subject: 'only-input', context }, 'FullFile', target.kind === 'server');
   });
 });
 
@@ -90,7 +86,7 @@ describe('values at the edge of their range are accepted', () => {
     { history_months: 84.0 },
   ])('scores %o', async (inputs) => {
     const request = { subject: 'edge', context: { jurisdiction: 'DE', ...inputs } };
-    await expectScoredAsTheEngine(request, 'FullFile', target.kind === 'server');
+    await expectScoredAsGolden(request, 'FullFile', target.kind === 'server');
   });
 
   it.each([
@@ -98,7 +94,7 @@ describe('values at the edge of their range are accepted', () => {
     ['a 256-character subject', 's'.repeat(256)],
     ['a subject beyond ASCII', 'zoë-ünïcødé-申请人-🧾'],
   ])('scores %s', async (_name, subject) => {
-    await expectScoredAsTheEngine(
+    await expectScoredAsGolden(
       { subject, context: { jurisdiction: 'FR' } },
       'FullFile',
       target.kind === 'server',
@@ -109,7 +105,7 @@ describe('values at the edge of their range are accepted', () => {
     'scores jurisdiction %s under its effective policy',
     async (jurisdiction) => {
       const request = { subject: 'policy', context: { jurisdiction, utilization: 0.5 } };
-      await expectScoredAsTheEngine(request, 'FullFile', target.kind === 'server');
+      await expectScoredAsGolden(request, 'FullFile', target.kind === 'server');
     },
   );
 

@@ -41,8 +41,12 @@ describe('the SQLite checkpointer', () => {
   });
 
   it('when the thread fails, then the process carries on and close() still resolves', async () => {
-    // In a child process: an unhandled rejection there ends that process, not the test run.
-    const checkpointerUrl = JSON.stringify(new URL('./sqlite-checkpointer.ts', import.meta.url).href);
+    // In a child process: an unhandled rejection there ends that process, not the test run. It runs the
+    // built checkpointer (and so the built thread), as the server does: Node cannot run the TypeScript
+    // sources of a module that imports others.
+    const built = new URL('../../dist/storage/sqlite-checkpointer.js', import.meta.url);
+    expect(existsSync(built), 'the server is built (npx turbo run build)').toBe(true);
+    const checkpointerUrl = JSON.stringify(built.href);
     const script = `
       const { subscribe } = require('node:diagnostics_channel');
       const exited = new Promise((resolve) =>

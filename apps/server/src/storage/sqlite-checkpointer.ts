@@ -1,4 +1,6 @@
 import { Worker } from 'node:worker_threads';
+import { threadModule } from '../server-files.js';
+import type { CheckpointThreadData } from './sqlite-thread-messages.js';
 
 /**
  * How often the checkpointer copies committed WAL frames into the database file. A checkpoint copies the
@@ -10,31 +12,8 @@ import { Worker } from 'node:worker_threads';
  */
 const CHECKPOINT_INTERVAL_MS = 250;
 
-/**
- * The checkpointer thread, as source evaluated by the Worker: small and dependency-free, so the built
- * server and the TypeScript tests run the same code without a separate built script. It opens its own
- * connection and runs PASSIVE checkpoints, which never take the write lock: writers are not blocked, and
- * frames still needed by a reader are left for a later round.
- */
-const THREAD_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { DatabaseSync } = require('node:sqlite');
-const database = new DatabaseSync(workerData.file);
-database.exec('PRAGMA busy_timeout = 5000');
-const checkpoint = database.prepare('PRAGMA wal_checkpoint(PASSIVE)');
-const timer = setInterval(() => {
-  try {
-    checkpoint.all();
-  } catch {
-    // Busy or failing now: the next round tries again, and the writer's own autocheckpoint bounds the WAL.
-  }
-}, workerData.intervalMs);
-parentPort.on('message', () => {
-  clearInterval(timer);
-  database.close();
-  parentPort.close();
-});
-`;
+/** The checkpointer's thread (see sqlite-checkpoint-thread.ts). */
+const THREAD_MODULE = threadModule('storage/sqlite-checkpoint-thread');
 
 /**
  * Checkpoints a WAL-mode SQLite file from a worker thread. `node:sqlite` is synchronous, so a checkpoint
@@ -49,10 +28,8 @@ export class SqliteCheckpointer {
 
   /** Starts checkpointing `file` every CHECKPOINT_INTERVAL_MS. */
   constructor(file: string) {
-    this.#thread = new Worker(THREAD_SOURCE, {
-      eval: true,
-      workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS },
-    });
+    const workerData: CheckpointThreadData = { file, intervalMs: CHECKPOINT_INTERVAL_MS };
+    this.#thread = new Worker(THREAD_MODULE, { workerData });
     // Not `events.once`: it rejects on 'error', and a rejection nobody awaits until close() would end the
     // process. A failed thread only means the writer's fallback autocheckpoint takes over.
     this.#exited = new Promise((resolve) => this.#thread.once('exit', () => resolve()));

@@ -13,6 +13,14 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
+import { threadModule } from '../server-files.js';
+import type {
+  OpenedMessage,
+  Reply,
+  SqliteError,
+  SqliteThreadData,
+  StatementResult,
+} from './sqlite-thread-messages.js';
 import {
   stepParts,
   type TransactionResults,
@@ -20,161 +28,8 @@ import {
   type TransactOptions,
 } from './transaction-steps.js';
 
-/**
- * The thread that owns the SQLite connection, as source evaluated by the Worker (like the checkpointer's:
- * dependency-free, so the built server and the TypeScript tests run the same code). It opens the file,
- * registers `log_leaf_hash` (for the log's queuing trigger), applies the pragmas, then runs one statement
- * per message (or one whole transaction, see executeTransaction) and answers with its rows or its
- * changes. Prepared statements are kept for the most recent
- * SQL texts. A transaction begins with `begin immediate`, sent with its first statement: every
- * transaction here writes, and taking the write lock up front lets busy_timeout wait for another process
- * instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
- */
-const THREAD_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { DatabaseSync } = require('node:sqlite');
-const { hash } = require('node:crypto');
-const describe = (error) => ({
-  message: String(error && error.message),
-  name: error && error.name,
-  code: error && error.code,
-  errcode: error && error.errcode,
-  errstr: error && error.errstr,
-});
-let database;
-try {
-  database = new DatabaseSync(workerData.file);
-  // log_leaf_hash(bytes): the RFC 9162 leaf hash SHA-256(0x00 || bytes) of a log record, which the trigger
-  // that queues each record inserted for its leaf in the verifiable log calls (migration 0006; PostgreSQL's
-  // uses its built-in sha256). SQLite has no SHA-256 of its own; a connection without this function cannot
-  // insert log records ("no such function"), so none is ever inserted unqueued.
-  database.function('log_leaf_hash', { deterministic: true }, (bytes) => {
-    if (!(bytes instanceof Uint8Array)) throw new TypeError('log_leaf_hash takes the record bytes (a BLOB)');
-    const input = Buffer.allocUnsafe(bytes.length + 1);
-    input[0] = 0x00;
-    input.set(bytes, 1);
-    return hash('sha256', input, 'buffer');
-  });
-  for (const pragma of workerData.pragmas) database.exec(pragma);
-  parentPort.postMessage({ opened: true });
-} catch (error) {
-  try { database && database.close(); } catch {}
-  database = undefined;
-  parentPort.postMessage({ opened: false, error: describe(error) });
-  parentPort.close();
-}
-const cache = new Map();
-function prepare(sql) {
-  let entry = cache.get(sql);
-  if (entry !== undefined) {
-    cache.delete(sql);
-  } else {
-    const statement = database.prepare(sql);
-    entry = { statement, reader: statement.columns().length > 0 };
-    if (cache.size >= workerData.statementCacheSize) cache.delete(cache.keys().next().value);
-  }
-  cache.set(sql, entry);
-  return entry;
-}
-function execute(sql, parameters) {
-  const { statement, reader } = prepare(sql);
-  if (reader) return { rows: statement.all(...parameters) };
-  const { changes, lastInsertRowid } = statement.run(...parameters);
-  return { changes, lastInsertRowid };
-}
-// A whole transaction in one message: begin, each statement, commit; on a failure, rollback, and the
-// error says which statement failed. Nothing of the transaction waits for the event loop in between. A
-// statement with onlyIfChanged runs only when that earlier statement changed a row (its result is null
-// otherwise): see TransactionStep.
-function runTransaction(id, statements, lease) {
-  // A lease write's commit is not flushed to disk (see leaseWrite); FULL is set back whatever happens.
-  if (lease) {
-    try {
-      prepare('pragma synchronous = normal').statement.run();
-    } catch (error) {
-      parentPort.postMessage({ id, error: describe(error) });
-      return;
-    }
-  }
-  try {
-    runStatements(id, statements);
-  } finally {
-    if (lease) {
-      // runStatements rolled back on a failure; should that rollback itself have failed, once more, since
-      // SQLite will not change the level inside a transaction. If FULL still cannot be set, the throw ends
-      // this thread: every later statement fails rather than one running unflushed.
-      try { if (database.isTransaction) prepare('rollback').statement.run(); } catch {}
-      prepare('pragma synchronous = full').statement.run();
-    }
-  }
-}
-function runStatements(id, statements) {
-  try {
-    prepare('begin immediate').statement.run();
-  } catch (error) {
-    parentPort.postMessage({ id, error: describe(error) });
-    return;
-  }
-  const results = [];
-  let index = 0;
-  try {
-    for (; index < statements.length; index++) {
-      const { sql, parameters, onlyIfChanged } = statements[index];
-      const fence = onlyIfChanged === undefined ? undefined : results[onlyIfChanged];
-      if (fence != null && !('changes' in fence)) throw new Error('a fence statement must not return rows');
-      const runs = onlyIfChanged === undefined || (fence != null && fence.changes > 0);
-      results.push(runs ? execute(sql, parameters) : null);
-    }
-    index = -1;
-    prepare('commit').statement.run();
-  } catch (error) {
-    try { if (database.isTransaction) prepare('rollback').statement.run(); } catch {}
-    parentPort.postMessage({ id, error: describe(error), ...(index >= 0 && { statement: index }) });
-    return;
-  }
-  parentPort.postMessage({ id, results });
-}
-if (database !== undefined) parentPort.on('message', (message) => {
-  if (message.close) {
-    try { database.close(); } catch {}
-    parentPort.close();
-    return;
-  }
-  if (message.transaction) return runTransaction(message.id, message.transaction, message.lease === true);
-  const { id, sql, parameters, begin } = message;
-  try {
-    if (begin) {
-      try {
-        prepare('begin immediate').statement.run();
-      } catch (error) {
-        parentPort.postMessage({ id, error: describe(error), notBegun: true });
-        return;
-      }
-    }
-    parentPort.postMessage({ id, ...execute(sql, parameters) });
-  } catch (error) {
-    parentPort.postMessage({ id, error: describe(error) });
-  }
-});
-`;
-
-interface SqliteError {
-  message: string;
-  name?: string;
-  code?: string;
-  errcode?: number;
-  errstr?: string;
-}
-
-/** What one statement gave: its rows, or its changes. */
-type StatementResult =
-  | { rows: Record<string, unknown>[] }
-  | { changes: number | bigint; lastInsertRowid: number | bigint };
-
-type Reply =
-  | ({ id: number } & StatementResult)
-  | { id: number; results: (StatementResult | null)[] }
-  | { id: number; error: SqliteError; notBegun?: true; statement?: number };
+/** The connection's thread: tsc's output when built, its TypeScript source under vitest. */
+const THREAD_MODULE = threadModule('storage/sqlite-connection-thread');
 
 /** Kysely's QueryResult of a statement's result. */
 function queryResult<R>(result: StatementResult): QueryResult<R> {
@@ -237,7 +92,7 @@ class SqliteThreadConnection implements DatabaseConnection {
 
   constructor(worker: Worker) {
     this.#worker = worker;
-    worker.on('message', (reply: Reply | { opened: boolean }) => {
+    worker.on('message', (reply: Reply | OpenedMessage) => {
       if (!('id' in reply)) return;
       const waiting = this.#pending.get(reply.id);
       if (waiting === undefined) return;
@@ -384,14 +239,12 @@ class SqliteThreadDriver implements Driver {
   }
 
   async init(): Promise<void> {
-    const worker = new Worker(THREAD_SOURCE, {
-      eval: true,
-      workerData: {
-        file: this.#options.file,
-        pragmas: [...this.#options.pragmas],
-        statementCacheSize: this.#options.statementCacheSize,
-      },
-    });
+    const workerData: SqliteThreadData = {
+      file: this.#options.file,
+      pragmas: [...this.#options.pragmas],
+      statementCacheSize: this.#options.statementCacheSize,
+    };
+    const worker = new Worker(THREAD_MODULE, { workerData });
     this.#worker = worker;
     this.#exited = new Promise((resolve) => worker.once('exit', () => resolve()));
     const connection = new SqliteThreadConnection(worker);
@@ -400,7 +253,7 @@ class SqliteThreadDriver implements Driver {
     worker.once('exit', (code) =>
       connection.fail(new Error(`the SQLite thread stopped (exit code ${code})`)),
     );
-    const opened = await new Promise<{ opened: boolean; error?: SqliteError }>((resolve, reject) => {
+    const opened = await new Promise<OpenedMessage>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
     });

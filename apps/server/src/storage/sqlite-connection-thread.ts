@@ -1,0 +1,197 @@
+import { hash } from 'node:crypto';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { parentPort as port, workerData } from 'node:worker_threads';
+import type {
+  SqliteError,
+  SqliteThreadData,
+  StatementResult,
+  ThreadRequest,
+  TransactionStatement,
+} from './sqlite-thread-messages.js';
+
+/*
+ * The thread that owns the SQLite connection (see SqliteThreadDialect). It opens the file, registers
+ * `log_leaf_hash` (for the log's queuing trigger), applies the pragmas, then runs one statement per message
+ * (or one whole transaction, see runTransaction) and answers with its rows or its changes. Prepared
+ * statements are kept for the most recent SQL texts. A transaction begins with `begin immediate`, sent with
+ * its first statement: every transaction here writes, and taking the write lock up front lets busy_timeout
+ * wait for another process instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
+ *
+ * It imports only Node's modules and types, so that Node runs this TypeScript source as it is under vitest
+ * (see server-files.ts); the build runs tsc's output.
+ */
+
+if (port === null) throw new Error('sqlite-connection-thread.ts runs as a worker thread only');
+const parentPort = port;
+const data = workerData as SqliteThreadData;
+
+/** An error as the message back carries it (see SqliteError). */
+function describe(error: unknown): SqliteError {
+  const fields = (error ?? {}) as Partial<Record<keyof SqliteError, unknown>>;
+  return {
+    message: String(fields.message),
+    name: fields.name as string | undefined,
+    code: fields.code as string | undefined,
+    errcode: fields.errcode as number | undefined,
+    errstr: fields.errstr as string | undefined,
+  };
+}
+
+/** Opens the file, or answers why it could not and ends the thread. */
+function open(): DatabaseSync | undefined {
+  let opened: DatabaseSync | undefined;
+  try {
+    opened = new DatabaseSync(data.file);
+    // log_leaf_hash(bytes): the RFC 9162 leaf hash SHA-256(0x00 || bytes) of a log record, which the
+    // trigger that queues each record inserted for its leaf in the verifiable log calls (migration 0006;
+    // PostgreSQL's uses its built-in sha256). SQLite has no SHA-256 of its own; a connection without this
+    // function cannot insert log records ("no such function"), so none is ever inserted unqueued.
+    opened.function('log_leaf_hash', { deterministic: true }, (bytes) => {
+      if (!(bytes instanceof Uint8Array))
+        throw new TypeError('log_leaf_hash takes the record bytes (a BLOB)');
+      const input = Buffer.allocUnsafe(bytes.length + 1);
+      input[0] = 0x00;
+      input.set(bytes, 1);
+      return hash('sha256', input, 'buffer');
+    });
+    for (const pragma of data.pragmas) opened.exec(pragma);
+    parentPort.postMessage({ opened: true });
+    return opened;
+  } catch (error) {
+    try {
+      opened?.close();
+    } catch {}
+    parentPort.postMessage({ opened: false, error: describe(error) });
+    parentPort.close();
+    return undefined;
+  }
+}
+
+const database = open();
+
+interface CachedStatement {
+  statement: StatementSync;
+  /** Whether it returns rows (else its changes are the result). */
+  reader: boolean;
+}
+
+/** The prepared statements of the most recent SQL texts, least recently used first. */
+const cache = new Map<string, CachedStatement>();
+
+function prepare(db: DatabaseSync, sql: string): CachedStatement {
+  let entry = cache.get(sql);
+  if (entry !== undefined) {
+    cache.delete(sql);
+  } else {
+    const statement = db.prepare(sql);
+    entry = { statement, reader: statement.columns().length > 0 };
+    if (cache.size >= data.statementCacheSize) {
+      const oldest = cache.keys().next();
+      if (oldest.done !== true) cache.delete(oldest.value);
+    }
+  }
+  cache.set(sql, entry);
+  return entry;
+}
+
+function execute(db: DatabaseSync, sql: string, parameters: unknown[]): StatementResult {
+  const { statement, reader } = prepare(db, sql);
+  const values = parameters as SQLInputValue[];
+  if (reader) return { rows: statement.all(...values) as Record<string, unknown>[] };
+  const { changes, lastInsertRowid } = statement.run(...values);
+  return { changes, lastInsertRowid };
+}
+
+/** Rolls back the open transaction, if any; a failure here leaves the error already reported. */
+function rollbackIfOpen(db: DatabaseSync): void {
+  try {
+    if (db.isTransaction) prepare(db, 'rollback').statement.run();
+  } catch {}
+}
+
+/**
+ * A whole transaction in one message: begin, each statement, commit; on a failure, rollback, and the error
+ * says which statement failed. Nothing of the transaction waits for the event loop in between. A statement
+ * with onlyIfChanged runs only when that earlier statement changed a row (its result is null otherwise):
+ * see TransactionStep.
+ */
+function runTransaction(db: DatabaseSync, id: number, statements: TransactionStatement[], lease: boolean) {
+  // A lease write's commit is not flushed to disk (see leaseWrite); FULL is set back whatever happens.
+  if (lease) {
+    try {
+      prepare(db, 'pragma synchronous = normal').statement.run();
+    } catch (error) {
+      parentPort.postMessage({ id, error: describe(error) });
+      return;
+    }
+  }
+  try {
+    runStatements(db, id, statements);
+  } finally {
+    if (lease) {
+      // runStatements rolled back on a failure; should that rollback itself have failed, once more, since
+      // SQLite will not change the level inside a transaction. If FULL still cannot be set, the throw ends
+      // this thread: every later statement fails rather than one running unflushed.
+      rollbackIfOpen(db);
+      prepare(db, 'pragma synchronous = full').statement.run();
+    }
+  }
+}
+
+function runStatements(db: DatabaseSync, id: number, statements: TransactionStatement[]): void {
+  try {
+    prepare(db, 'begin immediate').statement.run();
+  } catch (error) {
+    parentPort.postMessage({ id, error: describe(error) });
+    return;
+  }
+  const results: (StatementResult | null)[] = [];
+  let index = 0;
+  try {
+    for (; index < statements.length; index++) {
+      const { sql, parameters, onlyIfChanged } = statements[index] as TransactionStatement;
+      const fence = onlyIfChanged === undefined ? undefined : results[onlyIfChanged];
+      if (fence != null && !('changes' in fence)) throw new Error('a fence statement must not return rows');
+      const runs = onlyIfChanged === undefined || (fence != null && Number(fence.changes) > 0);
+      results.push(runs ? execute(db, sql, parameters) : null);
+    }
+    index = -1;
+    prepare(db, 'commit').statement.run();
+  } catch (error) {
+    rollbackIfOpen(db);
+    parentPort.postMessage({ id, error: describe(error), ...(index >= 0 && { statement: index }) });
+    return;
+  }
+  parentPort.postMessage({ id, results });
+}
+
+if (database !== undefined) {
+  const db = database;
+  parentPort.on('message', (message: ThreadRequest) => {
+    if ('close' in message) {
+      try {
+        db.close();
+      } catch {}
+      parentPort.close();
+      return;
+    }
+    if ('transaction' in message) {
+      runTransaction(db, message.id, message.transaction, message.lease);
+      return;
+    }
+    const { id, sql, parameters, begin } = message;
+    try {
+      if (begin) {
+        try {
+          prepare(db, 'begin immediate').statement.run();
+        } catch (error) {
+          parentPort.postMessage({ id, error: describe(error), notBegun: true });
+          return;
+        }
+      }
+      parentPort.postMessage({ id, ...execute(db, sql, parameters) });
+    } catch (error) {
+      parentPort.postMessage({ id, error: describe(error) });
+    }
+  });
+}
