@@ -2,8 +2,8 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { problem } from '../errors/problem.js';
 import { describeError, type Logger } from '../request-logging/logger.js';
-import { CLIENT_CLOSED_REQUEST, isClientAbort } from './client-abort.js';
-import { requestTimedOut } from './client-error.js';
+import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../transport/client-abort.js';
+import { requestTimedOut } from '../transport/client-error.js';
 import { translateError } from './error-translation.js';
 import { requestMethod } from './head-requests.js';
 
