@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test: lint, contract bundle, types check, docs test in Chromium, mock test,
-# engine, server (SQLite and PostgreSQL, the log's Go interop test), client pack test and the contract suite.
+# engine, server (SQLite and PostgreSQL, the log's Go interop test, nginx in front of it), client pack test
+# and the contract suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -20,6 +21,16 @@ if ! command -v go >/dev/null 2>&1 || [ ! -d /usr/share/gocode/src/golang.org/x/
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go golang-golang-x-mod-dev >/dev/null
   else
     echo "The log interop test needs Go: install Debian's 'golang-go' and 'golang-golang-x-mod-dev'." >&2
+    exit 1
+  fi
+fi
+# The reverse-proxy test runs the nginx example of deploy/ in front of the built server.
+if [ -z "${NGINX_PATH:-}" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing Debian's nginx for the reverse-proxy test" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null
+  else
+    echo "The reverse-proxy test needs nginx: install Debian's 'nginx' package or set NGINX_PATH." >&2
     exit 1
   fi
 fi

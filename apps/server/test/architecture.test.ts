@@ -44,6 +44,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['webhooks'], // webhook-registry, event-filter, webhook-config: what both webhook sides share
   ['webhooks/outbound'],
   ['http', 'idempotency', 'events'],
+  ['transport'], // the guards of the HTTP edge (see src/transport/README.md)
   ['keys', 'metrics'],
   ['request-logging', 'workers'],
   ['errors', 'config'],
@@ -84,7 +85,8 @@ it('the layer check fails on a back edge between two folders', () => {
   expect(
     layerViolations([['webhooks/api/webhook-store.ts', 'webhooks/delivery/delivery-claims.ts']]),
   ).toHaveLength(1);
-  expect(layerViolations([['errors/app-error.ts', 'http/client-error.ts']])).toHaveLength(1);
+  expect(layerViolations([['errors/app-error.ts', 'transport/client-error.ts']])).toHaveLength(1);
+  expect(layerViolations([['transport/text-policy.ts', 'http/error-translation.ts']])).toHaveLength(1);
   expect(layerViolations([['scoring/score-service.ts', 'score-log/score-log-store.ts']])).toEqual([]);
 });
 

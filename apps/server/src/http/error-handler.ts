@@ -2,8 +2,8 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { problem } from '../errors/problem.js';
 import { describeError, type Logger } from '../request-logging/logger.js';
-import { CLIENT_CLOSED_REQUEST, isClientAbort } from './client-abort.js';
-import { requestTimedOut } from './client-error.js';
+import { CLIENT_CLOSED_REQUEST, isClientAbort } from '../transport/client-abort.js';
+import { requestTimedOut } from '../transport/client-error.js';
 import { translateError } from './error-translation.js';
 import { requestMethod } from './head-requests.js';
 
@@ -31,7 +31,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
     }
     if (isClientAbort(error, req)) {
       // Nobody is left to answer: no problem, no stack, no 5xx (defect #5). Or the request timeout cut it
-      // off, and its 408 went out on the socket (http/client-error.ts).
+      // off, and its 408 went out on the socket (transport/client-error.ts).
       const what = requestTimedOut(req.socket) ? 'the request timed out' : 'client aborted the request';
       options.logger.info(what, { requestId, method: requestMethod(req, res), path: req.path });
       res.statusCode = CLIENT_CLOSED_REQUEST;
@@ -55,7 +55,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
         detail: 'The server failed unexpectedly. Quote the request_id when you report it.',
       });
     }
-    // A body this answer leaves unread is read off after it, up to a bound (http/unread-body.ts).
+    // A body this answer leaves unread is read off after it, up to a bound (transport/unread-body.ts).
     sendProblem(res, appError, req.path, requestId);
   };
 }

@@ -1,7 +1,8 @@
 import type { ValidationError } from '@scenario-scoring/api-types';
 import { error as validatorErrors } from 'express-openapi-validator';
 import { AppError } from '../errors/app-error.js';
-import { fromDecompression } from './content-encoding.js';
+import { validationDetail } from '../errors/validation-detail.js';
+import { fromDecompression } from '../transport/content-encoding.js';
 
 /** What translating a foreign error needs to know about the request and the server. */
 export interface TranslationContext {
@@ -94,17 +95,4 @@ function toValidationError(item: { path?: string; message: string }): Validation
   // that does not decode ("malformed uri'", sic).
   const message = item.message.startsWith('malformed uri') ? 'is not valid percent-encoding' : item.message;
   return { path: '/path', message };
-}
-
-const LISTED_IN_DETAIL = 3;
-
-/** A detail naming the first few problems, e.g. `The request has 1 invalid field: /body/subject must …`. */
-export function validationDetail(errors: readonly ValidationError[]): string {
-  const count = errors.length;
-  const listed = errors
-    .slice(0, LISTED_IN_DETAIL)
-    .map((e) => `${e.path} ${e.message}`)
-    .join('; ');
-  const more = count > LISTED_IN_DETAIL ? `; and ${count - LISTED_IN_DETAIL} more` : '';
-  return `The request has ${count} invalid field${count === 1 ? '' : 's'}: ${listed}${more}.`;
 }

@@ -1,6 +1,6 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import { AppError } from '../errors/app-error.js';
-import { validationDetail } from './error-translation.js';
+import { validationDetail } from '../errors/validation-detail.js';
 
 /** The page size when `limit` is absent (the contract's default). */
 export const DEFAULT_PAGE_LIMIT = 20;

@@ -3,7 +3,7 @@ import { ERROR_CODES } from '../errors/error-codes.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../request-logging/logger.js';
 import type { RequestLine } from '../request-logging/request-line.js';
-import { requestTimedOut } from './client-error.js';
+import { requestTimedOut } from '../transport/client-error.js';
 import { requestMethod } from './head-requests.js';
 
 /** Probes that succeed are not logged: a load balancer asks every few seconds, and the lines say nothing. */

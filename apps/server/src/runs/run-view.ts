@@ -1,6 +1,6 @@
 import type { Problem, Run, RunItemError, RunItemResult } from '@scenario-scoring/api-types';
 import { AppError } from '../errors/app-error.js';
-import { validationDetail } from '../http/error-translation.js';
+import { validationDetail } from '../errors/validation-detail.js';
 import type { RunItemRecord, RunRecord } from './run-store.js';
 
 /** A run row as the contract's `Run`. */

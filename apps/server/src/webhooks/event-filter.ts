@@ -1,6 +1,6 @@
 import type { EventType } from '@scenario-scoring/api-types';
 import { AppError } from '../errors/app-error.js';
-import { validationDetail } from '../http/error-translation.js';
+import { validationDetail } from '../errors/validation-detail.js';
 
 /** The event types a webhook can subscribe to (the contract's EventType). */
 export const EVENT_TYPES: readonly EventType[] = [

@@ -1,7 +1,7 @@
 import type { ValidationError } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
-import { validationDetail } from './error-translation.js';
+import { validationDetail } from '../errors/validation-detail.js';
 
 /**
  * The one text policy of the API (stated in the contract's error guide): a string, and an object key,

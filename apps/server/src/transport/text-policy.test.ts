@@ -5,7 +5,7 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { loadContract } from '../common/contract.js';
-import { contractOperations } from './contract-routes.js';
+import { contractOperations } from '../http/contract-routes.js';
 import {
   collectTextViolations,
   hasTextViolation,
