@@ -162,7 +162,7 @@ async function measureEngine(kind: 'sqlite' | 'postgres', receiverUrl: string) {
   });
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   const secretBox = new SecretBox(Buffer.from(secretsKey, 'base64'));
-  const features = wireFeatures(storage);
+  const features = wireFeatures(storage, { secret: Buffer.from(secretsKey, 'base64') });
   const workers = createWorkers({
     features,
     config,

@@ -112,7 +112,10 @@ async function run(argv: string[]): Promise<number> {
   const { wireFeatures } = await import('./features.js');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   // The key store as the server wires it (features.ts), not queries of the CLI's own.
-  const features = wireFeatures(storage);
+  const { loadSecretsKey } = await import('./webhooks/outbound/secret-box.js');
+  const features = wireFeatures(storage, {
+    secret: await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
+  });
   try {
     return await runKeyCommand(features.keys, request);
   } finally {

@@ -1,5 +1,6 @@
 import { OutboxSignal } from './events/event-outbox.js';
 import { type ApiKeyStore, createApiKeyStore } from './keys/api-key-store.js';
+import { TenantKeyedHash } from './keys/tenant-keyed-hash.js';
 import { createScoreLogStore, type ScoreLogStore } from './score-log/score-log-store.js';
 import type { Storage } from './storage/storage.js';
 
@@ -14,6 +15,8 @@ export interface Features {
   readonly logs: ScoreLogStore;
   /** API keys: the auth middleware finds them, the runtime and the CLI create them. */
   readonly keys: ApiKeyStore;
+  /** Keyed hashes of personal data per tenant (subjects, request bodies), under the deployment's secret. */
+  readonly keyedHash: TenantKeyedHash;
   /** Notified after events commit (a scoring, a redelivery), so this instance's delivery workers wake at once. */
   readonly outbox: OutboxSignal;
   /** Notified after a new run commits, so this instance's run workers claim it at once. */
@@ -22,19 +25,23 @@ export interface Features {
   close(): Promise<void>;
 }
 
-/** How the features are tuned: the log's group commit cap (records per transaction). */
+/** What the features need besides storage, and how they are tuned. */
 export interface FeatureOptions {
+  /** The deployment's secret (the `SECRETS_KEY` bytes): the key of every tenant-keyed hash. */
+  secret: Uint8Array;
+  /** The log's group commit cap (records per transaction). */
   groupCommitMaxBatch?: number | undefined;
 }
 
 /** Builds the features' stores and signals on `storage`. */
-export function wireFeatures(storage: Storage, options: FeatureOptions = {}): Features {
+export function wireFeatures(storage: Storage, options: FeatureOptions): Features {
   const outbox = new OutboxSignal();
   const logs = createScoreLogStore(storage, { maxBatch: options.groupCommitMaxBatch, outbox });
   return {
     storage,
     logs,
     keys: createApiKeyStore(storage.db),
+    keyedHash: new TenantKeyedHash(options.secret),
     outbox,
     runQueue: new OutboxSignal(),
     close: () => logs.close(),

@@ -58,17 +58,22 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const announce = options.announce ?? ((line: string) => console.log(line));
   const lifecycle = new InstanceLifecycle('starting');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  const secretsKey = await loadSecretsKey({
+    secretsKey: config.webhooks.secretsKey,
+    dataDir: config.dataDir,
+  }).catch(async (error: unknown) => {
+    await storage.close();
+    throw error;
+  });
   // The signals between features (events committed → delivery workers, run created → run workers) are wired here.
-  const features = wireFeatures(storage);
+  const features = wireFeatures(storage, { secret: secretsKey });
   let metricsServer: MetricsServer | undefined;
   try {
     if ((await features.keys.countActive()) === 0) {
       const { key } = await features.keys.create('default');
       announce(`Created an API key for tenant "default" (shown once): ${key}`);
     }
-    const secretBox = new SecretBox(
-      await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
-    );
+    const secretBox = new SecretBox(secretsKey);
     const logSigner = new NoteSigner(
       config.verifiableLog.keyName,
       await loadLogSigningKey({ signingKey: config.verifiableLog.signingKey, dataDir: config.dataDir }),

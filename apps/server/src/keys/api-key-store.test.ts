@@ -162,12 +162,12 @@ forEachDatabase('API key storage', ({ storage, database }) => {
   it('keeps a key in use cached past the TTL, renewing it in the background', async () => {
     const { keys, counted, advance } = countedStore(storage());
     const { key, keyId } = await testFeatures(storage()).keys.create('tenant_sliding');
-    expect(await keys.find(key)).toEqual({ tenantId: 'tenant_sliding', keyId });
+    expect(await keys.find(key)).toEqual({ tenantId: 'tenant_sliding', keyId, scope: 'full' });
     const afterFirst = counted.queries;
     // Used every 10 s for 3 minutes: never uncached, and renewed about every 30 s, not on every use.
     for (let elapsed = 0; elapsed < 3 * API_KEY_CACHE_TTL_MS; elapsed += 10_000) {
       advance(10_000);
-      expect(keys.findCached(key)).toEqual({ tenantId: 'tenant_sliding', keyId });
+      expect(keys.findCached(key)).toEqual({ tenantId: 'tenant_sliding', keyId, scope: 'full' });
       await settle();
     }
     expect(counted.queries - afterFirst).toBeGreaterThanOrEqual(4);

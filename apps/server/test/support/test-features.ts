@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type Features, wireFeatures } from '../../src/features.js';
 import type { Storage } from '../../src/storage/storage.js';
 
@@ -11,7 +12,7 @@ const wired = new WeakMap<Storage, Features>();
 export function testFeatures(storage: Storage): Features {
   let features = wired.get(storage);
   if (!features) {
-    features = wireFeatures(storage);
+    features = wireFeatures(storage, { secret: randomBytes(32) });
     wired.set(storage, features);
   }
   return features;

@@ -1,0 +1,27 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { TenantKeyedHash } from './tenant-keyed-hash.js';
+
+describe('TenantKeyedHash', () => {
+  const secret = randomBytes(32);
+  const hashes = new TenantKeyedHash(secret);
+
+  it('is HMAC-SHA256 under a key derived per tenant and purpose, as its comment spells out', () => {
+    const key = createHmac('sha256', secret).update('scenario-scoring/subject/v1\ntenant-a').digest();
+    const expected = createHmac('sha256', key).update('applicant-1').digest('hex');
+    expect(hashes.hash('subject', 'tenant-a', 'applicant-1')).toBe(expected);
+  });
+
+  it('hashes one tenant’s equal values alike, and differs across tenants, purposes and secrets', () => {
+    const a = hashes.hash('subject', 'tenant-a', 'applicant-1');
+    expect(hashes.hash('subject', 'tenant-a', 'applicant-1')).toBe(a);
+    expect(hashes.hash('subject', 'tenant-b', 'applicant-1')).not.toBe(a);
+    expect(hashes.hash('idempotency-request', 'tenant-a', 'applicant-1')).not.toBe(a);
+    expect(new TenantKeyedHash(randomBytes(32)).hash('subject', 'tenant-a', 'applicant-1')).not.toBe(a);
+    expect(a).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('refuses a secret shorter than 32 bytes', () => {
+    expect(() => new TenantKeyedHash(randomBytes(16))).toThrow(RangeError);
+  });
+});
