@@ -168,7 +168,9 @@ export async function createApp(options: AppOptions): Promise<Express> {
   );
   for (const operation of operations) {
     const route = implemented[operation.operationId as OperationId];
-    const handler = route ? expressHandler(route) : notImplemented(operation);
+    const handler = route
+      ? expressHandler(route, operation, contract.document.components)
+      : notImplemented(operation);
     app.route(operation.expressPath)[operation.method](handler);
   }
   // The validator answers unknown paths first; this catches anything it lets through.

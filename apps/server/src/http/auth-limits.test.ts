@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler } from 'express';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppError } from '../errors/app-error.js';
 import { API_KEY_PATTERN, generateApiKey } from '../keys/api-key.js';
 import type { ApiKeyOwner, ApiKeyStore } from '../keys/api-key-store.js';
@@ -30,15 +30,30 @@ function fakeStore() {
 }
 
 describe('the limits on unknown keys and requests without a key', () => {
+  // The allowances are rate-limiter-flexible's one-second windows, timed by Date.now() and ended by a
+  // timer: both are faked, so the requests below happen at the instants the tests say, however slow the
+  // machine.
+  const T0 = Date.UTC(2026, 10, 22, 10);
   let time = 0;
-  const now = () => time;
+  const advance = (ms: number) => {
+    time += ms;
+    vi.setSystemTime(T0 + time);
+  };
   let close = () => {};
-  afterEach(() => close());
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    time = 0;
+    vi.setSystemTime(T0);
+  });
+  afterEach(() => {
+    close();
+    vi.useRealTimers();
+  });
 
   async function serve(store: ReturnType<typeof fakeStore>, proxies?: string[]) {
     const app = express();
     if (proxies) app.set(TRUSTED_PROXIES_SETTING, trustedProxies(proxies));
-    app.use(authenticate(store, { now }));
+    app.use(authenticate(store));
     app.get('/', (_req, res) => res.json(res.locals.apiKey));
     const handler: ErrorRequestHandler = (error: AppError, _req, res, _next) => {
       res
@@ -63,11 +78,10 @@ describe('the limits on unknown keys and requests without a key', () => {
 
   it('lets a fresh valid key through while its address floods random keys at 75 a second', async () => {
     const store = fakeStore();
-    time = 0;
     const request = await serve(store);
     const fresh: number[] = [];
     for (let n = 0; n < 750; n++) {
-      time += 1000 / 75;
+      advance(1000 / 75);
       expect([401, 429]).toContain(await request(generateApiKey()));
       if (n % 50 === 49) fresh.push(await request(store.add()));
     }
@@ -76,7 +90,6 @@ describe('the limits on unknown keys and requests without a key', () => {
 
   it('never counts a key that exists against the allowance of its address', async () => {
     const store = fakeStore();
-    time = 0;
     const request = await serve(store);
     // Valid keys, each looked up (the fake store caches none), all at one instant.
     for (let n = 0; n < 300; n++) expect(await request(store.add())).toBe(200);
@@ -85,7 +98,6 @@ describe('the limits on unknown keys and requests without a key', () => {
 
   it('bounds the lookups of unknown keys from many addresses together', async () => {
     const store = fakeStore();
-    time = 0;
     const request = await serve(store, ['127.0.0.1/32']);
     const statuses = new Map<number, number>();
     for (let address = 0; address < 100; address++) {
@@ -98,13 +110,12 @@ describe('the limits on unknown keys and requests without a key', () => {
     expect(store.lookups).toBe(200);
     expect(statuses.get(429)).toBe(1800);
     // After a second the instance's allowance is back.
-    time += 1000;
+    advance(1000);
     expect(await request(store.add(), '198.51.100.200')).toBe(200);
   });
 
   it('counts a key known to be unknown against its address without a lookup', async () => {
     const store = fakeStore();
-    time = 0;
     const request = await serve(store);
     const revoked = generateApiKey();
     const statuses: number[] = [];
@@ -116,7 +127,6 @@ describe('the limits on unknown keys and requests without a key', () => {
 
   it('limits requests without a key, or with a malformed one, per client address', async () => {
     const store = fakeStore();
-    time = 0;
     const request = await serve(store, ['127.0.0.1/32']);
     const statuses: number[] = [];
     for (let n = 0; n < 15; n++) statuses.push(await request(undefined, '203.0.113.1'));
@@ -125,13 +135,24 @@ describe('the limits on unknown keys and requests without a key', () => {
     expect(statuses.slice(20)).toEqual(Array(5).fill(429));
     expect(await request(undefined, '203.0.113.2')).toBe(401);
     expect(store.lookups).toBe(0);
-    time += 1000;
+    advance(1000);
     expect(await request(undefined, '203.0.113.1')).toBe(401);
+  });
+
+  it('counts each allowance in a fixed one-second window: nothing comes back before it ends', async () => {
+    const store = fakeStore();
+    const request = await serve(store);
+    for (let n = 0; n < 20; n++) expect(await request(undefined)).toBe(401);
+    advance(500);
+    expect(await request(undefined)).toBe(429);
+    advance(499);
+    expect(await request(undefined)).toBe(429);
+    advance(1);
+    expect(await request(undefined)).toBe(401);
   });
 
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy', async () => {
     const store = fakeStore();
-    time = 0;
     const request = await serve(store);
     const statuses: number[] = [];
     for (let n = 0; n < 25; n++) statuses.push(await request(undefined, `203.0.113.${n}`));

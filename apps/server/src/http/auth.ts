@@ -1,22 +1,21 @@
 import type { RequestHandler } from 'express';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors/app-error.js';
 import { API_KEY_PATTERN } from '../keys/api-key.js';
 import type { ApiKeyStore } from '../keys/api-key-store.js';
-import { BoundedCache } from '../keys/bounded-cache.js';
 import { clientAddress } from './client-address.js';
-import { retryAfterSeconds, type TokenBucket, tokensAt } from './token-bucket.js';
+import { secondsLeft } from './rate-limit.js';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="scenario-scoring"' };
 const BEARER_PREFIX_LENGTH = 'bearer '.length;
 
-/** Keys that turn out unknown, per client address: a burst of this many, refilled at this rate a second. */
+/** Keys that turn out unknown, per client address, in each one-second window. */
 export const UNKNOWN_KEYS_PER_SECOND = 20;
-/** Database lookups that find no key, on this instance from every address together, a second (and burst). */
+/** Database lookups that find no key, on this instance from every address together, in each one-second window. */
 export const UNKNOWN_KEY_LOOKUPS_PER_SECOND = 200;
-/** Requests without a key, or with one not shaped like a key, per client address: a burst of this many, refilled a second. */
+/** Requests without a key, or with one not shaped like a key, per client address, in each one-second window. */
 export const KEYLESS_REQUESTS_PER_SECOND = 20;
-/** How many client addresses the allowances are kept for (the most recent ones). */
-const TRACKED_ADDRESSES = 10_000;
+const INSTANCE = 'instance';
 
 /**
  * Authenticates `/v1/` requests by their bearer API key and records its owner in `res.locals.apiKey`.
@@ -34,6 +33,8 @@ const TRACKED_ADDRESSES = 10_000;
  * `Retry-After` without a lookup. A key the storage recently did not know costs no lookup (it is cached
  * as unknown) but still counts against its address. Requests with no key or one not shaped like a key
  * cost nothing but a log line, and are limited per address too (`keylessPerSecond`): past it, 429.
+ * Every allowance is a fixed one-second window (rate-limiter-flexible's `RateLimiterMemory`; an address
+ * is forgotten when its window ends).
  */
 export function authenticate(
   keys: Pick<ApiKeyStore, 'find' | 'findCached'>,
@@ -41,50 +42,40 @@ export function authenticate(
     unknownKeysPerSecond?: number;
     unknownKeyLookupsPerSecond?: number;
     keylessPerSecond?: number;
-    now?: () => number;
   } = {},
 ): RequestHandler {
   const perAddress = options.unknownKeysPerSecond ?? UNKNOWN_KEYS_PER_SECOND;
   const perInstance = options.unknownKeyLookupsPerSecond ?? UNKNOWN_KEY_LOOKUPS_PER_SECOND;
   const keylessPerSecond = options.keylessPerSecond ?? KEYLESS_REQUESTS_PER_SECOND;
-  const now = options.now ?? performance.now.bind(performance);
-  const tracked = () =>
-    new BoundedCache<string, TokenBucket>({ maxEntries: TRACKED_ADDRESSES, ttlMs: 60_000, now });
-  // Each address's allowance of unknown keys, and of requests without a (well-formed) key.
-  const allowances = tracked();
-  const keyless = tracked();
-  // The instance's allowance of lookups that may miss.
-  let lookups: TokenBucket = { tokens: perInstance, updatedAt: now() };
+  // Each address's allowance of unknown keys, and of requests without a (well-formed) key; the
+  // instance's allowance of lookups that may miss.
+  const allowances = new RateLimiterMemory({ points: perAddress, duration: 1 });
+  const keyless = new RateLimiterMemory({ points: keylessPerSecond, duration: 1 });
+  const lookups = new RateLimiterMemory({ points: perInstance, duration: 1 });
 
-  /** Takes one from `address`'s bucket in `buckets`; false (nothing taken) when it holds less than one. */
-  const take = (buckets: BoundedCache<string, TokenBucket>, address: string, perSecond: number): boolean => {
-    const time = now();
-    const tokens = tokensAt(buckets.get(address), time, perSecond);
-    if (tokens < 1) return false;
-    buckets.set(address, { tokens: tokens - 1, updatedAt: time });
-    return true;
-  };
-  const giveBack = (buckets: BoundedCache<string, TokenBucket>, address: string, perSecond: number) => {
-    const time = now();
-    buckets.set(address, { tokens: tokensAt(buckets.get(address), time, perSecond) + 1, updatedAt: time });
-  };
-  const refuse = (perSecond: number, tokens: number, what: string) => {
-    const retryAfter = retryAfterSeconds(tokens, perSecond);
+  /** Takes one from `key`'s allowance: the count after it, which is past `points` when refused. */
+  const take = (limiter: RateLimiterMemory, key: string): Promise<RateLimiterRes> =>
+    limiter.consume(key).catch((rejection: unknown) => {
+      if (rejection instanceof RateLimiterRes) return rejection;
+      throw rejection;
+    });
+  const refused = (limiter: RateLimiterMemory, taken: RateLimiterRes) =>
+    taken.consumedPoints > limiter.points;
+  const refuse = (taken: RateLimiterRes, what: string) => {
+    const retryAfter = secondsLeft(taken);
     return new AppError('rate_limited', {
       detail: `Too many ${what}; retry in ${retryAfter} s.`,
       headers: { 'Retry-After': String(retryAfter) },
     });
   };
-  const refuseKeyless = (address: string) => {
-    if (!take(keyless, address, keylessPerSecond)) {
-      const tokens = tokensAt(keyless.get(address), now(), keylessPerSecond);
-      return refuse(
-        keylessPerSecond,
-        tokens,
-        `requests without a valid API key from this address (at most ${keylessPerSecond} a second)`,
-      );
-    }
-    return undefined;
+  const unknownFromAddress = `unknown API keys from this address (at most ${perAddress} a second)`;
+  const refuseKeyless = async (address: string) => {
+    const taken = await take(keyless, address);
+    if (!refused(keyless, taken)) return undefined;
+    return refuse(
+      taken,
+      `requests without a valid API key from this address (at most ${keylessPerSecond} a second)`,
+    );
   };
   const invalid = () =>
     new AppError('invalid_api_key', {
@@ -97,7 +88,7 @@ export function authenticate(
     // The scheme is case-insensitive (RFC 9110 §11.1); Node trims the value, so a key is never empty.
     if (header === undefined || header.slice(0, BEARER_PREFIX_LENGTH).toLowerCase() !== 'bearer ') {
       throw (
-        refuseKeyless(clientAddress(req)) ??
+        (await refuseKeyless(clientAddress(req))) ??
         new AppError('missing_api_key', {
           detail: 'Send your API key as "Authorization: Bearer sk_…".',
           headers: CHALLENGE,
@@ -109,40 +100,28 @@ export function authenticate(
     if (owner === undefined) {
       // Only a lookup can tell: take from both allowances first, so concurrent lookups are bounded too.
       const address = clientAddress(req);
-      const time = now();
-      const instanceTokens = tokensAt(lookups, time, perInstance);
-      const ownTurn = instanceTokens >= 1 && take(allowances, address, perAddress);
-      if (!ownTurn && instanceTokens < perInstance / 2 + 1) {
-        const tokens = Math.max(tokensAt(allowances.get(address), time, perAddress), 0);
-        throw instanceTokens < 1
-          ? refuse(
-              perInstance,
-              instanceTokens,
-              `unknown API keys (at most ${perInstance} a second are looked up)`,
-            )
-          : refuse(perAddress, tokens, `unknown API keys from this address (at most ${perAddress} a second)`);
+      const instance = await take(lookups, INSTANCE);
+      if (refused(lookups, instance))
+        throw refuse(instance, `unknown API keys (at most ${perInstance} a second are looked up)`);
+      const own = await take(allowances, address);
+      const ownTurn = !refused(allowances, own);
+      // Past its own allowance, an address is still looked up while more than half the instance's is left.
+      if (!ownTurn && instance.remainingPoints < perInstance / 2) {
+        await lookups.reward(INSTANCE);
+        throw refuse(own, unknownFromAddress);
       }
-      lookups = { tokens: instanceTokens - 1, updatedAt: time };
       owner = await keys.find(key);
       if (owner !== undefined) {
         // A key that exists costs no allowance.
-        const after = now();
-        lookups = { tokens: tokensAt(lookups, after, perInstance) + 1, updatedAt: after };
-        if (ownTurn) giveBack(allowances, address, perAddress);
+        await lookups.reward(INSTANCE);
+        if (ownTurn) await allowances.reward(address);
       }
     } else if (owner === null) {
       // Known to be unknown (or not shaped like a key): no lookup, but the address pays for it.
       const address = clientAddress(req);
-      const error = API_KEY_PATTERN.test(key)
-        ? take(allowances, address, perAddress)
-          ? undefined
-          : refuse(
-              perAddress,
-              tokensAt(allowances.get(address), now(), perAddress),
-              `unknown API keys from this address (at most ${perAddress} a second)`,
-            )
-        : refuseKeyless(address);
-      throw error ?? invalid();
+      if (!API_KEY_PATTERN.test(key)) throw (await refuseKeyless(address)) ?? invalid();
+      const taken = await take(allowances, address);
+      throw refused(allowances, taken) ? refuse(taken, unknownFromAddress) : invalid();
     }
     if (owner === undefined) throw invalid();
     res.locals.apiKey = owner;

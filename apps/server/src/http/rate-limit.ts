@@ -1,46 +1,44 @@
 import type { RequestHandler } from 'express';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors/app-error.js';
 import { costNote, requestCost } from './request-cost.js';
-import { secondsUntil, type TokenBucket, tokensAt } from './token-bucket.js';
 
 /**
- * A token bucket per API key, in memory: `perSecond` requests a second with bursts up to `perSecond`.
- * Announces the limit on every response (`RateLimit-Policy`, `RateLimit`); past it answers 429
- * `rate_limited` with `Retry-After`. A request takes its operation's cost (`requestCost`: a log proof 3);
- * one that costs more than the bucket holds is refused. Runs after authentication, so buckets exist only
- * for real keys.
+ * The per-API-key rate limit: `perSecond` requests a second, counted by `limiter` in a fixed one-second
+ * window per key (rate-limiter-flexible: in memory by default, in PostgreSQL for a budget shared by all
+ * instances, see shared-rate-limit.ts). Announces the limit on every response (`RateLimit-Policy`,
+ * `RateLimit` with what is left and the seconds until the window resets); past it answers 429
+ * `rate_limited` with `Retry-After`. A request takes its operation's cost (`requestCost`: a log proof 3).
+ * Runs after authentication, so windows exist only for real keys. `scope` ends the refusal's first
+ * sentence (` across all instances`).
  */
 export function rateLimit(
   perSecond: number,
-  now: () => number = performance.now.bind(performance),
+  limiter: Pick<RateLimiterAbstract, 'consume'> = new RateLimiterMemory({ points: perSecond, duration: 1 }),
+  scope = '',
 ): RequestHandler {
   const policy = `"default";q=${perSecond};w=1`;
-  const buckets = new Map<string, TokenBucket>();
-
-  return (_req, res, next) => {
-    const key = res.locals.apiKey.keyId;
-    const cost = requestCost(res.locals.operationId, perSecond);
-    const time = now();
-    let bucket = buckets.get(key);
-    if (bucket === undefined) {
-      bucket = { tokens: perSecond, updatedAt: time };
-      buckets.set(key, bucket);
-    } else {
-      bucket.tokens = tokensAt(bucket, time, perSecond);
-      bucket.updatedAt = time;
-    }
+  return async (_req, res, next) => {
     res.setHeader('RateLimit-Policy', policy);
-    if (bucket.tokens < cost) {
-      const retryAfter = Math.max(1, secondsUntil(bucket.tokens, cost, perSecond));
+    const cost = requestCost(res.locals.operationId, perSecond);
+    let result: RateLimiterRes;
+    try {
+      result = await limiter.consume(res.locals.apiKey.keyId, cost);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      const retryAfter = secondsLeft(rejection);
       res.setHeader('RateLimit', `"default";r=0;t=${retryAfter}`);
       throw new AppError('rate_limited', {
-        detail: `This API key is limited to ${perSecond} requests per second${costNote(cost)}; retry in ${retryAfter} s.`,
+        detail: `This API key is limited to ${perSecond} requests per second${scope}${costNote(cost)}; retry in ${retryAfter} s.`,
         headers: { 'Retry-After': String(retryAfter) },
       });
     }
-    bucket.tokens -= cost;
-    const untilFull = secondsUntil(bucket.tokens, perSecond, perSecond);
-    res.setHeader('RateLimit', `"default";r=${Math.floor(bucket.tokens)};t=${untilFull}`);
+    res.setHeader('RateLimit', `"default";r=${result.remainingPoints};t=${secondsLeft(result)}`);
     next();
   };
+}
+
+/** Whole seconds (rounded up, at least 1) until the window of a limiter's answer resets. */
+export function secondsLeft(result: Pick<RateLimiterRes, 'msBeforeNext'>): number {
+  return Math.max(1, Math.ceil(result.msBeforeNext / 1000));
 }

@@ -5,16 +5,16 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { silentLogger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
 import { IdempotencyPurge } from './idempotency-purge.js';
-import { type CreatedResponse, IDEMPOTENCY_KEY_TTL_MS, idempotentCreate } from './idempotent-create.js';
+import { IDEMPOTENCY_KEY_TTL_MS, idempotentCreate } from './idempotent-create.js';
 
 const DAY_AGO = new Date(Date.now() - IDEMPOTENCY_KEY_TTL_MS - 60_000);
 const HOUR = 60 * 60 * 1000;
 
 forEachDatabase('the idempotency purge', ({ storage }) => {
-  const create = async (trx: Transaction<Database>): Promise<CreatedResponse> => {
+  const create = async (trx: Transaction<Database>): Promise<{ id: string }> => {
     const id = `purge_${randomUUID()}`;
     await trx.insertInto('tenants').values({ id, created_at: new Date().toISOString() }).execute();
-    return { status: 201, headers: { Location: `/things/${id}` }, body: { id } };
+    return { id };
   };
   const scope = (apiKeyId: string, key: string) => ({
     apiKeyId,

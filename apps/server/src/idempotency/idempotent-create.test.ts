@@ -4,16 +4,16 @@ import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
 import type { Database } from '../storage/database.js';
-import { type CreatedResponse, IDEMPOTENCY_KEY_TTL_MS, idempotentCreate } from './idempotent-create.js';
+import { IDEMPOTENCY_KEY_TTL_MS, idempotentCreate } from './idempotent-create.js';
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');
 
 forEachDatabase('idempotentCreate', ({ storage }) => {
   // What a create commits is counted in the database: a create whose transaction rolls back leaves nothing.
-  const create = async (trx: Transaction<Database>): Promise<CreatedResponse> => {
+  const create = async (trx: Transaction<Database>): Promise<{ id: string; b: string }> => {
     const id = `idem_${randomUUID()}`;
     await trx.insertInto('tenants').values({ id, created_at: NOW.toISOString() }).execute();
-    return { status: 201, headers: { Location: `/things/${id}` }, body: { id, b: 'x' } };
+    return { id, b: 'x' };
   };
   const committed = async () => {
     const rows = await storage()

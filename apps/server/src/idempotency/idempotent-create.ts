@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { canonicalBytes } from '@scenario-scoring/engine';
-import type { Response } from 'express';
 import type { Kysely, Transaction } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import type { Database } from '../storage/database.js';
@@ -28,19 +27,13 @@ export interface IdempotencyScope {
   validate?: () => Promise<void> | void;
 }
 
-/** The response of a create, as sent the first time and replayed after. */
-export interface CreatedResponse {
-  status: number;
-  /** Headers to replay with it, such as `Location`. */
-  headers: Record<string, string>;
-  body: unknown;
-}
-
-/** A create's response, and whether it is the replay of an earlier one. */
-export interface IdempotentOutcome {
-  status: number;
-  headers: Record<string, string>;
-  /** The body's JSON text, byte for byte what the first response sent. */
+/**
+ * What a create made, or what an earlier request with the same key made: `value` is what the service
+ * returns, `bodyJson` its JSON text byte for byte as the first response sent it (a replay sends these bytes
+ * again), `replayed` whether it is an earlier request's.
+ */
+export interface IdempotentResult<T> {
+  value: T;
   bodyJson: string;
   replayed: boolean;
 }
@@ -48,31 +41,31 @@ export interface IdempotentOutcome {
 /**
  * Runs `create` (after `scope.validate`) in a transaction that also records its response under the request's `Idempotency-Key`,
  * so a create and its idempotency record commit together: a retry after a crash either finds both or
- * neither. A repeat with the same key and body replays the first response; another body is refused with
+ * neither. A repeat with the same key and body gets the first create's value and its JSON unchanged; another body is refused with
  * 422 `idempotency_key_reused`. Two concurrent requests with one key: the second's insert waits on the
  * primary key, fails once the first commits, and replays the first's response.
  */
-export async function idempotentCreate(
+export async function idempotentCreate<T>(
   db: Kysely<Database>,
   scope: IdempotencyScope,
   now: Date,
-  create: (trx: Transaction<Database>) => Promise<CreatedResponse>,
-): Promise<IdempotentOutcome> {
+  create: (trx: Transaction<Database>) => Promise<T>,
+): Promise<IdempotentResult<T>> {
   if (scope.key === undefined) {
     await scope.validate?.();
-    const created = await db.transaction().execute(create);
-    return { ...created, bodyJson: JSON.stringify(created.body), replayed: false };
+    const value = await db.transaction().execute(create);
+    return { value, bodyJson: JSON.stringify(value), replayed: false };
   }
   const key = scope.key;
   const requestHash = hashRequest(scope.operation, scope.body);
   const cutoff = new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS).toISOString();
   const earlier = await findResponse(db, scope.apiKeyId, key, cutoff);
-  if (earlier) return replay(earlier, requestHash, key, scope.protect);
+  if (earlier) return replay<T>(earlier, requestHash, key, scope.protect);
   await scope.validate?.();
   try {
     return await db.transaction().execute(async (trx) => {
-      const created = await create(trx);
-      const bodyJson = JSON.stringify(created.body);
+      const value = await create(trx);
+      const bodyJson = JSON.stringify(value);
       await trx
         .deleteFrom('idempotency_keys')
         .where('api_key_id', '=', scope.apiKeyId)
@@ -86,34 +79,27 @@ export async function idempotentCreate(
           key,
           operation: scope.operation,
           request_hash: requestHash,
-          response_status: created.status,
-          response_headers: JSON.stringify(created.headers),
+          // The reply's status and headers are the route's, made from the value: these columns of
+          // records written before are no longer read.
+          response_status: 0,
+          response_headers: '{}',
           response_body: scope.protect ? scope.protect.seal(bodyJson) : bodyJson,
           created_at: now.toISOString(),
         })
         .execute();
-      return { status: created.status, headers: created.headers, bodyJson, replayed: false };
+      return { value, bodyJson, replayed: false };
     });
   } catch (error) {
     // A concurrent request with the same key committed first: its response is the answer.
     const winner = await findResponse(db, scope.apiKeyId, key, cutoff).catch(() => undefined);
-    if (winner) return replay(winner, requestHash, key, scope.protect);
+    if (winner) return replay<T>(winner, requestHash, key, scope.protect);
     throw error;
   }
-}
-
-/** Sends an outcome: its status, headers, `Idempotent-Replayed: true` on a replay, and the body's bytes. */
-export function sendOutcome(res: Response, outcome: IdempotentOutcome): void {
-  res.status(outcome.status).set(outcome.headers);
-  if (outcome.replayed) res.set('Idempotent-Replayed', 'true');
-  res.type('application/json').send(outcome.bodyJson);
 }
 
 interface StoredResponse {
   request_hash: string;
   operation: string;
-  response_status: number;
-  response_headers: string;
   response_body: string;
 }
 
@@ -125,30 +111,26 @@ async function findResponse(
 ): Promise<StoredResponse | undefined> {
   return db
     .selectFrom('idempotency_keys')
-    .select(['request_hash', 'operation', 'response_status', 'response_headers', 'response_body'])
+    .select(['request_hash', 'operation', 'response_body'])
     .where('api_key_id', '=', apiKeyId)
     .where('key', '=', key)
     .where('created_at', '>=', cutoff)
     .executeTakeFirst();
 }
 
-function replay(
+function replay<T>(
   stored: StoredResponse,
   requestHash: string,
   key: string,
   protect: IdempotencyScope['protect'],
-): IdempotentOutcome {
+): IdempotentResult<T> {
   if (stored.request_hash !== requestHash) {
     throw new AppError('idempotency_key_reused', {
       detail: `The Idempotency-Key "${key}" was already used with another request (${stored.operation}) in the last 24 hours; use a new key for a new request.`,
     });
   }
-  return {
-    status: stored.response_status,
-    headers: JSON.parse(stored.response_headers) as Record<string, string>,
-    bodyJson: protect ? protect.open(stored.response_body) : stored.response_body,
-    replayed: true,
-  };
+  const bodyJson = protect ? protect.open(stored.response_body) : stored.response_body;
+  return { value: JSON.parse(bodyJson) as T, bodyJson, replayed: true };
 }
 
 /** SHA-256 of the operation and the RFC 8785 canonical body, so key order and spacing do not matter. */

@@ -1,7 +1,14 @@
 import type { Clock } from '../common/clock.js';
+import { replyCreated } from '../http/created-reply.js';
 import type { OperationHandler } from '../http/operation-route.js';
-import { sendOutcome } from '../idempotency/idempotent-create.js';
-import { createRun, getRun, listRunResults, type RunServiceDeps } from './run-service.js';
+import {
+  createRun,
+  DEFAULT_RESULTS_LIMIT,
+  getRun,
+  listRunResults,
+  type RunServiceDeps,
+} from './run-service.js';
+import { decodeResultsCursor } from './run-view.js';
 
 /**
  * `POST /v1/scoring/runs`: the items were validated against the contract (each error names its index);
@@ -11,7 +18,8 @@ export function createRunRoute(deps: RunServiceDeps, clock: Clock): OperationHan
   return async (req, res) => {
     const { tenantId, keyId } = res.locals.apiKey;
     const caller = { tenantId, keyId, idempotencyKey: req.get('Idempotency-Key') };
-    sendOutcome(res, await createRun(deps, caller, req.body, clock.now()));
+    const run = await createRun(deps, caller, req.body, clock.now());
+    replyCreated(res, 202, `/v1/scoring/runs/${run.value.id}`, run);
   };
 }
 
@@ -27,7 +35,10 @@ export function listRunResultsRoute(
   deps: Pick<RunServiceDeps, 'storage'>,
 ): OperationHandler<'listRunResults'> {
   return async (req, res) => {
-    // The validator checked (and coerced) the query against the contract.
-    res.json(await listRunResults(deps, res.locals.apiKey.tenantId, req.params.id, req.query));
+    const page = {
+      after: decodeResultsCursor(req.query.cursor),
+      limit: req.query.limit ?? DEFAULT_RESULTS_LIMIT,
+    };
+    res.json(await listRunResults(deps, res.locals.apiKey.tenantId, req.params.id, page));
   };
 }

@@ -2,13 +2,14 @@ import type { Run, RunResultList, ScoreRequest } from '@scenario-scoring/api-typ
 import { newId } from '../common/ids.js';
 import { AppError } from '../errors/app-error.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
-import { toPage } from '../http/list-cursor.js';
-import { type IdempotentOutcome, idempotentCreate } from '../idempotency/idempotent-create.js';
+import { type IdempotentResult, idempotentCreate } from '../idempotency/idempotent-create.js';
+import { toPage } from '../storage/paging.js';
 import type { Storage } from '../storage/storage.js';
 import { findRun, insertRun, listRunItems, type RunRecord } from './run-store.js';
-import { decodeResultsCursor, encodeResultsCursor, runItemView, runView } from './run-view.js';
+import { encodeResultsCursor, runItemView, runView } from './run-view.js';
 
-const DEFAULT_RESULTS_LIMIT = 100;
+/** The page size of a run's results when `limit` is absent (the contract's default). */
+export const DEFAULT_RESULTS_LIMIT = 100;
 
 /** What the run use cases need: the storage, and the signal that wakes this instance's run workers. */
 export interface RunServiceDeps {
@@ -32,14 +33,14 @@ export async function createRun(
   caller: RunCaller,
   body: { items: ScoreRequest[]; deadline_seconds?: number },
   now: Date,
-): Promise<IdempotentOutcome> {
+): Promise<IdempotentResult<Run>> {
   const scope = { apiKeyId: caller.keyId, key: caller.idempotencyKey, operation: 'createRun', body };
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const { items, deadline_seconds } = body;
     const deadlineAt =
       deadline_seconds === undefined ? null : new Date(now.getTime() + deadline_seconds * 1000);
     const run = await insertRun(trx, { id: newId('run'), tenantId: caller.tenantId, items, now, deadlineAt });
-    return { status: 202, headers: { Location: `/v1/scoring/runs/${run.id}` }, body: runView(run) };
+    return runView(run);
   });
   if (!outcome.replayed) deps.runQueue.notify();
   return outcome;
@@ -54,16 +55,14 @@ export async function getRun(
   return runView(await tenantRun(deps, tenantId, runId));
 }
 
-/** A page of the run's attempted items, in item order. */
+/** A page of the run's attempted items, in item order: `limit` items after the item index `after` (-1: from the first). */
 export async function listRunResults(
   deps: Pick<RunServiceDeps, 'storage'>,
   tenantId: string,
   runId: string,
-  query: { cursor?: string; limit?: number },
+  { after, limit }: { after: number; limit: number },
 ): Promise<RunResultList> {
   const run = await tenantRun(deps, tenantId, runId);
-  const after = decodeResultsCursor(query.cursor);
-  const limit = Number(query.limit ?? DEFAULT_RESULTS_LIMIT);
   // One row more than the page tells whether another page exists, without counting.
   const rows = await listRunItems(deps.storage.db, run, after, limit + 1);
   return toPage(rows, limit, runItemView, (item) => encodeResultsCursor(item.item_index));

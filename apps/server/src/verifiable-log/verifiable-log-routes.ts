@@ -11,9 +11,6 @@ import {
 } from './verifiable-log-views.js';
 
 const tenant = (res: Pick<Response, 'locals'>) => res.locals.apiKey.tenantId;
-// Express re-parses path parameters as strings after the validator ran, and the query may reach us
-// uncoerced: numbers are read with Number() (a no-op on what the validator already coerced).
-const optionalNumber = (value: number | undefined) => (value === undefined ? undefined : Number(value));
 
 /** The verifiable log's operations: checkpoints and proofs of the caller's tenant, and the public verifier key. */
 export function verifiableLogRoutes(deps: {
@@ -25,17 +22,16 @@ export function verifiableLogRoutes(deps: {
     res.json(checkpointView(await findCheckpoint(db, tenant(res))));
   };
   const inclusion: OperationHandler<'getInclusionProof'> = async (req, res) => {
-    const size = optionalNumber(req.query.tree_size);
+    const size = req.query.tree_size;
     res.json(inclusionProofView(await proveInclusion(db, tenant(res), req.params.cid, size)));
   };
   const consistency: OperationHandler<'getConsistencyProof'> = async (req, res) => {
-    const [from, to] = [Number(req.query.from), Number(req.query.to)];
+    const { from, to } = req.query;
     res.json(consistencyProofView(await proveConsistency(db, tenant(res), from, to)));
   };
   const tile: OperationHandler<'getLogTile'> = async (req, res) => {
-    const [level, index] = [Number(req.params.level), Number(req.params.index)];
-    const width = optionalNumber(req.query.width);
-    res.json(tileView(await findTile(db, tenant(res), level, index, width)));
+    const { level, index } = req.params;
+    res.json(tileView(await findTile(db, tenant(res), level, index, req.query.width)));
   };
   const verifierKey: OperationHandler<'getLogVerifierKey'> = async (_req, res) => {
     res.json({ verifier_key: await deps.signer.verifierKey(), key_name: deps.signer.name });

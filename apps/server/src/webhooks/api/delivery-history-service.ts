@@ -2,7 +2,7 @@ import type { Attempt, Delivery } from '@scenario-scoring/api-types';
 import { newId } from '../../common/ids.js';
 import { AppError } from '../../errors/app-error.js';
 import { newEvent } from '../../events/event-outbox.js';
-import { idCursor, type Page, type PageRequest, toPage } from '../../http/list-cursor.js';
+import { idCursor, type Page, type PageRequest, toPage } from '../../storage/paging.js';
 import {
   findDelivery,
   insertDirectDelivery,

@@ -1,8 +1,8 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { OutboxEvent } from '../../events/event-outbox.js';
 import { insertEvents } from '../../events/event-outbox.js';
-import { keysetPage, type PageRequest } from '../../http/list-cursor.js';
 import type { Database, DeliveriesTable, DeliveryAttemptsTable } from '../../storage/database.js';
+import { keysetPage, type PageRequest } from '../../storage/paging.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

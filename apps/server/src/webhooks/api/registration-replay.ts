@@ -1,5 +1,5 @@
 import { AppError } from '../../errors/app-error.js';
-import type { IdempotentOutcome } from '../../idempotency/idempotent-create.js';
+import type { IdempotentResult } from '../../idempotency/idempotent-create.js';
 import type { Storage } from '../../storage/storage.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 import { loadSigningSecrets } from '../webhook-registry.js';
@@ -15,11 +15,11 @@ export async function checkRegistrationReplay(
   storage: Pick<Storage, 'db'>,
   secretBox: SecretBox,
   tenantId: string,
-  outcome: IdempotentOutcome,
+  outcome: IdempotentResult<{ id: string; secret: string }>,
   now: Date,
 ): Promise<void> {
-  if (!outcome.replayed || outcome.status !== 201) return;
-  const { id, secret } = JSON.parse(outcome.bodyJson) as { id: string; secret: string };
+  if (!outcome.replayed) return;
+  const { id, secret } = outcome.value;
   if ((await findWebhook(storage.db, tenantId, id)) === undefined) {
     throw new AppError('not_found', {
       detail: `The webhook ${id} this Idempotency-Key registered has been deleted since.`,

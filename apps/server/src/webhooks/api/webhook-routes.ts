@@ -1,7 +1,7 @@
 import type { Response } from 'express';
+import { replyCreated } from '../../http/created-reply.js';
 import { readPageRequest } from '../../http/list-cursor.js';
 import type { OperationHandler, OperationRoutes } from '../../http/operation-route.js';
-import { sendOutcome } from '../../idempotency/idempotent-create.js';
 import { listAttempts, listDeliveries, redeliver, sendTestEvent } from './delivery-history-service.js';
 import {
   deleteWebhook,
@@ -27,7 +27,8 @@ export function webhookRoutes(deps: WebhookServiceDeps): OperationRoutes {
   const register: OperationHandler<'registerWebhook'> = async (req, res) => {
     const caller = { tenantId: tenant(res), keyId: res.locals.apiKey.keyId };
     const request = { body: req.body, idempotencyKey: req.get('Idempotency-Key') };
-    sendOutcome(res, await registerWebhook(deps, caller, request));
+    const registered = await registerWebhook(deps, caller, request);
+    replyCreated(res, 201, `/v1/webhooks/${registered.value.id}`, registered);
   };
   const list: OperationHandler<'listWebhooks'> = async (req, res) => {
     res.json(await listWebhooks(deps, tenant(res), readPageRequest(req.query, 'wh')));

@@ -11,9 +11,9 @@ import type { Clock } from '../../common/clock.js';
 import { newId } from '../../common/ids.js';
 import { AppError } from '../../errors/app-error.js';
 import type { OutboxSignal } from '../../events/event-outbox.js';
-import { idCursor, type Page, type PageRequest, toPage } from '../../http/list-cursor.js';
-import { type IdempotentOutcome, idempotentCreate } from '../../idempotency/idempotent-create.js';
+import { type IdempotentResult, idempotentCreate } from '../../idempotency/idempotent-create.js';
 import type { Database } from '../../storage/database.js';
+import { idCursor, type Page, type PageRequest, toPage } from '../../storage/paging.js';
 import type { Storage } from '../../storage/storage.js';
 import { checkEventFilter } from '../event-filter.js';
 import {
@@ -98,7 +98,7 @@ export async function registerWebhook(
   deps: WebhookServiceDeps,
   caller: Caller,
   request: { body: RegisterWebhookRequest; idempotencyKey: string | undefined },
-): Promise<IdempotentOutcome> {
+): Promise<IdempotentResult<RegisteredWebhook>> {
   const { body } = request;
   const now = deps.clock.now();
   // The URL as checked and as deliveries go to it (set by `validate`, which runs before the create).
@@ -131,7 +131,7 @@ export async function registerWebhook(
     );
     const { updated_at: _, disabled_reason: __, ...shown } = toWebhook(row);
     const registered: RegisteredWebhook = { ...shown, status: 'active', secret };
-    return { status: 201, headers: { Location: `/v1/webhooks/${row.id}` }, body: registered };
+    return registered;
   });
   await checkRegistrationReplay(deps.storage, deps.secretBox, caller.tenantId, outcome, now);
   return outcome;

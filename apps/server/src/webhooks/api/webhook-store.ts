@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { newId } from '../../common/ids.js';
-import { keysetPage, type PageRequest } from '../../http/list-cursor.js';
 import type { Database, WebhooksTable } from '../../storage/database.js';
+import { keysetPage, type PageRequest } from '../../storage/paging.js';
 import type { Storage } from '../../storage/storage.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
