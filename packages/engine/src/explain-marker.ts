@@ -14,6 +14,15 @@ export function explainMarker(attribution: number): ExplainMarker {
   return MARKERS[markerIndex(attribution)] as ExplainMarker;
 }
 
+/**
+ * An attribution rounded to 6 decimal places (scorecard-2 ranks and marks on this value, so floating-point noise
+ * such as 350·((0.9 − 0.8) / 0.2 − 0.5) = −3.9e-14 decides neither an order nor a marker). `Math.round(a·1e6)`
+ * is an integer of millionths; dividing it by 1e6 keeps its order and meets the thresholds ±15, ±75 exactly.
+ */
+export function roundedAttribution(attribution: number): number {
+  return Math.round(attribution * 1e6) / 1e6;
+}
+
 /** A factor's attribution in one scenario. */
 export interface Attribution {
   name: FactorName;
@@ -26,6 +35,12 @@ export interface Attribution {
  */
 export function explainEntries(attributions: readonly Attribution[]): string[] {
   return topAttributions(attributions, (a) => a.value).map((a) => entryText(a.name, a.value));
+}
+
+/** scorecard-2's explain entries: as `explainEntries`, on the attributions rounded to 6 decimal places. */
+export function roundedExplainEntries(attributions: readonly Attribution[]): string[] {
+  const rounded = attributions.map((a) => ({ name: a.name, value: roundedAttribution(a.value) }));
+  return topAttributions(rounded, (a) => a.value).map((a) => entryText(a.name, a.value));
 }
 
 /**

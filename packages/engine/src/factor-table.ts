@@ -1,6 +1,3 @@
-/** The name of the model, recorded in every log record; changing the model changes this. */
-export const MODEL_VERSION = 'scorecard-1';
-
 /** A factor as it appears in explain entries, levers and policy weights. */
 export type FactorName =
   | 'payment_history'
@@ -20,7 +17,7 @@ export type ContextKey =
 /** The way an input must move to improve the score: `+` increase, `-` decrease. */
 export type LeverDirection = '+' | '-';
 
-/** One row of the scorecard-1 table: how an input becomes a factor, and how it can be acted on. */
+/** One row of the factor table (the same in every model version): how an input becomes a factor, and how it can be acted on. */
 export interface FactorSpec {
   /** The context key the input is read from. */
   readonly key: ContextKey;
@@ -44,7 +41,7 @@ export interface FactorSpec {
 
 const clampUnit = (x: number): number => Math.min(1, Math.max(0, x));
 
-/** The scorecard-1 factor table, in the order of scoring-model.md. */
+/** The factor table, in the order of scoring-model.md. */
 export const FACTORS: readonly FactorSpec[] = Object.freeze([
   {
     key: 'on_time_ratio',
@@ -106,7 +103,7 @@ export const FACTORS: readonly FactorSpec[] = Object.freeze([
 /** The factor names in table order, for iterating weights. */
 export const FACTOR_NAMES: readonly FactorName[] = Object.freeze(FACTORS.map((f) => f.name));
 
-/** Whether a string names a scorecard-1 factor. */
+/** Whether a string names a factor. */
 export function isFactorName(name: string): name is FactorName {
   return (FACTOR_NAMES as readonly string[]).includes(name);
 }

@@ -6,7 +6,7 @@ export {
   JURISDICTION_PATTERN,
 } from './context-validator.js';
 export { escalationReasons } from './escalation-rules.js';
-export { EXPLAIN_SIZE, type ExplainMarker, explainMarker } from './explain-marker.js';
+export { EXPLAIN_SIZE, type ExplainMarker, explainMarker, roundedAttribution } from './explain-marker.js';
 export {
   type ContextKey,
   FACTOR_NAMES,
@@ -15,7 +15,6 @@ export {
   type FactorSpec,
   isFactorName,
   type LeverDirection,
-  MODEL_VERSION,
 } from './factor-table.js';
 export { MAX_LEVERS } from './lever-finder.js';
 export {
@@ -28,6 +27,31 @@ export {
 } from './log-record.js';
 export { type LoggedScoring, scoreAndLog } from './logged-scoring.js';
 export {
+  type CatalogFactor,
+  type CatalogModel,
+  type CatalogReasonCode,
+  type CatalogReasonMethod,
+  catalogModel,
+  DEFAULT_REASON_LANGUAGE,
+  isReasonLanguage,
+  MODEL_CATALOG,
+  type ModelCatalog,
+  ModelCatalogError,
+  parseModelCatalog,
+  REASON_LANGUAGES,
+  type ReasonCode,
+  type ReasonLanguage,
+  reasonStatement,
+} from './model-catalog.js';
+export {
+  isModelVersion,
+  MODEL_VERSION,
+  MODEL_VERSIONS,
+  type ModelVersion,
+  SCORECARD_1,
+  SCORECARD_2,
+} from './model-versions.js';
+export {
   effectivePolicy,
   loadPolicies,
   POLICIES,
@@ -37,6 +61,13 @@ export {
   type ResolvedPolicyEntry,
   WEIGHT_TOTAL,
 } from './policy-loader.js';
+export {
+  findReasons,
+  MAX_REASONS,
+  type PointsBelowMax,
+  pointsBelowMax,
+  restateReasons,
+} from './reason-finder.js';
 export {
   type FactorBreakdown,
   SCENARIO_NAMES,
@@ -50,9 +81,11 @@ export type {
   EscalationReason,
   Lever,
   Policy,
+  Reason,
   Scenario,
   ScenarioName,
   ScoreContext,
+  Scorecard2Result,
   ScoreResult,
 } from './score-types.js';
-export { scoreContext } from './scorecard-model.js';
+export { type ScoreOptions, scoreContext, scoreScorecard2, scoreWith } from './scorecard-model.js';

@@ -1,5 +1,5 @@
-import { MODEL_VERSION } from './factor-table.js';
 import type { LogRecord } from './log-record-schema.js';
+import { SCORECARD_1 } from './model-versions.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
 /** `String.prototype.isWellFormed` (ES2024, Node 20+), which the compiler's ES2022 library does not declare. */
@@ -69,7 +69,7 @@ export function scoringRecordUtf8(
     json += `${first ? '' : ','}"${key}":${key === 'jurisdiction' ? `"${value}"` : String(value)}`;
     first = false;
   }
-  json += `},"model_version":"${MODEL_VERSION}","policy_version":${utf8AsLatin1(JSON.stringify(policyVersion))},"result":{"levers":[`;
+  json += `},"model_version":"${SCORECARD_1}","policy_version":${utf8AsLatin1(JSON.stringify(policyVersion))},"result":{"levers":[`;
   const { levers, scenarios } = result;
   for (let i = 0; i < levers.length; i++) {
     const lever = levers[i] as ScoreResult['levers'][number];

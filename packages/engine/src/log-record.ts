@@ -1,7 +1,7 @@
 import canonicalize from 'canonicalize';
-import { MODEL_VERSION } from './factor-table.js';
 import { logRecordJson, scoringRecordUtf8 } from './log-record-json.js';
 import { LOG_SCHEMA, type LogRecord } from './log-record-schema.js';
+import { SCORECARD_1 } from './model-versions.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
 export { cidOfBytes, RAW_CODEC, SHA2_256_CODE } from './content-id.js';
@@ -19,7 +19,7 @@ export function buildLogRecord(input: {
 }): LogRecord {
   return {
     schema: LOG_SCHEMA,
-    model_version: MODEL_VERSION,
+    model_version: SCORECARD_1,
     policy_version: input.policy_version,
     subject: input.subject,
     context: input.context,

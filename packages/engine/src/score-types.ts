@@ -1,4 +1,5 @@
 import type { FactorName, LeverDirection } from './factor-table.js';
+import type { ReasonCode } from './model-catalog.js';
 
 /** What is scored: the jurisdiction (selects the policy) and up to five optional inputs. */
 export interface ScoreContext {
@@ -32,6 +33,29 @@ export interface Lever {
 export interface ScoreResult {
   scenarios: [Scenario, Scenario, Scenario];
   levers: Lever[];
+}
+
+/**
+ * One of the principal reasons the score was not higher (scorecard-2): a factor's points below its maximum at
+ * p50, dᵢ = wᵢ·(1 − xᵢ), ranked.
+ */
+export interface Reason {
+  /** `PH1`…`RI1` when the factor's input was present (low), `PH0`…`RI0` when it was missing. */
+  code: ReasonCode;
+  factor: FactorName;
+  /** 1 to 4, or 5 for `recent_inquiries` added beyond the four. */
+  rank: number;
+  /** dᵢ rounded to one decimal place, as scores are. */
+  points_below_max: number;
+  /** The catalog's statement of the code, in the language asked for. */
+  statement: string;
+  /** The name of the result's lever for this factor, present only when the result has one. */
+  lever?: FactorName;
+}
+
+/** A scorecard-2 result: a scorecard-1 result with Reasons. */
+export interface Scorecard2Result extends ScoreResult {
+  reasons: Reason[];
 }
 
 /** The effective policy for a jurisdiction: weights summing to 1000 and the escalation limits. */
