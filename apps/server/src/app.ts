@@ -5,6 +5,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import { type Clock, systemClock } from './common/clock.js';
 import { type Contract, loadContract } from './common/contract.js';
 import { type DocsOptions, docsRoutes } from './docs/docs-routes.js';
+import { erasureRoutes } from './erasure/erasure-routes.js';
 import { AppError } from './errors/app-error.js';
 import type { Features } from './features.js';
 import { healthRoute, readinessRoute } from './health/health-routes.js';
@@ -115,6 +116,10 @@ export async function createApp(options: AppOptions): Promise<Express> {
       clock,
     }),
     ...verifiableLogRoutes({ storage, signer: logSigner }),
+    ...erasureRoutes(
+      { storage, subjectKey: features.subjectKey, erasureQueue: features.erasureQueue },
+      clock,
+    ),
   };
 
   const app = express();

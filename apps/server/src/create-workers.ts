@@ -1,5 +1,6 @@
 import type { NoteSigner } from '@scenario-scoring/tlog';
 import type { Clock } from './common/clock.js';
+import { ErasureWorker } from './erasure/erasure-worker.js';
 import type { Features } from './features.js';
 import { IdempotencyPurge } from './idempotency/idempotency-purge.js';
 import type { Metrics } from './metrics/metrics.js';
@@ -53,7 +54,7 @@ export function createWorkers({
       connect: connector,
     }),
     new RunWorker({
-      store: createRunStore(storage),
+      store: createRunStore(storage, { subjectKey: features.subjectKey }),
       config: config.runs,
       clock,
       logger,
@@ -62,5 +63,14 @@ export function createWorkers({
     }),
     new LogSequencer({ storage, signer: logSigner, config: config.verifiableLog, clock, logger }),
     new IdempotencyPurge({ db: storage.db, clock, logger }),
+    new ErasureWorker({
+      storage,
+      config: config.erasure,
+      subjectKey: features.subjectKey,
+      erasureQueue: features.erasureQueue,
+      outbox: features.outbox,
+      clock,
+      logger,
+    }),
   ];
 }

@@ -1,7 +1,7 @@
 import { OutboxSignal } from './events/event-outbox.js';
 import { type ApiKeyStore, createApiKeyStore } from './keys/api-key-store.js';
 import { TenantKeyedHash } from './keys/tenant-keyed-hash.js';
-import { createScoreLogStore, type ScoreLogStore } from './score-log/score-log-store.js';
+import { createScoreLogStore, type ScoreLogStore, type SubjectKey } from './score-log/score-log-store.js';
 import type { Storage } from './storage/storage.js';
 
 /**
@@ -17,10 +17,14 @@ export interface Features {
   readonly keys: ApiKeyStore;
   /** Keyed hashes of personal data per tenant (subjects, request bodies), under the deployment's secret. */
   readonly keyedHash: TenantKeyedHash;
+  /** A subject's tenant-keyed hash (`keyedHash`, purpose `subject`): the index of its rows (erasure, access). */
+  readonly subjectKey: SubjectKey;
   /** Notified after events commit (a scoring, a redelivery), so this instance's delivery workers wake at once. */
   readonly outbox: OutboxSignal;
   /** Notified after a new run commits, so this instance's run workers claim it at once. */
   readonly runQueue: OutboxSignal;
+  /** Notified after an erasure is accepted, so this instance's erasure worker takes it at once. */
+  readonly erasureQueue: OutboxSignal;
   /** Flushes the log's pending appends. Call it before `storage.close()`. */
   close(): Promise<void>;
 }
@@ -36,14 +40,18 @@ export interface FeatureOptions {
 /** Builds the features' stores and signals on `storage`. */
 export function wireFeatures(storage: Storage, options: FeatureOptions): Features {
   const outbox = new OutboxSignal();
-  const logs = createScoreLogStore(storage, { maxBatch: options.groupCommitMaxBatch, outbox });
+  const keyedHash = new TenantKeyedHash(options.secret);
+  const subjectKey = (tenantId: string, subject: string) => keyedHash.hash('subject', tenantId, subject);
+  const logs = createScoreLogStore(storage, { maxBatch: options.groupCommitMaxBatch, outbox, subjectKey });
   return {
     storage,
     logs,
     keys: createApiKeyStore(storage.db),
-    keyedHash: new TenantKeyedHash(options.secret),
+    keyedHash,
+    subjectKey,
     outbox,
     runQueue: new OutboxSignal(),
+    erasureQueue: new OutboxSignal(),
     close: () => logs.close(),
   };
 }

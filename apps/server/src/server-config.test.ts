@@ -11,6 +11,7 @@ describe('loadConfig', () => {
       host: '0.0.0.0',
       dataDir: './data',
       databaseUrl: undefined,
+      erasure: { retention: undefined, pollIntervalMs: 1000, retentionCheckIntervalMs: 3_600_000 },
       nodeEnv: 'production',
       bodyLimitBytes: 1_048_576,
       rateLimitPerSecond: 1000,

@@ -1,4 +1,5 @@
 import { EnvReader } from './config/env-reader.js';
+import { type ErasureConfig, readErasureConfig } from './erasure/erasure-config.js';
 import { type ForwardedHeader, isProxyRange } from './http/client-address.js';
 import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
 import { type LogConfig, readLogConfig } from './request-logging/request-logging-config.js';
@@ -37,6 +38,8 @@ export interface Config {
   runs: RunConfig;
   /** The verifiable log of every tenant's records. */
   verifiableLog: VerifiableLogConfig;
+  /** Erasure and retention (erasure/erasure-config.ts). */
+  erasure: ErasureConfig;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -103,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graceMs: reader.durationMs('SHUTDOWN_GRACE', 10_000),
   };
   const runs = readRunConfig(reader);
+  const erasure = readErasureConfig(reader);
   const verifiableLog = readVerifiableLogConfig(reader, {
     databaseUrl: postgresUrl ? databaseUrl : undefined,
   });
@@ -126,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdown,
     runs,
     verifiableLog,
+    erasure,
   };
 }
 

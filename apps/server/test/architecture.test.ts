@@ -39,7 +39,7 @@ const imports = sourceFiles(SRC)
  */
 export const LAYERS: readonly (readonly string[])[] = [
   ['(root)'], // main, start, cli, runtime, app, features, create-workers, server-config, index
-  ['scoring', 'runs', 'webhooks/api', 'webhooks/delivery', 'verifiable-log', 'health', 'docs'],
+  ['scoring', 'runs', 'webhooks/api', 'webhooks/delivery', 'verifiable-log', 'health', 'docs', 'erasure'],
   ['policies', 'score-log'],
   ['webhooks'], // webhook-registry, event-filter, webhook-config: what both webhook sides share
   ['webhooks/outbound'],

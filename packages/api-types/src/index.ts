@@ -15,6 +15,7 @@ export interface EventPayloads {
   'run.failed': components['schemas']['RunFailedEvent'];
   'policy.escalated': components['schemas']['PolicyEscalatedEvent'];
   'webhook.test': components['schemas']['WebhookTestEvent'];
+  'subject.erased': components['schemas']['SubjectErasedEvent'];
 }
 
 /** Any event a webhook receives. */

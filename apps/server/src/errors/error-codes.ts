@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   storage_unavailable: { status: 503, title: 'Storage unavailable' },
   checkpoint_not_found: { status: 404, title: 'Checkpoint not found' },
   log_record_not_sequenced: { status: 409, title: 'Log record not sequenced' },
+  log_record_erased: { status: 410, title: 'Log record erased' },
   tree_size_too_small: { status: 422, title: 'Tree size too small' },
   malformed_request: { status: 400, title: 'Malformed request' },
   headers_too_large: { status: 431, title: 'Headers too large' },

@@ -18,6 +18,8 @@ export interface OutboxEvent {
   /** `{"id","type","timestamp","data"}` serialised once, so every attempt signs the same body. */
   readonly payload: string;
   readonly createdAt: Date;
+  /** The tenant-keyed hash of the subject the payload carries (`policy.escalated`), so an erasure finds it. */
+  readonly subjectKey?: string | undefined;
 }
 
 /** A new event of `type` for `tenantId`, with a new `evt_` id, timestamped `now`. */
@@ -65,6 +67,7 @@ export function eventInserts(
           type: event.type,
           payload: event.payload,
           created_at: event.createdAt.toISOString(),
+          subject_key: event.subjectKey ?? null,
           dispatched_at: options.dispatchedAt ?? null,
         })),
       )

@@ -1,6 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely } from 'kysely';
 import { eventInserts } from '../events/event-outbox.js';
-import { logRowInserts } from '../score-log/score-log-store.js';
+import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, RunItemsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
@@ -15,7 +15,7 @@ const ROWS_PER_STATEMENT = 1000;
 /** The INSERT of a batch's items. */
 const RUN_ITEM_INSERT: RowInsert<Insertable<RunItemsTable>> = {
   table: 'run_items',
-  columns: ['run_id', 'item_index', 'subject', 'status', 'log_cid', 'escalated', 'error'],
+  columns: ['run_id', 'item_index', 'subject', 'status', 'log_cid', 'escalated', 'error', 'subject_key'],
 };
 
 /** The most batches (of different runs) one transaction commits. */
@@ -45,10 +45,16 @@ export class RunBatchCommitter {
   readonly #storage: Pick<Storage, 'db' | 'transact'>;
   readonly #group: GroupCommitter<Entry>;
   readonly #grouping: boolean;
+  readonly #subjectKey: SubjectKey | undefined;
 
-  constructor(storage: Pick<Storage, 'db' | 'transact'>, options: { group?: boolean } = {}) {
+  /** `subjectKey` keys each item's subject (run_items, log_records, events), for erasure and access. */
+  constructor(
+    storage: Pick<Storage, 'db' | 'transact'>,
+    options: { group?: boolean; subjectKey?: SubjectKey | undefined } = {},
+  ) {
     this.#storage = storage;
     this.#grouping = options.group ?? true;
+    this.#subjectKey = options.subjectKey;
     this.#group = new GroupCommitter<Entry>((entries) => this.#flush(entries), MAX_BATCHES_PER_COMMIT);
   }
 
@@ -87,12 +93,51 @@ export class RunBatchCommitter {
 
   /** Writes the batches in one transaction known up front (one message on SQLite, see Storage.transact). */
   async #write(entries: readonly Entry[]): Promise<void> {
-    const { steps, fences } = batchSteps(this.#storage.db, entries);
+    const subjectKey = this.#subjectKey;
+    const keyed = subjectKey ? entries.map((entry) => keyedEntry(entry, subjectKey)) : entries;
+    const { steps, fences } = batchSteps(this.#storage.db, keyed);
     const results = await this.#storage.transact(steps);
     fences.forEach((index, entry) => {
       entry.committed = changedRows(results, index);
     });
+    if (keyed !== entries) {
+      keyed.forEach((entry, i) => {
+        (entries[i] as Entry).committed = entry.committed;
+      });
+    }
   }
+}
+
+/**
+ * The entry with its rows keyed by subject: each item, its log record and its `policy.escalated` event get
+ * the subject's tenant-keyed hash (`subject_key`), by which an erasure finds them.
+ */
+function keyedEntry(entry: Entry, subjectKey: SubjectKey): Entry {
+  const { batch } = entry;
+  const tenantId = batch.tenantId ?? batch.logRecords[0]?.tenant_id;
+  if (tenantId === undefined) return { batch };
+  const keys = new Map<string, string>();
+  const keyOf = (subject: string) => {
+    let key = keys.get(subject);
+    if (key === undefined) {
+      key = subjectKey(tenantId, subject);
+      keys.set(subject, key);
+    }
+    return key;
+  };
+  const byCid = new Map<string, string>();
+  const items = batch.items.map((item) => {
+    const key = keyOf(item.subject);
+    if (item.log_cid) byCid.set(item.log_cid, key);
+    return { ...item, subject_key: key };
+  });
+  const logRecords = batch.logRecords.map((row) => ({ ...row, subject_key: byCid.get(row.cid) ?? null }));
+  const events = batch.events.map((event) => {
+    if (event.type !== 'policy.escalated') return event;
+    const { data } = JSON.parse(event.payload) as { data: { subject: string } };
+    return { ...event, subjectKey: keyOf(data.subject) };
+  });
+  return { batch: { ...batch, items, logRecords, events } };
 }
 
 /**

@@ -17,6 +17,8 @@ export interface RunClaim {
 
 /** One batch of a claimed run, written in one transaction, fenced on the claim and on `fromIndex`. */
 export interface BatchCommit extends RunClaim {
+  /** The run's tenant (its rows' subjects are keyed under it); by default that of the first log record. */
+  tenantId?: string;
   /** The run's `next_index` the batch was scored from; the commit fails if it moved. */
   fromIndex: number;
   items: Insertable<RunItemsTable>[];

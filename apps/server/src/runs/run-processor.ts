@@ -78,6 +78,7 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
     if (completes) batch.events.push(completedEvent(run, after, commitNow));
     const commit = {
       ...claim,
+      tenantId: run.tenantId,
       fromIndex: next,
       ...batch,
       counts: after,

@@ -1,6 +1,7 @@
 import type { Problem, ScoreRequest } from '@scenario-scoring/api-types';
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
+import type { SubjectKey } from '../score-log/score-log-store.js';
 import type { Database, RunItemsTable, RunsTable } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
@@ -71,9 +72,12 @@ export interface RunStore {
 }
 
 /** The RunStore over the server's storage. */
-export function createRunStore(storage: Pick<Storage, 'db' | 'kind' | 'transact'>): RunStore {
+export function createRunStore(
+  storage: Pick<Storage, 'db' | 'kind' | 'transact'>,
+  options: { subjectKey?: SubjectKey } = {},
+): RunStore {
   const { db, kind } = storage;
-  const committer = new RunBatchCommitter(storage, { group: kind === 'sqlite' });
+  const committer = new RunBatchCommitter(storage, { group: kind === 'sqlite', ...options });
   return {
     claim: (workerId, now, leaseMs, limit = 1, share = {}) =>
       claimRuns(storage, { workerId, now, leaseMs, limit, share }),

@@ -1,5 +1,6 @@
 import type { Problem, Run, RunItemError, RunItemResult } from '@scenario-scoring/api-types';
 import { AppError } from '../errors/app-error.js';
+import { problem } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
 import type { RunItemRecord, RunRecord } from './run-store.js';
 
@@ -27,6 +28,16 @@ interface LoggedResult {
 
 /** An attempted item as the contract's `RunItemResult` or `RunItemError`; a result is its log record's. */
 export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
+  if (item.erasure_id !== null && item.erasure_id !== undefined) {
+    return {
+      index: item.item_index,
+      subject: item.subject,
+      status: 'error',
+      error: problem('log_record_erased', {
+        detail: `Item ${item.item_index} was erased by ${item.erasure_id}.`,
+      }),
+    };
+  }
   if (item.status === 'error') {
     return {
       index: item.item_index,

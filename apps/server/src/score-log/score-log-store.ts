@@ -15,9 +15,12 @@ const ROWS_PER_STATEMENT = 1000;
 /** The log's INSERT: a (tenant, CID) already present is left alone. */
 const LOG_ROW_INSERT: RowInsert<Insertable<LogRecordsTable>> = {
   table: 'log_records',
-  columns: ['tenant_id', 'cid', 'bytes', 'request_id', 'created_at'],
+  columns: ['tenant_id', 'cid', 'bytes', 'request_id', 'created_at', 'subject_key'],
   onConflictDoNothing: ['tenant_id', 'cid'],
 };
+
+/** The tenant-keyed hash of a subject (`features.keyedHash.hash('subject', tenantId, subject)`). */
+export type SubjectKey = (tenantId: string, subject: string) => string;
 
 /** A score log record as the log store keeps it. */
 export interface StoredLogRecord {
@@ -26,6 +29,8 @@ export interface StoredLogRecord {
   bytes: Uint8Array;
   requestId: string;
   createdAt: Date;
+  /** The record's subject: only its keyed hash is stored beside the record (`subject_key`), for erasure and access. */
+  subject?: string;
   /** Events the scoring raised (`policy.escalated`), committed in the record's transaction. */
   events?: readonly OutboxEvent[];
 }
@@ -36,6 +41,8 @@ export interface ScoreLogStore {
   append(record: StoredLogRecord): Promise<void>;
   /** The record's bytes (a Buffer, so `res.send` sends them unchanged), or undefined when this tenant has no record with this CID. */
   get(tenantId: string, cid: string): Promise<Buffer | undefined>;
+  /** The erasure that emptied the tenant's record (its bytes are then empty), or undefined. */
+  erasedBy(tenantId: string, cid: string): Promise<string | undefined>;
   /** Counters of the group commit (flushes = transactions). */
   readonly stats: GroupCommitStats;
   /** Flushes pending appends and refuses new ones. */
@@ -50,16 +57,24 @@ export interface ScoreLogStore {
 export async function insertLogRecords(
   storage: Pick<Storage, 'db' | 'transact'>,
   records: readonly StoredLogRecord[],
+  subjectKey?: SubjectKey,
 ): Promise<number> {
   const events: OutboxEvent[] = [];
-  for (const record of records) if (record.events) events.push(...record.events);
-  const rows = records.map((record) => ({
-    tenant_id: record.tenantId,
-    cid: record.cid,
-    bytes: record.bytes,
-    request_id: record.requestId,
-    created_at: record.createdAt.toISOString(),
-  }));
+  const rows = records.map((record) => {
+    const key =
+      subjectKey && record.subject !== undefined ? subjectKey(record.tenantId, record.subject) : null;
+    if (record.events) {
+      for (const event of record.events) events.push(key === null ? event : { ...event, subjectKey: key });
+    }
+    return {
+      tenant_id: record.tenantId,
+      cid: record.cid,
+      bytes: record.bytes,
+      request_id: record.requestId,
+      created_at: record.createdAt.toISOString(),
+      subject_key: key,
+    };
+  });
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
   // whole group, so escalations do not cost the group commit a statement each.
   await storage.transact([...logRowInserts(storage.db, rows), ...eventInserts(storage.db, events)]);
@@ -123,6 +138,8 @@ export async function selectLogRecord(
 export interface LogStoreOptions {
   maxBatch?: number | undefined;
   outbox?: OutboxSignal;
+  /** Keys each record's subject (`subject_key`), so an erasure and an access request find it by an index. */
+  subjectKey?: SubjectKey;
 }
 
 /** A ScoreLogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
@@ -134,7 +151,7 @@ export function createScoreLogStore(
   // Isolated: a record that cannot be stored fails its own request only, never the others of its batch.
   const committer = new GroupCommitter<StoredLogRecord>(
     async (batch) => {
-      const events = await insertLogRecords(storage, batch);
+      const events = await insertLogRecords(storage, batch, options.subjectKey);
       if (events > 0) options.outbox?.notify();
     },
     options.maxBatch,
@@ -143,6 +160,15 @@ export function createScoreLogStore(
   return {
     append: (record) => committer.add(record),
     get: (tenantId, cid) => selectLogRecord(db, tenantId, cid),
+    erasedBy: async (tenantId, cid) =>
+      (
+        await db
+          .selectFrom('log_records')
+          .select('erasure_id')
+          .where('tenant_id', '=', tenantId)
+          .where('cid', '=', cid)
+          .executeTakeFirst()
+      )?.erasure_id ?? undefined,
     get stats() {
       return committer.stats;
     },

@@ -36,6 +36,7 @@ export async function scoreSubject(
     bytes: scoring.logBytes,
     requestId: caller.requestId,
     createdAt: caller.now,
+    subject: request.subject,
     ...(event && { events: [event] }),
   });
   return {

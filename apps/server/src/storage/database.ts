@@ -30,6 +30,10 @@ export interface LogRecordsTable {
   bytes: Uint8Array;
   request_id: string;
   created_at: IsoTimestamp;
+  /** The tenant-keyed hash of the record's subject (migration 0010); null for rows from before it and once erased. */
+  subject_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The erasure that emptied `bytes` (the leaf stays); null while the record is whole. */
+  erasure_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A leaf of a tenant's verifiable log: the record (created_at, `cid`) is leaf `leaf_index` (bigint: a string on PostgreSQL). Written once. */
@@ -82,6 +86,8 @@ export interface EventsTable {
   /** The exact JSON body every delivery sends: `{"id","type","timestamp","data"}`. */
   payload: string;
   created_at: IsoTimestamp;
+  /** The tenant-keyed hash of the subject a `policy.escalated` event carries; null otherwise and once erased. */
+  subject_key: ColumnType<string | null, string | null | undefined, string | null>;
   /** When deliveries were created for it (fanned out to the tenant's webhooks); null until then. */
   dispatched_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
 }
@@ -212,6 +218,39 @@ export interface RunItemsTable {
   escalated: Flag;
   /** JSON problem when the item failed. */
   error: string | null;
+  /** The tenant-keyed hash of `subject` (migration 0010); null for rows from before it and once erased. */
+  subject_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The erasure that replaced `subject` (and emptied the item's record); null otherwise. */
+  erasure_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** An erasure (by subject, or by retention): its durable to-do and, once completed, its account. */
+export interface ErasuresTable {
+  /** `era_…`. */
+  id: string;
+  tenant_id: string;
+  kind: 'subject' | 'retention';
+  status: 'pending' | 'completed';
+  /** The subject, kept only until the erasure completes (null after). */
+  subject: string | null;
+  /** The subject's tenant-keyed hash, kept only until the erasure completes. */
+  subject_key: string | null;
+  /** Kind `retention`: records created before this time are erased. */
+  before: string | null;
+  /** When the erasure began: records of the subject created up to this time are erased. */
+  created_at: IsoTimestamp;
+  erased_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  completed_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  log_records: ColumnType<number, number | undefined, number>;
+  run_items: ColumnType<number, number | undefined, number>;
+  run_inputs: ColumnType<number, number | undefined, number>;
+  events: ColumnType<number, number | undefined, number>;
+  delivery_attempts: ColumnType<number, number | undefined, number>;
+  idempotency_answers: ColumnType<number, number | undefined, number>;
+  /** Where the worker is: `<phase>` or `<phase>:<cursor>`. */
+  progress: ColumnType<string, string | undefined, string>;
+  locked_until: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  locked_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The whole schema, as Kysely sees it. */
@@ -231,4 +270,5 @@ export interface Database {
   log_leaf_queue: LogLeafQueueTable;
   log_tiles: LogTilesTable;
   log_checkpoints: LogCheckpointsTable;
+  erasures: ErasuresTable;
 }

@@ -55,6 +55,9 @@ function open(): DatabaseSync | undefined {
       return hash('sha256', input, 'buffer');
     });
     for (const pragma of data.pragmas) opened.exec(pragma);
+    // Freed content is overwritten with zeros, so an erased record's bytes (and any deleted personal data)
+    // leave the file, not only the b-tree (docs/personal-data.md).
+    opened.exec('PRAGMA secure_delete = ON');
     parentPort.postMessage({ opened: true });
     return opened;
   } catch (error) {

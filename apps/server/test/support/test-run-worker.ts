@@ -17,7 +17,7 @@ export function testRunWorker(
 ): RunWorker {
   const { config, ...rest } = options;
   return new RunWorker({
-    store: createRunStore(storage),
+    store: createRunStore(storage, { subjectKey: testFeatures(storage).subjectKey }),
     clock: systemClock,
     logger: silentLogger,
     runQueue: testFeatures(storage).runQueue,

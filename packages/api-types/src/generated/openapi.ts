@@ -136,7 +136,8 @@ export type paths = {
          * Get a score log record
          * @description Returns the exact bytes of a score log record, so that anyone can recompute its CID: the CIDv1 with
          *     the raw codec (0x55) and sha2-256 of these bytes, in base32, must equal `cid`. An unknown `cid`, or
-         *     one logged by another tenant, answers 404.
+         *     one logged by another tenant, answers 404. An erased record answers 410 `log_record_erased`, naming
+         *     the erasure: its bytes are gone, its leaf stays in the log.
          */
         get: operations["getLogRecord"];
         put?: never;
@@ -285,6 +286,79 @@ export type paths = {
          *     (`WEBHOOK_MAX_FANOUT`, the oldest first).
          */
         post: operations["registerWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a subject's personal data
+         * @description Erases everything this tenant holds about a subject, in the background: its log records' bytes (salt
+         *     included; each record's leaf, index, tiles and checkpoints stay, so every proof still verifies), run
+         *     items' subjects and inputs, `policy.escalated` event payloads and the receivers' answers stored for
+         *     them, and stored `Idempotency-Key` answers naming an erased record. Records of the subject created up to
+         *     the erasure's `created_at` are erased, later ones kept; a run created before it that holds the subject
+         *     is waited for, and its items are erased when they land. Another tenant's data is never touched. When
+         *     done, an `erasure-log/1` record naming the erased CIDs (not the subject) is appended to your log and a
+         *     `subject.erased` event is sent. A subject with no records completes with zero counts.
+         *
+         *     Send an `Idempotency-Key` to make the request safe to retry.
+         */
+        post: operations["createErasure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/erasures/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an erasure
+         * @description The erasure's status, its counts per kind of data, and once `completed` the CIDs of the log records it
+         *     erased. Another tenant's erasure answers 404, like an unknown one.
+         */
+        get: operations["getErasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subjects/records": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List a subject's log records
+         * @description A read, sent as a `POST` so that the subject travels in the body: a URL's path and query end up in
+         *     proxies' and servers' access logs. Lists this tenant's log records of the subject (`log_cid`, `kind`,
+         *     `scored_at`), a page at a time; fetch each with `GET /v1/logs/{cid}`. Erased records are not listed.
+         *     It creates nothing and is safe to repeat.
+         */
+        post: operations["listSubjectRecords"];
         delete?: never;
         options?: never;
         head?: never;
@@ -576,6 +650,27 @@ export type webhooks = {
         patch?: never;
         trace?: never;
     };
+    "subject.erased": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An erasure completed
+         * @description Sent when an erasure (`POST /v1/erasures`, or the deployment's retention) completes. It never names the
+         *     subject; fetch the erased CIDs with `GET /v1/erasures/{id}`.
+         */
+        post: operations["onSubjectErased"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type components = {
     schemas: {
@@ -700,7 +795,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "log_record_erased" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
@@ -1021,6 +1116,81 @@ export type components = {
             created_at: string;
             secret: components["schemas"]["WebhookSecret"];
         };
+        /** @description The subject whose data to erase. */
+        CreateErasureRequest: {
+            subject: components["schemas"]["Subject"];
+        };
+        /**
+         * @description An erasure's id (`era_` and a ULID).
+         * @example era_01JZ4W2B3C4D5E6F7G8H9J0K1M
+         */
+        ErasureId: string;
+        /** @description What the erasure cleared, per kind of data. */
+        ErasureCounts: {
+            /** @description Log records whose bytes (salt included) were erased; their leaves stay. */
+            log_records: number;
+            /** @description Run results whose subject was replaced (their results were in their log records). */
+            run_items: number;
+            /** @description Submitted run items (a run's inputs) removed. */
+            run_inputs: number;
+            /** @description `policy.escalated` events whose payload was erased (pending deliveries cancelled). */
+            events: number;
+            /** @description Receivers' answers stored for those events' delivery attempts, dropped. */
+            delivery_attempts: number;
+            /** @description Stored answers of `Idempotency-Key` retries that named an erased record, dropped. */
+            idempotency_answers: number;
+        };
+        /**
+         * @description An erasure of a subject's personal data (or of expired records, under the deployment's retention). It
+         *     completes in the background; `log_cids` lists the records erased once it is `completed`.
+         */
+        Erasure: {
+            id: components["schemas"]["ErasureId"];
+            /**
+             * @description `subject` for `POST /v1/erasures`; `retention` for the deployment's `LOG_RETENTION`.
+             * @enum {string}
+             */
+            kind: "subject" | "retention";
+            /** @enum {string} */
+            status: "pending" | "completed";
+            /**
+             * Format: date-time
+             * @description When the erasure began. Records of the subject created up to this time are erased; later ones are kept.
+             */
+            created_at: string;
+            /** Format: date-time */
+            completed_at: string | null;
+            counts: components["schemas"]["ErasureCounts"];
+            /** @description The CIDs of the log records erased (empty until completed). */
+            log_cids: components["schemas"]["LogCid"][];
+        };
+        /** @description The subject whose records to list, in the body so that it never appears in a URL. */
+        SubjectRecordsRequest: {
+            subject: components["schemas"]["Subject"];
+            /**
+             * @description The most records on a page.
+             * @default 100
+             */
+            limit: number;
+            /** @description The `next_cursor` of the previous page; omit it for the first page. */
+            cursor?: string;
+        };
+        /** @description A log record of the subject. */
+        SubjectRecord: {
+            log_cid: components["schemas"]["LogCid"];
+            /**
+             * @description `score` for `POST /v1/scoring/score`, `run_item` for an item of a run.
+             * @enum {string}
+             */
+            kind: "score" | "run_item";
+            /** Format: date-time */
+            scored_at: string;
+        };
+        /** @description A page of a subject's log records, in CID order. */
+        SubjectRecordList: {
+            data: components["schemas"]["SubjectRecord"][];
+            next_cursor: components["schemas"]["NextCursor"];
+        };
         /**
          * @description `active` webhooks receive events. A webhook is `disabled` when its endpoint answered 410 Gone, when its
          *     deliveries only failed for 5 days, or by a `PATCH`; it receives nothing until re-enabled by a `PATCH`.
@@ -1087,7 +1257,7 @@ export type components = {
          * @description The type of an event.
          * @enum {string}
          */
-        EventType: "run.completed" | "run.failed" | "policy.escalated" | "webhook.test";
+        EventType: "run.completed" | "run.failed" | "policy.escalated" | "webhook.test" | "subject.erased";
         /**
          * @description `pending` while attempts remain, `succeeded` after a 2xx, `failed` after the last scheduled attempt
          *     (it can still be redelivered), `cancelled` when its webhook was deleted or disabled.
@@ -1262,6 +1432,25 @@ export type components = {
                 message: string;
             };
         };
+        /** @description An erasure completed. */
+        SubjectErasedEvent: {
+            id: components["schemas"]["EventId"];
+            /** @constant */
+            type: "subject.erased";
+            /**
+             * Format: date-time
+             * @description When the event happened.
+             */
+            timestamp: string;
+            data: {
+                erasure_id: components["schemas"]["ErasureId"];
+                /** @enum {string} */
+                kind: "subject" | "retention";
+                counts: components["schemas"]["ErasureCounts"];
+                /** Format: date-time */
+                erased_at: string;
+            };
+        };
     };
     responses: {
         /** @description The request or its JSON body is invalid; `errors` lists every problem found. */
@@ -1360,6 +1549,16 @@ export type components = {
         };
         /** @description No such resource for this API key's tenant. */
         NotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The record was erased (its leaf, index, tiles and checkpoints stay); the problem names the erasure. */
+        LogRecordErased: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1503,6 +1702,13 @@ export type RegisterWebhookRequest = components['schemas']['RegisterWebhookReque
 export type WebhookId = components['schemas']['WebhookId'];
 export type WebhookSecret = components['schemas']['WebhookSecret'];
 export type RegisteredWebhook = components['schemas']['RegisteredWebhook'];
+export type CreateErasureRequest = components['schemas']['CreateErasureRequest'];
+export type ErasureId = components['schemas']['ErasureId'];
+export type ErasureCounts = components['schemas']['ErasureCounts'];
+export type Erasure = components['schemas']['Erasure'];
+export type SubjectRecordsRequest = components['schemas']['SubjectRecordsRequest'];
+export type SubjectRecord = components['schemas']['SubjectRecord'];
+export type SubjectRecordList = components['schemas']['SubjectRecordList'];
 export type WebhookStatus = components['schemas']['WebhookStatus'];
 export type Webhook = components['schemas']['Webhook'];
 export type WebhookList = components['schemas']['WebhookList'];
@@ -1525,6 +1731,7 @@ export type RunFailedEvent = components['schemas']['RunFailedEvent'];
 export type EscalationReason = components['schemas']['EscalationReason'];
 export type PolicyEscalatedEvent = components['schemas']['PolicyEscalatedEvent'];
 export type WebhookTestEvent = components['schemas']['WebhookTestEvent'];
+export type SubjectErasedEvent = components['schemas']['SubjectErasedEvent'];
 export type ResponseBadRequestWithBody = components['responses']['BadRequestWithBody'];
 export type ResponseUnauthorized = components['responses']['Unauthorized'];
 export type ResponseInsufficientScope = components['responses']['InsufficientScope'];
@@ -1535,6 +1742,7 @@ export type ResponseInternalServerError = components['responses']['InternalServe
 export type ResponseBadRequest = components['responses']['BadRequest'];
 export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
 export type ResponseNotFound = components['responses']['NotFound'];
+export type ResponseLogRecordErased = components['responses']['LogRecordErased'];
 export type ResponseCheckpointNotFound = components['responses']['CheckpointNotFound'];
 export type ResponseLogRecordNotSequenced = components['responses']['LogRecordNotSequenced'];
 export type ResponseTreeSizeTooSmall = components['responses']['TreeSizeTooSmall'];
@@ -1800,6 +2008,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["LogRecordErased"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -2084,6 +2293,133 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    createErasure: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a create safe to retry (Stripe semantics): a repeat with the same key and the same body replays
+                 *     the first response, with `Idempotent-Replayed: true`; the same key with another body is refused with
+                 *     `idempotency_key_reused`. Keys are kept for 24 hours, per API key.
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateErasureRequest"];
+            };
+        };
+        responses: {
+            /** @description The erasure was accepted and runs in the background. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            400: components["responses"]["BadRequestWithBody"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getErasure: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The erasure's id. */
+                id: components["schemas"]["ErasureId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The erasure. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    listSubjectRecords: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubjectRecordsRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of the subject's records. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubjectRecordList"];
+                };
+            };
+            400: components["responses"]["BadRequestWithBody"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -2656,6 +2992,39 @@ export interface operations {
              * @description Received. Any 2xx within 15 seconds counts as success; the body is ignored. Any other answer is
              *     retried on the schedule in the webhook guide, except 410 Gone, which disables the webhook at once.
              */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onSubjectErased: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry and redelivery, so receivers can deduplicate. */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /** @description The attempt's time, in Unix seconds. Refuse deliveries more than 5 minutes off your clock. */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the secret's key (the
+                 *     base64-decoded part after `whsec_`). During a secret rotation, one signature per valid secret,
+                 *     separated by spaces.
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubjectErasedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -49,6 +49,7 @@ const PROBLEM_TITLES: Record<string, string> = {
   run_deadline_exceeded: 'Run deadline exceeded',
   checkpoint_not_found: 'Checkpoint not found',
   log_record_not_sequenced: 'Log record not sequenced',
+  log_record_erased: 'Log record erased',
   tree_size_too_small: 'Tree size too small',
   malformed_request: 'Malformed request',
   headers_too_large: 'Headers too large',

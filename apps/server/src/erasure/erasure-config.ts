@@ -1,0 +1,65 @@
+import type { EnvReader } from '../config/env-reader.js';
+
+/** A retention period: a count of a calendar unit. */
+export interface Retention {
+  count: number;
+  unit: 'h' | 'd' | 'mo' | 'y';
+}
+
+/** The erasure worker's settings. */
+export interface ErasureConfig {
+  /** `LOG_RETENTION`: how long records and their personal data are kept; undefined (the default) keeps them. */
+  retention: Retention | undefined;
+  /** `ERASURE_POLL_INTERVAL` (1s): how often the worker looks for erasures another instance accepted. */
+  pollIntervalMs: number;
+  /** `LOG_RETENTION_CHECK_INTERVAL` (1h): how often expired records are looked for. */
+  retentionCheckIntervalMs: number;
+}
+
+const RETENTION_PATTERN = /^([1-9][0-9]{0,5})(h|d|mo|y)$/;
+
+/** Parses `25mo`, `760d`, `7y`, `48h`; undefined when it is not one. */
+export function parseRetention(text: string): Retention | undefined {
+  const match = RETENTION_PATTERN.exec(text.trim());
+  if (!match) return undefined;
+  return { count: Number(match[1]), unit: match[2] as Retention['unit'] };
+}
+
+/** The time before which records have expired at `now` (calendar months and years, in UTC). */
+export function retentionCutoff(retention: Retention, now: Date): Date {
+  const cutoff = new Date(now.getTime());
+  switch (retention.unit) {
+    case 'h':
+      cutoff.setUTCHours(cutoff.getUTCHours() - retention.count);
+      break;
+    case 'd':
+      cutoff.setUTCDate(cutoff.getUTCDate() - retention.count);
+      break;
+    case 'mo':
+      cutoff.setUTCMonth(cutoff.getUTCMonth() - retention.count);
+      break;
+    case 'y':
+      cutoff.setUTCFullYear(cutoff.getUTCFullYear() - retention.count);
+      break;
+  }
+  return cutoff;
+}
+
+/** Reads `LOG_RETENTION` (off), `ERASURE_POLL_INTERVAL` (1s), `LOG_RETENTION_CHECK_INTERVAL` (1h). */
+export function readErasureConfig(reader: EnvReader): ErasureConfig {
+  const raw = reader.raw('LOG_RETENTION');
+  let retention: Retention | undefined;
+  if (raw !== undefined && raw !== '' && raw !== 'off') {
+    retention = parseRetention(raw);
+    if (!retention) {
+      reader.problems.push(
+        `LOG_RETENTION must be a duration with a unit, h, d, mo or y, such as 25mo or 760d, or off (got "${raw}")`,
+      );
+    }
+  }
+  return {
+    retention,
+    pollIntervalMs: reader.durationMs('ERASURE_POLL_INTERVAL', 1000, 10),
+    retentionCheckIntervalMs: reader.durationMs('LOG_RETENTION_CHECK_INTERVAL', 60 * 60 * 1000, 10),
+  };
+}

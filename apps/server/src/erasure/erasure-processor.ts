@@ -1,0 +1,580 @@
+import { cidOfBytes } from '@scenario-scoring/engine';
+import { sql, type Transaction } from 'kysely';
+import { eventInserts, newEvent, type OutboxSignal } from '../events/event-outbox.js';
+import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
+import type { Database } from '../storage/database.js';
+import type { Storage } from '../storage/storage.js';
+import {
+  advanceErasure,
+  type ErasureCountColumn,
+  type ErasureRow,
+  erasedCids,
+  eraseEvents,
+  eraseLogRecords,
+  eraseRunItems,
+} from './erasure-store.js';
+
+/** Rows an erasure handles per transaction: each is short, so the one SQLite connection is never held long. */
+export const ERASURE_BATCH = 500;
+/** CIDs per `erasure-log/1` record: a longer erasure is logged in several records. */
+export const ERASURE_LOG_CHUNK = 1000;
+
+/** What processing an erasure needs. */
+export interface ErasureContext {
+  storage: Pick<Storage, 'db' | 'kind' | 'transact'>;
+  subjectKey: SubjectKey;
+  outbox: Pick<OutboxSignal, 'notify'>;
+  now: () => Date;
+  batchSize?: number;
+  /** True once the worker is stopping: the erasure is left where it is, to resume. */
+  stopping?: () => boolean;
+}
+
+/** How far processing got: done, waiting for a run holding the subject, or stopped (to resume). */
+export type ErasureOutcome = 'completed' | 'waiting' | 'stopped';
+
+/**
+ * The phases of an erasure, in order; `progress` holds the current one and its cursor, so a worker killed
+ * mid-way resumes where the last committed batch left it. Every batch is one transaction, and each record is
+ * emptied by one UPDATE: a record is whole or erased, never half-erased.
+ *
+ * - `wait` (subject): while a run of the tenant created before the erasure began, and holding the subject,
+ *   is queued or running, the erasure waits, so the run's items are erased when they land.
+ * - `records`: the subject's records created up to the erasure's start (by `subject_key`); for retention,
+ *   the records created before the cutoff (by the leaves' time order).
+ * - `items`: run items of the subject (runs created up to the start) and their records, whenever scored;
+ *   for retention, the items and submitted inputs of runs created before the cutoff.
+ * - `inputs` (subject): the submitted items of the tenant's finished runs that hold the subject.
+ * - `unkeyed` (subject): rows without a subject key (from before migration 0010): scanned once, erased when
+ *   they are the subject's, keyed otherwise (so the next erasure finds them by the index).
+ * - `events`: `policy.escalated` payloads of erased records, their deliveries' stored answers.
+ * - `idempotency`: stored scoring answers (24 hours) that name an erased record.
+ * - then one transaction appends the `erasure-log/1` records, completes the erasure (forgetting the
+ *   subject) and raises `subject.erased`.
+ */
+export async function processErasure(erasure: ErasureRow, context: ErasureContext): Promise<ErasureOutcome> {
+  let row = erasure;
+  for (;;) {
+    if (context.stopping?.()) return 'stopped';
+    const [phase = 'wait', cursor = ''] = splitProgress(row.progress);
+    const next = await step(row, phase, cursor, context);
+    if (next === 'waiting') return 'waiting';
+    if (next === 'completed') {
+      await compact(context.storage);
+      return 'completed';
+    }
+    row = { ...row, progress: next };
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const PHASES = ['wait', 'records', 'items', 'inputs', 'unkeyed', 'events', 'idempotency', 'log'] as const;
+
+function nextPhase(phase: string): string {
+  const index = PHASES.indexOf(phase as (typeof PHASES)[number]);
+  return PHASES[index + 1] ?? 'log';
+}
+
+function splitProgress(progress: string): [string, string] {
+  const at = progress.indexOf(':');
+  return at < 0 ? [progress || 'wait', ''] : [progress.slice(0, at), progress.slice(at + 1)];
+}
+
+/** Runs one bounded batch of the phase; returns the progress to go on from, or the end. */
+async function step(
+  erasure: ErasureRow,
+  phase: string,
+  cursor: string,
+  context: ErasureContext,
+): Promise<string | 'waiting' | 'completed'> {
+  const { db } = context.storage;
+  const limit = context.batchSize ?? ERASURE_BATCH;
+  const tenantId = erasure.tenant_id;
+  const bySubject = erasure.kind === 'subject';
+  const subject = erasure.subject ?? '';
+  const key = erasure.subject_key ?? '';
+  const began = erasure.created_at;
+  const before = erasure.before ?? '';
+  const move = async (
+    progress: string,
+    work: (trx: Transaction<Database>) => Promise<Partial<Record<ErasureCountColumn, number>>>,
+  ) => {
+    await db.transaction().execute(async (trx) => {
+      await advanceErasure(trx, erasure.id, progress, await work(trx));
+    });
+    return progress;
+  };
+
+  switch (phase) {
+    case 'wait': {
+      if (bySubject) {
+        const open = await db
+          .selectFrom('runs')
+          .select(['id', 'items'])
+          .where('tenant_id', '=', tenantId)
+          .where('created_at', '<=', began)
+          .where('status', 'in', ['queued', 'running'])
+          .execute();
+        if (open.some((run) => holdsSubject(run.items, subject))) return 'waiting';
+      }
+      return move(bySubject ? 'records' : 'records:', async () => ({}));
+    }
+    case 'records': {
+      let cids: string[];
+      let progress: string;
+      if (bySubject) {
+        const rows = await db
+          .selectFrom('log_records')
+          .select('cid')
+          .where('tenant_id', '=', tenantId)
+          .where('subject_key', '=', key)
+          .where('created_at', '<=', began)
+          .limit(limit)
+          .execute();
+        cids = rows.map((row) => row.cid);
+        progress = cids.length < limit ? nextPhase(phase) : phase;
+      } else {
+        // Retention: by the leaves' (created_at, cid) order, from where the last batch (or the tenant's
+        // previous retention erasure) stopped. Records not yet sequenced are seconds old, never expired.
+        const [fromTime = '', fromCid = ''] = cursor.split('|');
+        const rows = await db
+          .selectFrom('log_leaves')
+          .innerJoin('log_records', (join) =>
+            join
+              .onRef('log_records.tenant_id', '=', 'log_leaves.tenant_id')
+              .onRef('log_records.cid', '=', 'log_leaves.cid'),
+          )
+          .select([
+            'log_leaves.cid',
+            'log_leaves.created_at',
+            'log_records.request_id',
+            'log_records.erasure_id',
+          ])
+          .where('log_leaves.tenant_id', '=', tenantId)
+          .where('log_leaves.created_at', '<', before)
+          .where((eb) =>
+            eb.or([
+              eb('log_leaves.created_at', '>', fromTime),
+              eb.and([eb('log_leaves.created_at', '=', fromTime), eb('log_leaves.cid', '>', fromCid)]),
+            ]),
+          )
+          .orderBy('log_leaves.created_at')
+          .orderBy('log_leaves.cid')
+          .limit(limit)
+          .execute();
+        // An erasure's own log records name no one, and stay.
+        cids = rows
+          .filter((row) => row.erasure_id === null && !row.request_id.startsWith('era_'))
+          .map((row) => row.cid);
+        const last = rows.at(-1);
+        progress = rows.length < limit || !last ? nextPhase(phase) : `records:${last.created_at}|${last.cid}`;
+      }
+      return move(progress, async (trx) => ({
+        log_records: await eraseLogRecords(trx, tenantId, cids, erasure.id),
+      }));
+    }
+    case 'items': {
+      if (bySubject) {
+        const rows = await db
+          .selectFrom('run_items')
+          .innerJoin('runs', 'runs.id', 'run_items.run_id')
+          .select(['run_items.run_id', 'run_items.item_index', 'run_items.log_cid'])
+          .where('run_items.subject_key', '=', key)
+          .where('runs.tenant_id', '=', tenantId)
+          .where('runs.created_at', '<=', began)
+          .limit(limit)
+          .execute();
+        return move(rows.length < limit ? nextPhase(phase) : phase, async (trx) => {
+          const cids = rows.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
+          return {
+            log_records: await eraseLogRecords(trx, tenantId, cids, erasure.id),
+            run_items: await eraseRunItems(trx, rows, erasure.id),
+          };
+        });
+      }
+      // Retention: the finished runs created before the cutoff, a few at a time, by id.
+      const runs = await db
+        .selectFrom('runs')
+        .select(['id', 'items'])
+        .where('tenant_id', '=', tenantId)
+        .where('created_at', '<', before)
+        .where('status', 'in', ['completed', 'failed'])
+        .where('id', '>', cursor)
+        .orderBy('id')
+        .limit(10)
+        .execute();
+      const last = runs.at(-1);
+      return move(runs.length < 10 || !last ? 'events' : `items:${last.id}`, async (trx) => {
+        let items = 0;
+        let inputs = 0;
+        for (const run of runs) {
+          const rows = await trx
+            .selectFrom('run_items')
+            .select(['run_id', 'item_index', 'log_cid'])
+            .where('run_id', '=', run.id)
+            .where('erasure_id', 'is', null)
+            .execute();
+          await eraseLogRecords(
+            trx,
+            tenantId,
+            rows.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid])),
+            erasure.id,
+          );
+          items += await eraseRunItems(trx, rows, erasure.id);
+          if (run.items !== '[]') {
+            await trx.updateTable('runs').set({ items: '[]' }).where('id', '=', run.id).execute();
+            inputs += 1;
+          }
+        }
+        return { run_items: items, run_inputs: inputs };
+      });
+    }
+    case 'inputs': {
+      // The submitted items of finished runs created up to the start: a scan of the tenant's runs by id
+      // (the database filters on the subject's JSON text), each holding one rewritten.
+      const needle = `"subject":${JSON.stringify(subject)}`;
+      const contains =
+        context.storage.kind === 'postgres'
+          ? sql<boolean>`strpos(items, ${needle}) > 0`
+          : sql<boolean>`instr(items, ${needle}) > 0`;
+      const runs = await db
+        .selectFrom('runs')
+        .select(['id', 'items'])
+        .where('tenant_id', '=', tenantId)
+        .where('created_at', '<=', began)
+        .where('status', 'in', ['completed', 'failed'])
+        .where('id', '>', cursor)
+        .where(contains)
+        .orderBy('id')
+        .limit(20)
+        .execute();
+      const last = runs.at(-1);
+      return move(runs.length < 20 || !last ? nextPhase(phase) : `inputs:${last.id}`, async (trx) => {
+        let inputs = 0;
+        for (const run of runs) {
+          const items = JSON.parse(run.items) as { subject?: string }[];
+          let changed = false;
+          const kept = items.map((item) => {
+            if (item?.subject !== subject) return item;
+            changed = true;
+            inputs += 1;
+            return { erasure_id: erasure.id };
+          });
+          if (changed) {
+            await trx
+              .updateTable('runs')
+              .set({ items: JSON.stringify(kept) })
+              .where('id', '=', run.id)
+              .execute();
+          }
+        }
+        return { run_inputs: inputs };
+      });
+    }
+    case 'unkeyed': {
+      if (!bySubject) return move(nextPhase(phase), async () => ({}));
+      return unkeyedStep(erasure, cursor, context, limit);
+    }
+    case 'events': {
+      // The subject's escalation events whose record this erasure emptied (one of a record kept, created
+      // after the erasure began, stays), by id from the cursor; for retention, those before the cutoff.
+      let query = db
+        .selectFrom('events')
+        .select(['id', 'type', 'payload', 'created_at'])
+        .where('tenant_id', '=', tenantId)
+        .where('id', '>', cursor)
+        .orderBy('id')
+        .limit(limit);
+      query = bySubject
+        ? query.where('subject_key', '=', key)
+        : query.where('subject_key', 'is not', null).where('created_at', '<', before);
+      const events = await query.execute();
+      const cids = events.map(
+        (event) => (JSON.parse(event.payload) as { data?: { log_cid?: string } }).data?.log_cid ?? '',
+      );
+      const erased = new Set(
+        cids.length === 0
+          ? []
+          : (
+              await db
+                .selectFrom('log_records')
+                .select('cid')
+                .where('tenant_id', '=', tenantId)
+                .where('erasure_id', 'is not', null)
+                .where('cid', 'in', cids)
+                .execute()
+            ).map((row) => row.cid),
+      );
+      const chosen = events.filter((_, i) => !bySubject || erased.has(cids[i] as string));
+      const last = events.at(-1);
+      return move(events.length < limit || !last ? nextPhase(phase) : `events:${last.id}`, async (trx) => ({
+        events: chosen.length,
+        delivery_attempts: await eraseEvents(trx, chosen, erasure.id, context.now()),
+      }));
+    }
+    case 'idempotency': {
+      // Stored scoring answers (kept 24 hours) name their record and hold its result.
+      const [fromKey = '', fromName = ''] = cursor.split('|');
+      const rows = await db
+        .selectFrom('idempotency_keys')
+        .innerJoin('api_keys', 'api_keys.id', 'idempotency_keys.api_key_id')
+        .select(['idempotency_keys.api_key_id', 'idempotency_keys.key', 'idempotency_keys.response_body'])
+        .where('api_keys.tenant_id', '=', tenantId)
+        .where('idempotency_keys.operation', '=', 'scoreSubject')
+        .where((eb) =>
+          eb.or([
+            eb('idempotency_keys.api_key_id', '>', fromKey),
+            eb.and([
+              eb('idempotency_keys.api_key_id', '=', fromKey),
+              eb('idempotency_keys.key', '>', fromName),
+            ]),
+          ]),
+        )
+        .orderBy('idempotency_keys.api_key_id')
+        .orderBy('idempotency_keys.key')
+        .limit(limit)
+        .execute();
+      const cidOf = (body: string) => {
+        try {
+          return (JSON.parse(body) as { log_cid?: string }).log_cid ?? '';
+        } catch {
+          return '';
+        }
+      };
+      const cids = rows.map((row) => cidOf(row.response_body)).filter((cid) => cid !== '');
+      const erased = new Set(
+        cids.length === 0
+          ? []
+          : (
+              await db
+                .selectFrom('log_records')
+                .select('cid')
+                .where('tenant_id', '=', tenantId)
+                .where('erasure_id', '=', erasure.id)
+                .where('cid', 'in', cids)
+                .execute()
+            ).map((row) => row.cid),
+      );
+      const doomed = rows.filter((row) => erased.has(cidOf(row.response_body)));
+      const last = rows.at(-1);
+      return move(
+        rows.length < limit || !last ? nextPhase(phase) : `idempotency:${last.api_key_id}|${last.key}`,
+        async (trx) => {
+          for (const row of doomed) {
+            await trx
+              .deleteFrom('idempotency_keys')
+              .where('api_key_id', '=', row.api_key_id)
+              .where('key', '=', row.key)
+              .execute();
+          }
+          return { idempotency_answers: doomed.length };
+        },
+      );
+    }
+    default:
+      return complete(erasure, context);
+  }
+}
+
+/** Rows from before migration 0010 (no subject key): erased when the subject's, keyed otherwise. */
+async function unkeyedStep(
+  erasure: ErasureRow,
+  cursor: string,
+  context: ErasureContext,
+  limit: number,
+): Promise<string> {
+  const { db } = context.storage;
+  const tenantId = erasure.tenant_id;
+  const subject = erasure.subject ?? '';
+  const [table = 'log', from = ''] = cursor.split('|');
+  const decoder = new TextDecoder();
+  if (table === 'log') {
+    const rows = await db
+      .selectFrom('log_records')
+      .select(['cid', 'bytes', 'request_id', 'created_at'])
+      .where('tenant_id', '=', tenantId)
+      .where('subject_key', 'is', null)
+      .where('erasure_id', 'is', null)
+      .where('cid', '>', from)
+      .orderBy('cid')
+      .limit(limit)
+      .execute();
+    const last = rows.at(-1);
+    const progress = rows.length < limit || !last ? 'unkeyed:items|' : `unkeyed:log|${last.cid}`;
+    await db.transaction().execute(async (trx) => {
+      const doomed: string[] = [];
+      for (const row of rows) {
+        let recorded: string | undefined;
+        try {
+          recorded = (JSON.parse(decoder.decode(row.bytes)) as { subject?: unknown }).subject as
+            | string
+            | undefined;
+        } catch {
+          recorded = undefined;
+        }
+        if (typeof recorded !== 'string') continue;
+        if (recorded === subject && row.created_at <= erasure.created_at) doomed.push(row.cid);
+        else {
+          await trx
+            .updateTable('log_records')
+            .set({ subject_key: context.subjectKey(tenantId, recorded) })
+            .where('tenant_id', '=', tenantId)
+            .where('cid', '=', row.cid)
+            .execute();
+        }
+      }
+      const erased = await eraseLogRecords(trx, tenantId, doomed, erasure.id);
+      await advanceErasure(trx, erasure.id, progress, { log_records: erased });
+    });
+    return progress;
+  }
+  const [fromRun = '', fromIndex = '-1'] = from.split('#');
+  const rows = await db
+    .selectFrom('run_items')
+    .innerJoin('runs', 'runs.id', 'run_items.run_id')
+    .select(['run_items.run_id', 'run_items.item_index', 'run_items.subject', 'run_items.log_cid'])
+    .where('runs.tenant_id', '=', tenantId)
+    .where('run_items.subject_key', 'is', null)
+    .where('run_items.erasure_id', 'is', null)
+    .where((eb) =>
+      eb.or([
+        eb('run_items.run_id', '>', fromRun),
+        eb.and([eb('run_items.run_id', '=', fromRun), eb('run_items.item_index', '>', Number(fromIndex))]),
+      ]),
+    )
+    .orderBy('run_items.run_id')
+    .orderBy('run_items.item_index')
+    .limit(limit)
+    .execute();
+  const last = rows.at(-1);
+  const progress =
+    rows.length < limit || !last ? nextPhase('unkeyed') : `unkeyed:items|${last.run_id}#${last.item_index}`;
+  await db.transaction().execute(async (trx) => {
+    const doomed = rows.filter((row) => row.subject === subject);
+    for (const row of rows) {
+      if (row.subject === subject) continue;
+      await trx
+        .updateTable('run_items')
+        .set({ subject_key: context.subjectKey(tenantId, row.subject) })
+        .where('run_id', '=', row.run_id)
+        .where('item_index', '=', row.item_index)
+        .execute();
+    }
+    const cids = doomed.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
+    const records = await eraseLogRecords(trx, tenantId, cids, erasure.id);
+    const items = await eraseRunItems(trx, doomed, erasure.id);
+    await advanceErasure(trx, erasure.id, progress, { log_records: records, run_items: items });
+  });
+  return progress;
+}
+
+/**
+ * The last transaction: the `erasure-log/1` records (through the log's insert, so they are sequenced like
+ * any record), the erasure completed with its subject forgotten, and `subject.erased`. A subject record
+ * created up to the start that committed late (after the `records` phase) sends the erasure back there.
+ */
+async function complete(erasure: ErasureRow, context: ErasureContext): Promise<string | 'completed'> {
+  const { storage } = context;
+  const { db } = storage;
+  if (erasure.kind === 'subject') {
+    const late = await db
+      .selectFrom('log_records')
+      .select('cid')
+      .where('tenant_id', '=', erasure.tenant_id)
+      .where('subject_key', '=', erasure.subject_key ?? '')
+      .where('created_at', '<=', erasure.created_at)
+      .limit(1)
+      .executeTakeFirst();
+    if (late) {
+      await db.updateTable('erasures').set({ progress: 'records' }).where('id', '=', erasure.id).execute();
+      return 'records';
+    }
+  }
+  const now = context.now();
+  const erasedAt = now.toISOString();
+  const cids = await erasedCids(db, erasure.tenant_id, erasure.id);
+  const logRows = [];
+  for (let start = 0; start < cids.length; start += ERASURE_LOG_CHUNK) {
+    const bytes = erasureLogBytes(erasure.id, erasedAt, cids.slice(start, start + ERASURE_LOG_CHUNK));
+    logRows.push({
+      tenant_id: erasure.tenant_id,
+      cid: cidOfBytes(bytes),
+      bytes,
+      request_id: erasure.id,
+      created_at: erasedAt,
+    });
+  }
+  const counts = await db
+    .selectFrom('erasures')
+    .selectAll()
+    .where('id', '=', erasure.id)
+    .executeTakeFirstOrThrow();
+  const event = newEvent(
+    erasure.tenant_id,
+    'subject.erased',
+    { erasure_id: erasure.id, kind: erasure.kind, counts: erasureCounts(counts), erased_at: erasedAt },
+    now,
+  );
+  const done = db
+    .updateTable('erasures')
+    .set({
+      status: 'completed',
+      subject: null,
+      subject_key: null,
+      erased_at: erasedAt,
+      completed_at: erasedAt,
+      progress: 'log',
+      locked_by: null,
+      locked_until: null,
+    })
+    .where('id', '=', erasure.id)
+    .where('status', '<>', 'completed')
+    .compile();
+  await storage.transact([
+    done,
+    ...logRowInserts(db, logRows).map((statement) => ({ statement, onlyIfChanged: 0 })),
+    ...eventInserts(db, [event]).map((statement) => ({ statement, onlyIfChanged: 0 })),
+  ]);
+  context.outbox.notify();
+  return 'completed';
+}
+
+/** The `erasure-log/1` record: RFC 8785 canonical JSON (keys sorted; only ASCII strings in it). */
+export function erasureLogBytes(erasureId: string, erasedAt: string, cids: readonly string[]): Uint8Array {
+  return new TextEncoder().encode(
+    JSON.stringify({ erased_at: erasedAt, erasure_id: erasureId, log_cids: cids, schema: 'erasure-log/1' }),
+  );
+}
+
+/** An erasure's counts as the API shows them. */
+export function erasureCounts(row: ErasureRow) {
+  return {
+    log_records: Number(row.log_records),
+    run_items: Number(row.run_items),
+    run_inputs: Number(row.run_inputs),
+    events: Number(row.events),
+    delivery_attempts: Number(row.delivery_attempts),
+    idempotency_answers: Number(row.idempotency_answers),
+  };
+}
+
+/** True when a run's submitted items (JSON) hold the subject. */
+function holdsSubject(items: string, subject: string): boolean {
+  if (!items.includes(JSON.stringify(subject))) return false;
+  return (JSON.parse(items) as { subject?: string }[]).some((item) => item?.subject === subject);
+}
+
+/**
+ * The erased bytes leave the disk: SQLite overwrites freed content (`secure_delete`, set on its connection)
+ * and its WAL is checkpointed and truncated; PostgreSQL's dead row versions are vacuumed (outside a
+ * transaction). What WAL archives and backups keep is said in docs/personal-data.md.
+ */
+export async function compact(storage: Pick<Storage, 'db' | 'kind'>): Promise<void> {
+  if (storage.kind === 'sqlite') {
+    await sql`pragma wal_checkpoint(TRUNCATE)`.execute(storage.db);
+  } else {
+    await sql`vacuum log_records, run_items, runs, events, delivery_attempts, idempotency_keys, erasures`.execute(
+      storage.db,
+    );
+  }
+}

@@ -1,0 +1,103 @@
+import type { Erasure, SubjectRecordList } from '@scenario-scoring/api-types';
+import { newId } from '../common/ids.js';
+import { AppError } from '../errors/app-error.js';
+import { validationDetail } from '../errors/validation-detail.js';
+import type { OutboxSignal } from '../events/event-outbox.js';
+import { type IdempotentResult, idempotentCreate } from '../idempotency/idempotent-create.js';
+import type { SubjectKey } from '../score-log/score-log-store.js';
+import type { Storage } from '../storage/storage.js';
+import { erasedCids, findErasure, insertErasure } from './erasure-store.js';
+import { erasureView, subjectRecordView } from './erasure-views.js';
+
+/** What the erasure and access use cases need. */
+export interface ErasureServiceDeps {
+  storage: Pick<Storage, 'db'>;
+  subjectKey: SubjectKey;
+  /** Notified after an erasure is accepted, so this instance's erasure worker takes it at once. */
+  erasureQueue: Pick<OutboxSignal, 'notify'>;
+}
+
+/** Who asks, with the Idempotency-Key it sent (if any). */
+export interface ErasureCaller {
+  tenantId: string;
+  keyId: string;
+  idempotencyKey: string | undefined;
+}
+
+/**
+ * Accepts an erasure of the subject (`pending`, with its Idempotency-Key record, in one transaction); the
+ * erasure worker completes it. The answer never holds the subject.
+ */
+export async function createErasure(
+  deps: ErasureServiceDeps,
+  caller: ErasureCaller,
+  body: { subject: string },
+  now: Date,
+): Promise<IdempotentResult<Erasure>> {
+  const scope = { apiKeyId: caller.keyId, key: caller.idempotencyKey, operation: 'createErasure', body };
+  const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+    const erasure = await insertErasure(trx, {
+      id: newId('era'),
+      tenantId: caller.tenantId,
+      kind: 'subject',
+      subject: body.subject,
+      subjectKey: deps.subjectKey(caller.tenantId, body.subject),
+      before: null,
+      now,
+    });
+    return erasureView(erasure, []);
+  });
+  if (!outcome.replayed) deps.erasureQueue.notify();
+  return outcome;
+}
+
+/** The tenant's erasure; another tenant's answers 404 like an unknown one. */
+export async function getErasure(
+  deps: Pick<ErasureServiceDeps, 'storage'>,
+  tenantId: string,
+  id: string,
+): Promise<Erasure> {
+  const row = await findErasure(deps.storage.db, tenantId, id);
+  if (!row) throw new AppError('not_found', { detail: `No erasure with id ${id} exists for this API key.` });
+  const cids = row.status === 'completed' ? await erasedCids(deps.storage.db, tenantId, id) : [];
+  return erasureView(row, cids);
+}
+
+const DEFAULT_LIMIT = 100;
+
+/** A page of the tenant's records of the subject, found by its keyed hash (never by the plain subject). */
+export async function listSubjectRecords(
+  deps: Pick<ErasureServiceDeps, 'storage' | 'subjectKey'>,
+  tenantId: string,
+  body: { subject: string; limit?: number; cursor?: string },
+): Promise<SubjectRecordList> {
+  const limit = body.limit ?? DEFAULT_LIMIT;
+  let after = '';
+  if (body.cursor !== undefined) {
+    after = Buffer.from(body.cursor, 'base64url').toString('utf8');
+    if (!/^baf[a-z2-7]{10,}$/.test(after)) {
+      const errors = [
+        {
+          path: '/body/cursor',
+          message: 'is not a cursor of this list; pass the next_cursor of the previous page',
+        },
+      ];
+      throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
+    }
+  }
+  const rows = await deps.storage.db
+    .selectFrom('log_records')
+    .select(['cid', 'request_id', 'created_at'])
+    .where('tenant_id', '=', tenantId)
+    .where('subject_key', '=', deps.subjectKey(tenantId, body.subject))
+    .where('cid', '>', after)
+    .orderBy('cid')
+    .limit(limit + 1)
+    .execute();
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    data: page.map(subjectRecordView),
+    next_cursor: rows.length > limit && last ? Buffer.from(last.cid, 'utf8').toString('base64url') : null,
+  };
+}

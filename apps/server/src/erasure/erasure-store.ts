@@ -1,0 +1,216 @@
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import type { Database, ErasuresTable } from '../storage/database.js';
+
+/** An erasure row as the worker and the API read it. */
+export type ErasureRow = Selectable<ErasuresTable>;
+
+/** What a run item's subject becomes once erased (the contract's `Subject` needs a non-empty string). */
+export const ERASED_SUBJECT = 'erased';
+
+/** The count columns of an erasure, per kind of data. */
+export type ErasureCountColumn =
+  | 'log_records'
+  | 'run_items'
+  | 'run_inputs'
+  | 'events'
+  | 'delivery_attempts'
+  | 'idempotency_answers';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** Inserts a new erasure, `pending`, in the caller's transaction. */
+export async function insertErasure(
+  db: Db,
+  erasure: {
+    id: string;
+    tenantId: string;
+    kind: 'subject' | 'retention';
+    subject: string | null;
+    subjectKey: string | null;
+    before: string | null;
+    now: Date;
+    progress?: string;
+  },
+): Promise<ErasureRow> {
+  return db
+    .insertInto('erasures')
+    .values({
+      id: erasure.id,
+      tenant_id: erasure.tenantId,
+      kind: erasure.kind,
+      status: 'pending',
+      subject: erasure.subject,
+      subject_key: erasure.subjectKey,
+      before: erasure.before,
+      created_at: erasure.now.toISOString(),
+      ...(erasure.progress !== undefined && { progress: erasure.progress }),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The tenant's erasure, or undefined (another tenant's is unknown). */
+export async function findErasure(db: Db, tenantId: string, id: string): Promise<ErasureRow | undefined> {
+  return db
+    .selectFrom('erasures')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The CIDs of the records an erasure emptied, in CID order. */
+export async function erasedCids(db: Db, tenantId: string, erasureId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('log_records')
+    .select('cid')
+    .where('tenant_id', '=', tenantId)
+    .where('erasure_id', '=', erasureId)
+    .orderBy('cid')
+    .execute();
+  return rows.map((row) => row.cid);
+}
+
+/**
+ * Claims the oldest open erasure nobody holds, for `leaseMs`: the lease keeps two instances from working
+ * on one erasure at once; an erasure whose worker died is taken over when its lease ends.
+ */
+export async function claimErasure(
+  db: Kysely<Database>,
+  workerId: string,
+  now: Date,
+  leaseMs: number,
+): Promise<ErasureRow | undefined> {
+  const at = now.toISOString();
+  const candidates = await db
+    .selectFrom('erasures')
+    .select('id')
+    .where('status', '<>', 'completed')
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
+    .orderBy('created_at')
+    .limit(5)
+    .execute();
+  for (const { id } of candidates) {
+    const claimed = await db
+      .updateTable('erasures')
+      .set({ locked_by: workerId, locked_until: new Date(now.getTime() + leaseMs).toISOString() })
+      .where('id', '=', id)
+      .where('status', '<>', 'completed')
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
+      .returningAll()
+      .executeTakeFirst();
+    if (claimed) return claimed;
+  }
+  return undefined;
+}
+
+/** Gives an erasure's claim up (it waits for runs, or the worker stops). */
+export async function releaseErasure(db: Kysely<Database>, id: string, workerId: string): Promise<void> {
+  await db
+    .updateTable('erasures')
+    .set({ locked_by: null, locked_until: null })
+    .where('id', '=', id)
+    .where('locked_by', '=', workerId)
+    .execute();
+}
+
+/**
+ * Empties records of the tenant (bytes, salt and all: the row, its leaf, index, tiles and checkpoints
+ * stay), marking them erased by `erasureId`; returns how many it emptied (those already erased are left).
+ */
+export async function eraseLogRecords(
+  trx: Transaction<Database>,
+  tenantId: string,
+  cids: readonly string[],
+  erasureId: string,
+): Promise<number> {
+  if (cids.length === 0) return 0;
+  const result = await trx
+    .updateTable('log_records')
+    .set({ bytes: new Uint8Array(0), subject_key: null, erasure_id: erasureId })
+    .where('tenant_id', '=', tenantId)
+    .where('cid', 'in', cids)
+    .where('erasure_id', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Replaces the subject of run items (their results are in their records, emptied with them). */
+export async function eraseRunItems(
+  trx: Transaction<Database>,
+  items: readonly { run_id: string; item_index: number }[],
+  erasureId: string,
+): Promise<number> {
+  let erased = 0;
+  for (const item of items) {
+    const result = await trx
+      .updateTable('run_items')
+      .set({ subject: ERASED_SUBJECT, subject_key: null, erasure_id: erasureId })
+      .where('run_id', '=', item.run_id)
+      .where('item_index', '=', item.item_index)
+      .where('erasure_id', 'is', null)
+      .executeTakeFirst();
+    erased += Number(result.numUpdatedRows);
+  }
+  return erased;
+}
+
+/**
+ * Erases events (their payload becomes `{"id","type","timestamp","erasure_id"}`), cancels their pending
+ * deliveries and drops the receivers' answers stored for their attempts; returns the attempts cleared.
+ */
+export async function eraseEvents(
+  trx: Transaction<Database>,
+  events: readonly { id: string; type: string; created_at: string }[],
+  erasureId: string,
+  now: Date,
+): Promise<number> {
+  if (events.length === 0) return 0;
+  for (const event of events) {
+    const payload = JSON.stringify({
+      id: event.id,
+      type: event.type,
+      timestamp: event.created_at,
+      erasure_id: erasureId,
+    });
+    await trx
+      .updateTable('events')
+      .set({ payload, subject_key: null, dispatched_at: sql`coalesce(dispatched_at, ${now.toISOString()})` })
+      .where('id', '=', event.id)
+      .execute();
+  }
+  const ids = events.map((event) => event.id);
+  await trx
+    .updateTable('deliveries')
+    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now.toISOString() })
+    .where('event_id', 'in', ids)
+    .where('status', '=', 'pending')
+    .execute();
+  const attempts = await trx
+    .updateTable('delivery_attempts')
+    .set({ response_body: null })
+    .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('event_id', 'in', ids))
+    .where('response_body', 'is not', null)
+    .executeTakeFirst();
+  return Number(attempts.numUpdatedRows);
+}
+
+/** Adds to an erasure's counts and moves its progress on, in the caller's transaction. */
+export async function advanceErasure(
+  trx: Transaction<Database>,
+  id: string,
+  progress: string,
+  counts: Partial<Record<ErasureCountColumn, number>>,
+): Promise<void> {
+  await trx
+    .updateTable('erasures')
+    .set((eb) => {
+      const set: Record<string, unknown> = { progress };
+      for (const [column, count] of Object.entries(counts)) {
+        if (count) set[column] = eb(eb.ref(column as ErasureCountColumn), '+', count);
+      }
+      return set;
+    })
+    .where('id', '=', id)
+    .execute();
+}

@@ -1,0 +1,175 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock } from '../common/clock.js';
+import { newId } from '../common/ids.js';
+import type { OutboxSignal } from '../events/event-outbox.js';
+import { describeError, type Logger } from '../request-logging/logger.js';
+import type { SubjectKey } from '../score-log/score-log-store.js';
+import type { Storage } from '../storage/storage.js';
+import type { BackgroundWorker } from '../workers/background-worker.js';
+import type { ErasureConfig } from './erasure-config.js';
+import { retentionCutoff } from './erasure-config.js';
+import { processErasure } from './erasure-processor.js';
+import { claimErasure, insertErasure, releaseErasure } from './erasure-store.js';
+
+/** How long a worker holds an erasure before another instance may take it over. */
+const ERASURE_LEASE_MS = 60_000;
+
+export interface ErasureWorkerOptions {
+  storage: Pick<Storage, 'db' | 'kind' | 'transact'>;
+  config: ErasureConfig;
+  subjectKey: SubjectKey;
+  /** Notified when an erasure is accepted on this instance. */
+  erasureQueue: OutboxSignal;
+  /** Notified after an erasure's `subject.erased` event commits. */
+  outbox: OutboxSignal;
+  clock: Clock;
+  logger: Logger;
+  batchSize?: number;
+}
+
+/**
+ * Completes erasures in the background: takes the oldest open one (the `erasures` row is the durable to-do,
+ * so an erasure accepted before a crash is resumed by whichever instance takes it next), processes it in
+ * bounded batches (erasure-processor.ts), and with `LOG_RETENTION` set, accepts a `retention` erasure for
+ * each tenant whose records have expired. Woken by `erasureQueue`, else polls.
+ */
+export class ErasureWorker implements BackgroundWorker {
+  readonly name = 'erasure';
+  readonly #options: ErasureWorkerOptions;
+  readonly #workerId = newId('wrk');
+  #running = false;
+  #stopping = new AbortController();
+  #wake: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #lastRetentionCheck = 0;
+
+  constructor(options: ErasureWorkerOptions) {
+    this.#options = options;
+  }
+
+  get running(): boolean {
+    return this.#running;
+  }
+
+  start(): void {
+    this.#running = true;
+    this.#unsubscribe = this.#options.erasureQueue.subscribe(() => this.#wake?.abort());
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#unsubscribe?.();
+    this.#stopping.abort();
+    await this.#loop;
+  }
+
+  /** Completes what it can now: every open erasure not waiting for a run; resolves with how many completed. */
+  async runOnce(): Promise<number> {
+    const { storage, clock } = this.#options;
+    await this.#checkRetention();
+    let completed = 0;
+    const waiting = new Set<string>();
+    for (;;) {
+      if (!this.#running && this.#loop !== undefined) break;
+      const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), ERASURE_LEASE_MS);
+      if (!erasure) break;
+      if (waiting.has(erasure.id)) {
+        await releaseErasure(storage.db, erasure.id, this.#workerId);
+        break;
+      }
+      const outcome = await processErasure(erasure, {
+        storage,
+        subjectKey: this.#options.subjectKey,
+        outbox: this.#options.outbox,
+        now: () => clock.now(),
+        ...(this.#options.batchSize !== undefined && { batchSize: this.#options.batchSize }),
+        stopping: () => this.#stopping.signal.aborted,
+      });
+      if (outcome === 'completed') completed += 1;
+      else {
+        await releaseErasure(storage.db, erasure.id, this.#workerId);
+        if (outcome === 'stopped') break;
+        waiting.add(erasure.id);
+      }
+    }
+    return completed;
+  }
+
+  /**
+   * With `LOG_RETENTION`: for each tenant with records older than the cutoff since its last retention
+   * erasure, accepts a `retention` erasure (one open per tenant at a time), processed like any other.
+   */
+  async #checkRetention(): Promise<void> {
+    const { config, storage, clock } = this.#options;
+    if (!config.retention) return;
+    const now = clock.now();
+    if (now.getTime() - this.#lastRetentionCheck < config.retentionCheckIntervalMs) return;
+    this.#lastRetentionCheck = now.getTime();
+    const cutoff = retentionCutoff(config.retention, now).toISOString();
+    const tenants = await storage.db.selectFrom('tenants').select('id').execute();
+    for (const { id: tenantId } of tenants) {
+      const last = await storage.db
+        .selectFrom('erasures')
+        .select(['status', 'before'])
+        .where('tenant_id', '=', tenantId)
+        .where('kind', '=', 'retention')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      if (last?.status === 'pending') continue;
+      const from = last?.before ?? '';
+      const expired = await storage.db
+        .selectFrom('log_leaves')
+        .select('cid')
+        .where('tenant_id', '=', tenantId)
+        .where('created_at', '>=', from)
+        .where('created_at', '<', cutoff)
+        .limit(1)
+        .executeTakeFirst();
+      const expiredRun = await storage.db
+        .selectFrom('runs')
+        .select('id')
+        .where('tenant_id', '=', tenantId)
+        .where('created_at', '<', cutoff)
+        .where('items', '<>', '[]')
+        .where('status', 'in', ['completed', 'failed'])
+        .limit(1)
+        .executeTakeFirst();
+      if (!expired && !expiredRun) continue;
+      await insertErasure(storage.db, {
+        id: newId('era'),
+        tenantId,
+        kind: 'retention',
+        subject: null,
+        subjectKey: null,
+        before: cutoff,
+        now,
+        // Records before the previous cutoff were erased by the previous retention erasure.
+        progress: `records:${from}|`,
+      });
+    }
+  }
+
+  async #run(): Promise<void> {
+    const { logger, config } = this.#options;
+    while (this.#running) {
+      this.#wake = new AbortController();
+      try {
+        const completed = await this.runOnce();
+        if (completed > 0) logger.info('erasures completed', { completed });
+      } catch (error) {
+        logger.error('erasure failed; retrying', describeError(error));
+      }
+      if (!this.#running) break;
+      try {
+        await sleep(config.pollIntervalMs, undefined, {
+          signal: AbortSignal.any([this.#stopping.signal, this.#wake.signal]),
+        });
+      } catch {
+        // Woken, or stopping.
+      }
+    }
+  }
+}

@@ -1,0 +1,256 @@
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type {
+  Erasure,
+  Problem,
+  Run,
+  RunResultList,
+  ScoreResponse,
+  SubjectRecordList,
+} from '@scenario-scoring/api-types';
+import { cidOfBytes } from '@scenario-scoring/engine';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { systemClock } from '../common/clock.js';
+import { OutboxSignal } from '../events/event-outbox.js';
+import { silentLogger } from '../request-logging/logger.js';
+import { parseRetention } from './erasure-config.js';
+import { ErasureWorker } from './erasure-worker.js';
+
+/** Every file under `dir`, recursively. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const nested = await Promise.all(
+    entries.map((entry) =>
+      entry.isDirectory() ? filesUnder(join(dir, entry.name)) : Promise.resolve([join(dir, entry.name)]),
+    ),
+  );
+  return nested.flat();
+}
+
+// A thin US-CA file is escalated (p50 500 below the threshold): its `policy.escalated` event carries the subject.
+const ESCALATED = { jurisdiction: 'US-CA' };
+const PLAIN = { jurisdiction: 'GB', on_time_ratio: 0.97, utilization: 0.2, history_months: 120 };
+
+forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
+  let server: TestServer;
+  let alice: string;
+  let bob: string;
+  const subject = `erase-me-${randomBytes(6).toString('hex')}`;
+  const erasureWorker = () =>
+    new ErasureWorker({
+      storage: storage(),
+      config: { retention: undefined, pollIntervalMs: 1000, retentionCheckIntervalMs: 1000 },
+      subjectKey: testFeatures(storage()).subjectKey,
+      erasureQueue: new OutboxSignal(),
+      outbox: testFeatures(storage()).outbox,
+      clock: systemClock,
+      logger: silentLogger,
+      batchSize: 2, // several batches per phase, as a large erasure has
+    });
+
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage() });
+    ({ key: alice } = await testFeatures(storage()).keys.create(`alice-${kind}`));
+    ({ key: bob } = await testFeatures(storage()).keys.create(`bob-${kind}`));
+  });
+  afterAll(() => server.close());
+
+  const score = async (key: string, who: string, context: object, headers: Record<string, string> = {}) => {
+    const response = await server.request('/v1/scoring/score', {
+      key,
+      body: { subject: who, context },
+      headers,
+    });
+    expect(response.status).toBe(200);
+    return ((await response.json()) as ScoreResponse).log_cid;
+  };
+  const getErasure = async (id: string) =>
+    (await (await server.request(`/v1/erasures/${id}`, { key: alice })).json()) as Erasure;
+
+  it('erases every place the subject lives, waits for a run holding it, keeps later records and other tenants', async () => {
+    const before = [await score(alice, subject, ESCALATED), await score(alice, subject, PLAIN)];
+    const other = await score(alice, 'someone-else', ESCALATED);
+    const bobs = await score(bob, subject, ESCALATED);
+    // A run holding the subject, queued (not processed) when the erasure begins.
+    const created = await server.request('/v1/scoring/runs', {
+      key: alice,
+      body: {
+        items: [
+          { subject, context: ESCALATED },
+          { subject: 'someone-else', context: PLAIN },
+        ],
+      },
+    });
+    const run = (await created.json()) as Run;
+
+    const listed = await server.request('/v1/subjects/records', { key: alice, body: { subject } });
+    expect(listed.status).toBe(200);
+    const list = (await listed.json()) as SubjectRecordList;
+    expect(list.data.map((record) => record.log_cid).sort()).toEqual([...before].sort());
+    expect(list.data.every((record) => record.kind === 'score')).toBe(true);
+
+    const accepted = await server.request('/v1/erasures', { key: alice, body: { subject } });
+    expect(accepted.status).toBe(202);
+    const erasure = (await accepted.json()) as Erasure;
+    expect(erasure).toMatchObject({ kind: 'subject', status: 'pending', log_cids: [] });
+    expect(accepted.headers.get('location')).toBe(`/v1/erasures/${erasure.id}`);
+    expect(JSON.stringify(erasure)).not.toContain(subject);
+
+    // Created after the erasure began: kept.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const after = await score(alice, subject, { ...PLAIN, utilization: 0.21 });
+
+    // The run holding the subject is still queued: the erasure waits for it.
+    expect(await erasureWorker().runOnce()).toBe(0);
+    expect((await getErasure(erasure.id)).status).toBe('pending');
+    const runWorker = testRunWorker(storage());
+    runWorker.start();
+    try {
+      await waitForRunEnd(server, alice, run.id);
+    } finally {
+      await runWorker.stop();
+    }
+    expect(await erasureWorker().runOnce()).toBe(1);
+
+    const done = await getErasure(erasure.id);
+    expect(done.status).toBe('completed');
+    const runItem = await storage()
+      .db.selectFrom('run_items')
+      .select('log_cid')
+      .where('run_id', '=', run.id)
+      .where('item_index', '=', 0)
+      .executeTakeFirstOrThrow();
+    // score-log/1 records of equal scorings share one record, so the set of CIDs is counted.
+    const erasedSet = new Set([...before, runItem.log_cid as string]);
+    expect(done.counts).toMatchObject({
+      log_records: erasedSet.size,
+      run_items: 1,
+      run_inputs: 1,
+      events: 2,
+    });
+    expect(done.log_cids).toEqual([...erasedSet].sort());
+
+    for (const cid of done.log_cids) {
+      const response = await server.request(`/v1/logs/${cid}`, { key: alice });
+      expect(response.status).toBe(410);
+      const problem = (await response.json()) as Problem;
+      expect(problem.code).toBe('log_record_erased');
+      expect(problem.detail).toContain(erasure.id);
+    }
+    for (const [key, cid] of [
+      [alice, after],
+      [alice, other],
+      [bob, bobs],
+    ] as const) {
+      expect((await server.request(`/v1/logs/${cid}`, { key })).status).toBe(200);
+    }
+    const results = (await (
+      await server.request(`/v1/scoring/runs/${run.id}/results`, { key: alice })
+    ).json()) as RunResultList;
+    expect(results.data[0]).toMatchObject({
+      index: 0,
+      status: 'error',
+      error: { code: 'log_record_erased' },
+    });
+    expect(results.data[1]).toMatchObject({ index: 1, status: 'ok', subject: 'someone-else' });
+    // Only the record created after the erasure is still listed.
+    const relisted = (await (
+      await server.request('/v1/subjects/records', { key: alice, body: { subject } })
+    ).json()) as SubjectRecordList;
+    expect(relisted.data.map((record) => record.log_cid)).toEqual([after]);
+
+    // The erasure is logged: an erasure-log/1 record naming the CIDs, not the subject.
+    const logged = await storage()
+      .db.selectFrom('log_records')
+      .select(['cid', 'bytes'])
+      .where('request_id', '=', erasure.id)
+      .execute();
+    expect(logged).toHaveLength(1);
+    const record = JSON.parse(Buffer.from(logged[0]?.bytes ?? []).toString()) as Record<string, unknown>;
+    expect(record).toMatchObject({
+      schema: 'erasure-log/1',
+      erasure_id: erasure.id,
+      log_cids: done.log_cids,
+    });
+    expect(cidOfBytes(logged[0]?.bytes ?? new Uint8Array())).toBe(logged[0]?.cid);
+    const event = await storage()
+      .db.selectFrom('events')
+      .select('payload')
+      .where('type', '=', 'subject.erased')
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(event.payload).data).toMatchObject({ erasure_id: erasure.id, counts: done.counts });
+
+    // Bob's and the later record hold the subject too: erase them as well; then no file of DATA_DIR
+    // (SQLite) and no row (PostgreSQL) may hold it.
+    expect((await server.request('/v1/erasures', { key: bob, body: { subject } })).status).toBe(202);
+    expect((await server.request('/v1/erasures', { key: alice, body: { subject } })).status).toBe(202);
+    expect(await erasureWorker().runOnce()).toBe(2);
+    if (kind === 'sqlite') {
+      const needle = Buffer.from(subject);
+      for (const file of await filesUnder(database().options.dataDir)) {
+        expect({ file, found: (await readFile(file)).includes(needle) }).toEqual({ file, found: false });
+      }
+    } else {
+      const { rows } = await sql<{ table_name: string }>`
+        select table_name from information_schema.tables where table_schema = 'public'`.execute(storage().db);
+      for (const { table_name } of rows) {
+        // A row's text form shows bytea as hex: the hex of the subject is looked for too.
+        const { rows: holding } = await sql<{ n: string }>`
+          select count(*) as n from ${sql.table(table_name)} t
+          where t::text like ${`%${subject}%`} or t::text like ${`%${Buffer.from(subject).toString('hex')}%`}`.execute(
+          storage().db,
+        );
+        expect({ table_name, n: Number(holding[0]?.n) }).toEqual({ table_name, n: 0 });
+      }
+    }
+  });
+
+  it('completes an erasure of a subject with no records, with zero counts', async () => {
+    const accepted = await server.request('/v1/erasures', { key: alice, body: { subject: 'never-scored' } });
+    const { id } = (await accepted.json()) as Erasure;
+    expect(await erasureWorker().runOnce()).toBe(1);
+    expect(await getErasure(id)).toMatchObject({
+      status: 'completed',
+      counts: {
+        log_records: 0,
+        run_items: 0,
+        run_inputs: 0,
+        events: 0,
+        delivery_attempts: 0,
+        idempotency_answers: 0,
+      },
+      log_cids: [],
+    });
+  });
+
+  it("answers another tenant's erasure 404, and refuses an erased record's rewrite", async () => {
+    const { id } = (await (
+      await server.request('/v1/erasures', { key: alice, body: { subject: 'x' } })
+    ).json()) as Erasure;
+    expect((await server.request(`/v1/erasures/${id}`, { key: bob })).status).toBe(404);
+    const cid = await score(alice, 'immutable', PLAIN);
+    await expect(
+      storage()
+        .db.updateTable('log_records')
+        .set({ bytes: new Uint8Array([1]) })
+        .where('cid', '=', cid)
+        .execute(),
+    ).rejects.toThrow(/append-only/);
+    await expect(storage().db.deleteFrom('log_records').where('cid', '=', cid).execute()).rejects.toThrow(
+      /append-only/,
+    );
+  });
+});
+
+it('parses LOG_RETENTION durations with a unit', () => {
+  expect(parseRetention('25mo')).toEqual({ count: 25, unit: 'mo' });
+  expect(parseRetention('760d')).toEqual({ count: 760, unit: 'd' });
+  expect(parseRetention('25')).toBeUndefined();
+  expect(parseRetention('2w')).toBeUndefined();
+});
