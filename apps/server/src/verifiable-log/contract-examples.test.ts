@@ -167,7 +167,14 @@ function example(summary: string, value: unknown): string {
 
 function yamlLines(value: unknown, indent: string): string[] {
   if (Array.isArray(value)) {
-    return value.flatMap((item) => [`${indent}- ${JSON.stringify(item)}`]);
+    return value.flatMap((item) => {
+      if (item === null || typeof item !== 'object' || Object.keys(item).length === 0) {
+        return [`${indent}- ${JSON.stringify(item)}`];
+      }
+      // An object in block style: its first key on the dash's line, the rest under it.
+      const [first = '', ...rest] = yamlLines(item, `${indent}  `);
+      return [`${indent}- ${first.slice(indent.length + 2)}`, ...rest];
+    });
   }
   return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) =>
     item !== null && typeof item === 'object' && Object.keys(item).length > 0
