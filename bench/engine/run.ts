@@ -8,15 +8,17 @@
  *
  *   npm run bench:engine -- [--time 1000] [--records 1024] [--compare <index.js>]
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import {
-  buildLogRecord,
+  buildLogRecordV2,
   canonicalBytes,
   cidOfBytes,
   effectivePolicy,
-  type LogRecord,
+  type LogRecordStamp,
+  type LogRecordV2,
   logRecordBytes,
+  MODEL_VERSION,
   scoreAndLog,
   scoreContext,
 } from '@scenario-scoring/engine';
@@ -39,10 +41,19 @@ const inputs = Array.from({ length: RECORDS }, (_, i) => ({
   // Varied inputs, the same as bench/runs sends.
   context: benchContext(i, JURISDICTIONS[i % JURISDICTIONS.length] as string),
 }));
-// The floor's records: equal to what scoreAndLog logs, built once outside the timed loop.
-const records = inputs.map(({ subject, context }) => {
+// Each scoring's stamp (identity, time, salt), made by the server outside the engine: made once here.
+const stamps: LogRecordStamp[] = inputs.map((_, i) => ({
+  identity: { kind: 'run_item', run_id: 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0', item: i },
+  scored_at: new Date(Date.UTC(2026, 10, 26, 9, 30, 0, i % 1000)).toISOString(),
+  salt: randomBytes(32).toString('base64url'),
+}));
+// The floor's records: equal to what scoreAndLog logs (score-log/2), built once outside the timed loop.
+const records = inputs.map(({ subject, context }, i) => {
   const policy = effectivePolicy(context.jurisdiction);
-  return buildLogRecord({
+  return buildLogRecordV2({
+    ...(stamps[i] as LogRecordStamp),
+    model_version: MODEL_VERSION,
+    policy_id: policy.policy_id,
     policy_version: policy.policy_version,
     subject,
     context,
@@ -63,14 +74,14 @@ bench
   .add('scoreAndLog', () => {
     const n = next();
     const input = inputs[n] as (typeof inputs)[number];
-    sink = scoreAndLog(input.subject, input.context);
+    sink = scoreAndLog(input.subject, input.context, stamps[n] as LogRecordStamp);
   })
   .add('  scoreContext (with policy)', () => {
     const { context } = inputs[next()] as (typeof inputs)[number];
     sink = scoreContext(context, effectivePolicy(context.jurisdiction));
   })
   .add('  logRecordBytes (the record shape)', () => {
-    sink = logRecordBytes(records[next()] as LogRecord);
+    sink = logRecordBytes(records[next()] as LogRecordV2);
   })
   .add('  canonicalBytes (generic)', () => {
     sink = canonicalBytes(records[next()]);
@@ -82,8 +93,9 @@ bench
 if (args.compare !== undefined) {
   const other = (await import(args.compare)) as { scoreAndLog: typeof scoreAndLog };
   bench.add('scoreAndLog (before)', () => {
-    const input = inputs[next()] as (typeof inputs)[number];
-    sink = other.scoreAndLog(input.subject, input.context);
+    const n = next();
+    const input = inputs[n] as (typeof inputs)[number];
+    sink = other.scoreAndLog(input.subject, input.context, stamps[n] as LogRecordStamp);
   });
 }
 

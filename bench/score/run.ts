@@ -44,7 +44,11 @@ const context = {
 const requestBody = (n: number) => JSON.stringify({ subject: `bench-${n}`, context });
 
 // The JSON the real server returns for this input, so the baseline sends the same bytes.
-const sample = scoreAndLog('bench-0', context);
+const sample = scoreAndLog('bench-0', context, {
+  identity: { kind: 'score', request_id: 'req_01JZ4V8Q6Y3M2N5P7R9S1T3V5X' },
+  scored_at: new Date().toISOString(),
+  salt: 'A'.repeat(43),
+});
 const sameJson = JSON.stringify({
   id: 'req_01JZ4V8Q6Y3M2N5P7R9S1T3V5X',
   status: 'ok',

@@ -143,7 +143,7 @@ async function disableLogTriggers(
         await sql.raw(`ALTER TABLE ${table} ENABLE TRIGGER USER`).execute(db);
     };
   }
-  for (const trigger of ['log_records_no_update', 'log_records_no_delete', 'log_tiles_no_update']) {
+  for (const trigger of ['log_records_erase_only', 'log_records_no_delete', 'log_tiles_no_update']) {
     await sql.raw(`DROP TRIGGER ${trigger}`).execute(db);
   }
   return async () => {};

@@ -19,11 +19,18 @@ export {
 export { MAX_LEVERS } from './lever-finder.js';
 export {
   buildLogRecord,
+  buildLogRecordV2,
   canonicalBytes,
   cidOfBytes,
   LOG_SCHEMA,
+  LOG_SCHEMA_V2,
   type LogRecord,
+  type LogRecordIdentity,
+  type LogRecordStamp,
+  type LogRecordV2,
   logRecordBytes,
+  type ScoringRecordInput,
+  scoringRecordBytes,
 } from './log-record.js';
 export { type LoggedScoring, scoreAndLog } from './logged-scoring.js';
 export {

@@ -3,9 +3,21 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { entryText } from './explain-marker.js';
 import { FACTORS } from './factor-table.js';
-import { buildLogRecord, canonicalBytes, type LogRecord, logRecordBytes } from './log-record.js';
-import { logRecordJson, oneDecimal, utf8AsLatin1 } from './log-record-json.js';
+import {
+  buildLogRecord,
+  buildLogRecordV2,
+  canonicalBytes,
+  type LogRecord,
+  type LogRecordStamp,
+  type LogRecordV2,
+  logRecordBytes,
+  scoringRecordBytes,
+} from './log-record.js';
+import { logRecordJson, oneDecimal, scoringRecordV2Utf8, utf8AsLatin1 } from './log-record-json.js';
 import { scoreAndLog } from './logged-scoring.js';
+import { effectivePolicy } from './policy-loader.js';
+import type { ScoreContext } from './score-types.js';
+import { scoreContext } from './scorecard-model.js';
 
 /** More runs with FUZZ_RUNS (e.g. 100000), fewer by default so CI stays quick. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
@@ -54,6 +66,75 @@ const record = fc.record({
   }),
 }) as fc.Arbitrary<LogRecord>;
 
+/** Any score-log/2 record of either kind, every string any string, every number any number. */
+const recordV2 = fc
+  .tuple(
+    record,
+    fc.oneof(
+      fc.record({ kind: anyString, request_id: anyString }),
+      fc.record({ kind: anyString, run_id: anyString, item: anyNumber }),
+    ),
+    fc.record({ scored_at: anyString, salt: anyString, policy_id: anyString }),
+  )
+  .map(([r, identity, stamp]) => ({ ...r, ...identity, ...stamp })) as unknown as fc.Arbitrary<LogRecordV2>;
+
+/** A stamp as the server makes them: either kind, an ISO time, a base64url salt (and, rarely, odd strings). */
+const anyStamp: fc.Arbitrary<LogRecordStamp> = fc.record({
+  identity: fc.oneof(
+    fc.record({
+      kind: fc.constant('score' as const),
+      request_id: fc.oneof(
+        fc.ulid().map((u) => `req_${u}`),
+        anyString,
+      ),
+    }),
+    fc.record({
+      kind: fc.constant('run_item' as const),
+      run_id: fc.oneof(
+        fc.ulid().map((u) => `run_${u}`),
+        anyString,
+      ),
+      item: fc.nat(),
+    }),
+  ),
+  scored_at: fc.oneof(
+    fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+    anyString,
+  ),
+  salt: fc.oneof(
+    fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('base64url')),
+    anyString,
+  ),
+});
+
+/** A stamp of a scoring request, fixed. */
+const STAMP: LogRecordStamp = {
+  identity: { kind: 'score', request_id: 'req_01JZ4V8Q6Y3M2N5P7R9S1T3V5X' },
+  scored_at: '2026-11-26T12:00:00.000Z',
+  salt: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8',
+};
+
+/** The score-log/1 bytes of a scoring (no longer logged, still recomputed): the v1 fast path. */
+function v1Bytes(subject: string, context: ScoreContext): Uint8Array {
+  const policy = effectivePolicy(context.jurisdiction);
+  const result = scoreContext(context, policy);
+  return scoringRecordBytes({ policy_version: policy.policy_version, subject, context, result });
+}
+
+/** The record `scoreAndLog` is meant to have logged, built by hand for the generic serializer. */
+function v2Record(subject: string, context: ScoreContext, stamp: LogRecordStamp): LogRecordV2 {
+  const policy = effectivePolicy(context.jurisdiction);
+  return buildLogRecordV2({
+    ...stamp,
+    model_version: 'scorecard-1',
+    policy_id: policy.policy_id,
+    policy_version: policy.policy_version,
+    subject,
+    context,
+    result: scoreContext(context, policy),
+  });
+}
+
 /** The generic serializer's answer: its text, or the fact that it threw. */
 function generic(value: unknown): string {
   try {
@@ -62,7 +143,7 @@ function generic(value: unknown): string {
     return 'threw';
   }
 }
-function specialised(value: LogRecord): string {
+function specialised(value: LogRecord | LogRecordV2): string {
   try {
     return text(logRecordBytes(value));
   } catch {
@@ -77,6 +158,20 @@ describe('logRecordJson', () => {
       fc.assert(
         fc.property(record, (r) => {
           expect(logRecordJson(r)).toBe(canonicalize(r));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+
+  it(
+    'when given any record of the score-log/2 shape, either kind, then it writes what the canonicalize library writes',
+    () => {
+      fc.assert(
+        fc.property(recordV2, (r) => {
+          expect(logRecordJson(r)).toBe(canonicalize(r));
+          expect(logRecordJson(r)).not.toBeUndefined();
         }),
         { numRuns: RUNS },
       );
@@ -102,16 +197,20 @@ describe('logRecordJson', () => {
             { requiredKeys: [] },
           ),
           fc.constantFrom('DE', 'US', 'US-CA', 'FR', 'GB', 'ZZ-123'),
-          (subject, inputs, jurisdiction) => {
-            const scoring = scoreAndLog(subject, { jurisdiction, ...inputs });
+          anyStamp,
+          (subject, inputs, jurisdiction, stamp) => {
+            const context = { jurisdiction, ...inputs };
+            const scoring = scoreAndLog(subject, context, stamp);
             expect(text(scoring.logBytes)).toBe(canonicalize(JSON.parse(text(scoring.logBytes))));
+            expect(text(scoring.logBytes)).toBe(canonicalize(v2Record(subject, context, stamp)));
+            // score-log/1, no longer logged, is still recomputed by its own fast path.
             const rebuilt = buildLogRecord({
               policy_version: scoring.policy.policy_version,
               subject,
-              context: { jurisdiction, ...inputs },
+              context,
               result: scoring.result,
             });
-            expect(text(scoring.logBytes)).toBe(canonicalize(rebuilt));
+            expect(text(v1Bytes(subject, context))).toBe(canonicalize(rebuilt));
           },
         ),
         { numRuns: Math.ceil(RUNS / 4) },
@@ -148,6 +247,23 @@ describe('logRecordJson', () => {
         }),
         { numRuns: Math.ceil(RUNS / 4) },
       );
+      const straysV2 = fc.oneof(
+        recordV2.map((r) => ({ ...r, extra: 1 })),
+        recordV2.map((r) => ({ ...r, context: { ...r.context, utilisation: 0.3 } })),
+        recordV2.map(({ salt: _, ...r }) => ({ ...r, pepper: 'x' })),
+        recordV2.map((r) => ({ ...r, request_id: 'both', run_id: 'kinds', item: 1 })),
+        recordV2.map((r) => ({ ...r, salt: 42 })),
+        recordV2.map((r) => ({ ...r, item: Number.NaN, run_id: 'r', request_id: undefined })),
+        recordV2.map((r) => ({ ...r, scored_at: `${r.scored_at}\udc00` })),
+        recordV2.map((r) => Object.assign(new (class Rec {})(), r)),
+      );
+      fc.assert(
+        fc.property(straysV2, (r) => {
+          const stray = r as unknown as LogRecordV2;
+          expect(specialised(stray)).toBe(generic(stray));
+        }),
+        { numRuns: Math.ceil(RUNS / 4) },
+      );
     },
     PROPERTY_TIMEOUT_MS,
   );
@@ -161,19 +277,24 @@ describe('logRecordJson', () => {
         return `threw ${String(error)}`;
       }
     };
-    const policy = scoreAndLog('x', context).policy;
-    const viaEngine = outcome(() => scoreAndLog('lone \ud800', context).logBytes);
+    const policy = effectivePolicy('DE');
+    const viaEngine = outcome(() => v1Bytes('lone \ud800', context));
     const generic = outcome(() =>
       canonicalBytes(
         buildLogRecord({
           policy_version: policy.policy_version,
           subject: 'lone \ud800',
           context,
-          result: scoreAndLog('x', context).result,
+          result: scoreContext(context, policy),
         }),
       ),
     );
     expect(viaEngine).toBe(generic);
+    expect(viaEngine).toMatch(/^threw/);
+    const viaEngineV2 = outcome(() => scoreAndLog('lone \ud800', context, STAMP).logBytes);
+    const genericV2 = outcome(() => canonicalBytes(v2Record('lone \ud800', context, STAMP)));
+    expect(viaEngineV2).toBe(genericV2);
+    expect(viaEngineV2).toMatch(/^threw/);
   });
 
   it('when a context member is undefined, then it is left out as JSON leaves it out', () => {
@@ -240,17 +361,28 @@ describe('scoringRecordUtf8 (the bytes of scoreAndLog)', () => {
         { jurisdiction: 'DE', utilization: 0.97, on_time_ratio: 0.4, history_months: 3 },
         { jurisdiction: 'GB', debt_to_income: 0, inquiries_12m: 0, utilization: 1, on_time_ratio: 1 },
       ]) {
-        const bytes = scoreAndLog(subject, context).logBytes;
-        expect(text(bytes)).toBe(canonicalize(JSON.parse(text(bytes))));
-        expect(Buffer.from(bytes)).toEqual(Buffer.from(text(bytes), 'utf8'));
+        for (const bytes of [
+          v1Bytes(subject, context),
+          scoreAndLog(subject, context, STAMP).logBytes,
+          scoreAndLog(subject, context, {
+            ...STAMP,
+            identity: { kind: 'run_item', run_id: 'run_01JZ4VB2C4D6E8F0G2H4J6K8M0', item: 41 },
+          }).logBytes,
+        ]) {
+          expect(text(bytes)).toBe(canonicalize(JSON.parse(text(bytes))));
+          expect(Buffer.from(bytes)).toEqual(Buffer.from(text(bytes), 'utf8'));
+        }
+        // The fast path wrote it (the generic path would give the same bytes, slower).
+        const written = scoringRecordV2Utf8({ ...v2Record(subject, context, STAMP), ...STAMP });
+        expect(written).toBe(utf8AsLatin1(canonicalize(v2Record(subject, context, STAMP)) as string));
       }
     }
   });
 
   it('when two scorings follow each other, then the first one’s bytes are not overwritten', () => {
-    const first = scoreAndLog('first', { jurisdiction: 'DE', utilization: 0.3 }).logBytes;
+    const first = scoreAndLog('first', { jurisdiction: 'DE', utilization: 0.3 }, STAMP).logBytes;
     const copy = Uint8Array.from(first);
-    scoreAndLog('second, a longer subject than the first', { jurisdiction: 'US', utilization: 0.9 });
+    scoreAndLog('second, a longer subject than the first', { jurisdiction: 'US', utilization: 0.9 }, STAMP);
     expect(first).toEqual(copy);
     expect(first.byteOffset).toBe(0);
     expect(first.buffer.byteLength).toBe(first.length);

@@ -1,4 +1,9 @@
-import type { LogRecord } from './log-record-schema.js';
+import {
+  LOG_SCHEMA_V2,
+  type LogRecord,
+  type LogRecordV2,
+  type ScoringRecordInput,
+} from './log-record-schema.js';
 import { SCORECARD_1 } from './model-versions.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
@@ -27,7 +32,7 @@ const NOT_THE_SHAPE: unique symbol = Symbol('not the log record shape');
  * non-finite number, a string with a lone surrogate, an object that is not plain), so the caller can fall
  * back to the generic serializer; the tests compare both with the `canonicalize` library on random records.
  */
-export function logRecordJson(record: LogRecord): string | undefined {
+export function logRecordJson(record: LogRecord | LogRecordV2): string | undefined {
   try {
     return JSON.stringify(canonicalCopy(record));
   } catch (error) {
@@ -60,7 +65,55 @@ export function scoringRecordUtf8(
 ): string | undefined {
   if (!(subject as WellFormedCheck).isWellFormed() || !(policyVersion as WellFormedCheck).isWellFormed())
     return undefined;
-  let json = '{"context":{';
+  return `{"context":${contextUtf8(context)},"model_version":"${SCORECARD_1}","policy_version":${utf8AsLatin1(JSON.stringify(policyVersion))},"result":${resultUtf8(result)},"schema":${utf8AsLatin1(JSON.stringify(schema))},"subject":${utf8AsLatin1(JSON.stringify(subject))}}`;
+}
+
+/**
+ * `scoringRecordUtf8` of a score-log/2 record (see `LogRecordV2`): the same context and result, written the
+ * same way, between the record's other members in canonical key order (context, item, kind, model_version,
+ * policy_id, policy_version, request_id, result, run_id, salt, schema, scored_at, subject). The server's
+ * strings (request or run id, time, salt), the model version and the policy id go through JSON.stringify, so
+ * whatever they hold is written as JCS writes it; `undefined` when a string has a lone surrogate or the item
+ * is not a non-negative safe integer (the caller then takes the generic path).
+ */
+export function scoringRecordV2Utf8(input: ScoringRecordInput): string | undefined {
+  const { identity, subject, policy_version, policy_id, model_version, scored_at, salt } = input;
+  if (
+    !(subject as WellFormedCheck).isWellFormed() ||
+    !(policy_version as WellFormedCheck).isWellFormed() ||
+    !(policy_id as WellFormedCheck).isWellFormed() ||
+    !(model_version as WellFormedCheck).isWellFormed() ||
+    !(scored_at as WellFormedCheck).isWellFormed() ||
+    !(salt as WellFormedCheck).isWellFormed()
+  )
+    return undefined;
+  let json = `{"context":${contextUtf8(input.context)},`;
+  if (identity.kind === 'run_item') {
+    const { item } = identity;
+    if (!Number.isSafeInteger(item) || item < 0) return undefined;
+    json += `"item":${String(item)},"kind":"run_item",`;
+  } else json += '"kind":"score",';
+  json += `"model_version":${jsonUtf8(model_version)},"policy_id":${jsonUtf8(policy_id)},"policy_version":${jsonUtf8(policy_version)},`;
+  if (identity.kind === 'score') {
+    const { request_id } = identity;
+    if (!(request_id as WellFormedCheck).isWellFormed()) return undefined;
+    json += `"request_id":${jsonUtf8(request_id)},"result":${resultUtf8(input.result)},`;
+  } else {
+    const { run_id } = identity;
+    if (!(run_id as WellFormedCheck).isWellFormed()) return undefined;
+    json += `"result":${resultUtf8(input.result)},"run_id":${jsonUtf8(run_id)},`;
+  }
+  return `${json}"salt":${jsonUtf8(salt)},"schema":"${LOG_SCHEMA_V2}","scored_at":${jsonUtf8(scored_at)},"subject":${jsonUtf8(subject)}}`;
+}
+
+/** A well-formed string's JSON, as its UTF-8 bytes one per character. */
+function jsonUtf8(text: string): string {
+  return utf8AsLatin1(JSON.stringify(text));
+}
+
+/** The canonical JSON of a validated context (see `scoringRecordUtf8`), its UTF-8 bytes one per character. */
+function contextUtf8(context: ScoreContext): string {
+  let json = '{';
   let first = true;
   for (let k = 0; k < CONTEXT_KEYS.length; k++) {
     const key = CONTEXT_KEYS[k] as (typeof CONTEXT_KEYS)[number];
@@ -69,7 +122,12 @@ export function scoringRecordUtf8(
     json += `${first ? '' : ','}"${key}":${key === 'jurisdiction' ? `"${value}"` : String(value)}`;
     first = false;
   }
-  json += `},"model_version":"${SCORECARD_1}","policy_version":${utf8AsLatin1(JSON.stringify(policyVersion))},"result":{"levers":[`;
+  return `${json}}`;
+}
+
+/** The canonical JSON of a result the engine built (see `scoringRecordUtf8`), its UTF-8 bytes one per character. */
+function resultUtf8(result: ScoreResult): string {
+  let json = '{"levers":[';
   const { levers, scenarios } = result;
   for (let i = 0; i < levers.length; i++) {
     const lever = levers[i] as ScoreResult['levers'][number];
@@ -84,7 +142,7 @@ export function scoringRecordUtf8(
       json += `${j === 0 ? '"' : ',"'}${explainUtf8(explain[j] as string)}"`;
     json += `],"name":"${scenario.name}","score":${oneDecimal(scenario.score)}}`;
   }
-  return `${json}]},"schema":${utf8AsLatin1(JSON.stringify(schema))},"subject":${utf8AsLatin1(JSON.stringify(subject))}}`;
+  return `${json}]}`;
 }
 
 /** Printable ASCII and DEL: all JSON.stringify leaves of the controls, as it escapes them. */
@@ -121,7 +179,8 @@ function explainUtf8(entry: string): string {
   return bytes;
 }
 
-function canonicalCopy(record: LogRecord) {
+function canonicalCopy(record: LogRecord | LogRecordV2) {
+  if (isPlain(record) && Object.hasOwn(record, 'salt')) return canonicalCopyV2(record as LogRecordV2);
   plainWithKeys(record, 6);
   if (record.schema === undefined || record.model_version === undefined) throw NOT_THE_SHAPE;
   return {
@@ -133,6 +192,54 @@ function canonicalCopy(record: LogRecord) {
     subject: str(record.subject),
   };
 }
+
+/** A score-log/2 record's canonical copy: its identity keys decide which of the two layouts it has. */
+function canonicalCopyV2(record: LogRecordV2) {
+  const values = record as unknown as Record<string, unknown>;
+  const byRequest = Object.hasOwn(values, 'request_id');
+  const byRunItem = Object.hasOwn(values, 'run_id') && Object.hasOwn(values, 'item');
+  if (byRequest === byRunItem) throw NOT_THE_SHAPE;
+  plainWithKeys(record, byRequest ? 11 : 12);
+  for (const key of V2_COMMON_KEYS) if (!Object.hasOwn(values, key)) throw NOT_THE_SHAPE;
+  const context = contextCopy(record.context);
+  const common = {
+    model_version: str(values.model_version),
+    policy_id: str(values.policy_id),
+    policy_version: str(values.policy_version),
+  };
+  const result = resultCopy(record.result);
+  const tail = {
+    salt: str(values.salt),
+    schema: str(values.schema),
+    scored_at: str(values.scored_at),
+    subject: str(values.subject),
+  };
+  return byRequest
+    ? { context, kind: str(values.kind), ...common, request_id: str(values.request_id), result, ...tail }
+    : {
+        context,
+        item: num(values.item),
+        kind: str(values.kind),
+        ...common,
+        result,
+        run_id: str(values.run_id),
+        ...tail,
+      };
+}
+
+/** The keys every score-log/2 record has, whatever its kind. */
+const V2_COMMON_KEYS = [
+  'context',
+  'kind',
+  'model_version',
+  'policy_id',
+  'policy_version',
+  'result',
+  'salt',
+  'schema',
+  'scored_at',
+  'subject',
+] as const;
 
 function contextCopy(context: LogRecord['context']): Record<string, unknown> {
   const values = context as unknown as Record<string, unknown>;

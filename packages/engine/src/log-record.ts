@@ -1,15 +1,29 @@
 import canonicalize from 'canonicalize';
-import { logRecordJson, scoringRecordUtf8 } from './log-record-json.js';
-import { LOG_SCHEMA, type LogRecord } from './log-record-schema.js';
+import { logRecordJson, scoringRecordUtf8, scoringRecordV2Utf8 } from './log-record-json.js';
+import {
+  LOG_SCHEMA,
+  LOG_SCHEMA_V2,
+  type LogRecord,
+  type LogRecordV2,
+  type ScoringRecordInput,
+} from './log-record-schema.js';
 import { SCORECARD_1 } from './model-versions.js';
 import type { ScoreContext, ScoreResult } from './score-types.js';
 
 export { cidOfBytes, RAW_CODEC, SHA2_256_CODE } from './content-id.js';
-export { LOG_SCHEMA, type LogRecord } from './log-record-schema.js';
+export {
+  LOG_SCHEMA,
+  LOG_SCHEMA_V2,
+  type LogRecord,
+  type LogRecordIdentity,
+  type LogRecordStamp,
+  type LogRecordV2,
+  type ScoringRecordInput,
+} from './log-record-schema.js';
 
 /**
- * Builds the log record of a scoring. The request id and time are deliberately absent so the CID is a pure
- * function of input and output that anyone can recompute.
+ * Builds the score-log/1 record of a scoring: a pure function of input and output, without identity, time
+ * or salt. Scorings are no longer logged in this form; it is kept to read and recompute the records that were.
  */
 export function buildLogRecord(input: {
   policy_version: string;
@@ -25,6 +39,28 @@ export function buildLogRecord(input: {
     context: input.context,
     result: input.result,
   };
+}
+
+/**
+ * Builds the score-log/2 record of a scoring: every scoring its own record, with whom it answered, when, and
+ * a salt that makes its CID and leaf hash hiding commitments (no one without the bytes can test a guess).
+ */
+export function buildLogRecordV2(input: ScoringRecordInput): LogRecordV2 {
+  const { identity } = input;
+  const common = {
+    schema: LOG_SCHEMA_V2,
+    scored_at: input.scored_at,
+    salt: input.salt,
+    model_version: input.model_version,
+    policy_id: input.policy_id,
+    policy_version: input.policy_version,
+    subject: input.subject,
+    context: input.context,
+    result: input.result,
+  } as const;
+  return identity.kind === 'score'
+    ? { kind: 'score', request_id: identity.request_id, ...common }
+    : { kind: 'run_item', run_id: identity.run_id, item: identity.item, ...common };
 }
 
 const utf8 = new TextEncoder();
@@ -89,7 +125,7 @@ export function canonicalBytes(value: unknown): Uint8Array {
  * The RFC 8785 canonical bytes of a log record: the serializer specialised for the record's fixed shape,
  * or the generic `canonicalBytes` for anything that is not exactly that shape. Same bytes either way.
  */
-export function logRecordBytes(record: LogRecord): Uint8Array {
+export function logRecordBytes(record: LogRecord | LogRecordV2): Uint8Array {
   const text = logRecordJson(record);
   return text === undefined ? canonicalBytes(record) : utf8Bytes(text);
 }
@@ -112,6 +148,15 @@ export function scoringRecordBytes(input: {
     input.result,
   );
   return bytes === undefined ? canonicalBytes(buildLogRecord(input)) : latin1Bytes(bytes);
+}
+
+/**
+ * The score-log/2 bytes of a scoring the engine just made (see `scoringRecordV2Utf8`): `logRecordBytes` of
+ * `buildLogRecordV2(input)` without building the record or re-checking the shape the engine guarantees.
+ */
+export function scoringRecordV2Bytes(input: ScoringRecordInput): Uint8Array {
+  const bytes = scoringRecordV2Utf8(input);
+  return bytes === undefined ? canonicalBytes(buildLogRecordV2(input)) : latin1Bytes(bytes);
 }
 
 /**

@@ -9,7 +9,8 @@ import { expectedScoring, REQUEST_ID_PATTERN } from './harness/expected-scoring.
 import { startTarget, type Target } from './harness/targets.js';
 
 const FULL_FILE = requestExample(SCORE_OPERATION, 'FullFile') as ScoreRequest;
-const FULL_FILE_CID = expectedScoring(FULL_FILE).response.log_cid;
+/** A well-formed log CID (the score-log/1 record of the FullFile scoring): these refusals come before any lookup. */
+const FULL_FILE_CID = 'bafkreiayofhlaqkaph3jjsfs6wjoujxsu665s7ehdjfl443rszjeaj77vu';
 const ONE_MIB = 1_048_576;
 
 let target: Target;

@@ -6,7 +6,6 @@ import {
   type ScoreRequest,
   type ScoringClient,
   submitRun,
-  verifyLogRecord,
   waitForRun,
 } from '@scenario-scoring/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +17,7 @@ import {
   requestExample,
 } from './harness/contract-validator.js';
 import { type DocumentedAnswer, preferHeader } from './harness/documented-answer.js';
-import { expectedScoring } from './harness/expected-scoring.js';
+import { expectedScoring, expectServedRecord } from './harness/expected-scoring.js';
 import { startTarget, type Target } from './harness/targets.js';
 
 const CREATE = { path: '/v1/scoring/runs', method: 'post' } as const satisfies ContractOperation;
@@ -93,13 +92,21 @@ describe('a batch scoring run', () => {
     const items = all.data as RunItemResult[];
     expect(items.map((item) => item.index)).toEqual([0, 1]);
     for (const [index, item] of items.entries()) {
-      const expected = expectedScoring(TWO_ITEMS.items[index] as ScoreRequest);
-      expect({ status: item.status, result: item.result, log_cid: item.log_cid }).toEqual(expected.response);
+      const request = TWO_ITEMS.items[index] as ScoreRequest;
+      expect({ status: item.status, result: item.result }).toEqual(expectedScoring(request).response);
       const log = await client.GET('/v1/logs/{cid}', {
         params: { path: { cid: item.log_cid } },
         parseAs: 'arrayBuffer',
       });
-      expect(await verifyLogRecord(new Uint8Array(log.data ?? new ArrayBuffer(0)), item.log_cid)).toBe(true);
+      const bytes = new Uint8Array(log.data ?? new ArrayBuffer(0));
+      const window = { from: ended.data?.started_at ?? '', to: ended.data?.completed_at ?? '' };
+      await expectServedRecord(
+        bytes,
+        item.log_cid,
+        request,
+        { kind: 'run_item', run_id: run.id, item: index },
+        window,
+      );
     }
   });
 

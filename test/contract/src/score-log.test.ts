@@ -1,15 +1,10 @@
-import {
-  fetchVerifiedLogRecord,
-  type ScoreRequest,
-  type ScoringClient,
-  verifyLogRecord,
-} from '@scenario-scoring/client';
+import { fetchVerifiedLogRecord, type ScoreRequest, type ScoringClient } from '@scenario-scoring/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, getLog, postScore, SCORE_OPERATION } from './harness/contract-calls.js';
 import { clientOf } from './harness/contract-client.js';
 import { requestExample } from './harness/contract-validator.js';
 import { preferHeader } from './harness/documented-answer.js';
-import { expectedScoring } from './harness/expected-scoring.js';
+import { expectServedRecord } from './harness/expected-scoring.js';
 import { startTarget, type Target } from './harness/targets.js';
 
 const FULL_FILE = requestExample(SCORE_OPERATION, 'FullFile') as ScoreRequest;
@@ -19,20 +14,25 @@ const UNKNOWN_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e
 let target: Target;
 let client: ScoringClient;
 let loggedCid: string;
+let requestId: string;
+/** When the FullFile scoring was sent and answered: its record's `scored_at` lies between. */
+let window: { from: string; to: string } | undefined;
 beforeAll(async () => {
   target = await startTarget();
   client = clientOf(target);
+  const from = new Date().toISOString();
   const { data } = await postScore(client, { json: FULL_FILE }, { status: 200, example: 'FullFile' });
+  window = target.kind === 'server' ? { from, to: new Date().toISOString() } : undefined;
   loggedCid = data?.log_cid ?? '';
+  requestId = data?.id ?? '';
 });
 afterAll(() => target?.stop());
 
 describe('a scoring log record', () => {
-  it('is served as the exact bytes its CID names, the canonical record the model page predicts', async () => {
+  it('is served as the exact bytes its CID names, the canonical score-log/2 record the model page predicts', async () => {
     const { data } = await getLog(client, loggedCid, { status: 200, example: 'FullFile' });
     const bytes = new Uint8Array(data ?? new ArrayBuffer(0));
-    expect(await verifyLogRecord(bytes, loggedCid), new TextDecoder().decode(bytes)).toBe(true);
-    expect(bytes).toEqual(expectedScoring(FULL_FILE).logBytes);
+    await expectServedRecord(bytes, loggedCid, FULL_FILE, { kind: 'score', request_id: requestId }, window);
   });
 
   it('verifies with the client in one step', async () => {
@@ -41,7 +41,9 @@ describe('a scoring log record', () => {
     });
     expect(verified.error).toBeUndefined();
     expect(verified.data?.record).toMatchObject({
-      schema: 'score-log/1',
+      schema: 'score-log/2',
+      kind: 'score',
+      request_id: requestId,
       model_version: 'scorecard-1',
       subject: FULL_FILE.subject,
       context: FULL_FILE.context,
@@ -57,11 +59,14 @@ describe('a scoring log record', () => {
     const other = clientOf(target, { apiKey: target.otherTenantKey });
     const { error } = await getLog(other, loggedCid, { status: 404, example: 'NotFound' });
     expectProblem(target, error, { code: 'not_found', instance: `/v1/logs/${loggedCid}` });
-    // The other tenant scoring the same input logs the same bytes under the same CID, and sees its own.
+    // The other tenant scoring the same input logs a record of its own, under its own CID (on the server:
+    // the mock answers the one example), which it reads.
     const scored = await postScore(other, { json: FULL_FILE }, { status: 200, example: 'FullFile' });
-    expect(scored.data?.log_cid).toBe(loggedCid);
-    const { data } = await getLog(other, loggedCid, { status: 200, example: 'FullFile' });
-    expect(await verifyLogRecord(new Uint8Array(data ?? new ArrayBuffer(0)), loggedCid)).toBe(true);
+    const ownCid = scored.data?.log_cid ?? '';
+    if (target.kind === 'server') expect(ownCid).not.toBe(loggedCid);
+    const { data } = await getLog(other, ownCid, { status: 200, example: 'FullFile' });
+    const bytes = new Uint8Array(data ?? new ArrayBuffer(0));
+    await expectServedRecord(bytes, ownCid, FULL_FILE, { kind: 'score', request_id: scored.data?.id ?? '' });
   });
 
   it.each([

@@ -1,9 +1,14 @@
-import { type ScoreRequest, type ScoringClient, verifyLogRecord } from '@scenario-scoring/client';
+import type { ScoreRequest, ScoringClient } from '@scenario-scoring/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getLog, postScore, SCORE_OPERATION } from './harness/contract-calls.js';
 import { clientOf } from './harness/contract-client.js';
 import { requestExample } from './harness/contract-validator.js';
-import { expectedScoring, REQUEST_ID_PATTERN } from './harness/expected-scoring.js';
+import {
+  expectedScoring,
+  expectServedRecord,
+  LOG_CID_PATTERN,
+  REQUEST_ID_PATTERN,
+} from './harness/expected-scoring.js';
 import { startTarget, type Target } from './harness/targets.js';
 
 const FULL_FILE = requestExample(SCORE_OPERATION, 'FullFile') as ScoreRequest;
@@ -18,19 +23,24 @@ beforeAll(async () => {
 });
 afterAll(() => target?.stop());
 
-/** Scores `request`; then, where the target computes (`exact`), expects the golden answer and log. */
+/**
+ * Scores `request`; then, where the target computes (`exact`), expects the golden answer and the record its
+ * `log_cid` names (on the server, scored within the request's time: the mock serves the example's time).
+ */
 async function expectScoredAsGolden(request: ScoreRequest, example: string, exact: boolean) {
+  const from = new Date().toISOString();
   const { data } = await postScore(client, { json: request }, { status: 200, example });
+  const to = new Date().toISOString();
   if (data === undefined) throw new Error('no scoring');
-  const { id, ...rest } = data;
+  const { id, log_cid, ...rest } = data;
   expect(id).toMatch(REQUEST_ID_PATTERN);
+  expect(log_cid).toMatch(LOG_CID_PATTERN);
   if (!exact) return;
-  const expected = expectedScoring(request);
-  expect(rest).toEqual(expected.response);
-  const log = await getLog(client, data.log_cid, { status: 200, example });
+  expect(rest).toEqual(expectedScoring(request).response);
+  const log = await getLog(client, log_cid, { status: 200, example });
   const bytes = new Uint8Array(log.data ?? new ArrayBuffer(0));
-  expect(await verifyLogRecord(bytes, data.log_cid), new TextDecoder().decode(bytes)).toBe(true);
-  expect(bytes).toEqual(expected.logBytes);
+  const window = target.kind === 'server' ? { from, to } : undefined;
+  await expectServedRecord(bytes, log_cid, request, { kind: 'score', request_id: id }, window);
 }
 
 describe('scoring the contract examples', () => {
@@ -43,6 +53,22 @@ describe('scoring the contract examples', () => {
       await expectScoredAsGolden(request, name, true);
     },
   );
+
+  it('logs the same request scored twice as two records: two CIDs, each of its own request', async () => {
+    const first = await postScore(client, { json: FULL_FILE }, { status: 200, example: 'FullFile' });
+    const second = await postScore(client, { json: FULL_FILE }, { status: 200, example: 'FullFile' });
+    // The mock answers every scoring with the one example; only the server logs each scoring.
+    if (target.kind !== 'server') return;
+    expect(second.data?.log_cid).not.toBe(first.data?.log_cid);
+    for (const { data } of [first, second]) {
+      const log = await getLog(client, data?.log_cid ?? '', { status: 200, example: 'FullFile' });
+      const bytes = new Uint8Array(log.data ?? new ArrayBuffer(0));
+      await expectServedRecord(bytes, data?.log_cid ?? '', FULL_FILE, {
+        kind: 'score',
+        request_id: data?.id ?? '',
+      });
+    }
+  });
 
   it('widens the band of a thin file beyond that of a full one', async () => {
     const band = async (request: ScoreRequest, example: string) => {

@@ -1,5 +1,11 @@
 import type { ScoreRequest } from '@scenario-scoring/api-types';
-import { scoreAndLog } from '@scenario-scoring/engine';
+import {
+  buildLogRecordV2,
+  canonicalBytes,
+  cidOfBytes,
+  effectivePolicy,
+  scoreContext,
+} from '@scenario-scoring/engine';
 import { expect, it } from 'vitest';
 import { batchRows, scoreBatch, scoreItems } from './run-batch.js';
 
@@ -20,19 +26,39 @@ const escalatedFlags = (events: readonly { payload: string }[]) => {
 };
 
 it('scores a batch into per-item arrays, with no row objects: what crosses back from a scoring thread', () => {
-  const scored = scoreItems(source, NOW);
-  const [a, c] = [scoreAndLog('a', items[0]?.context as never), scoreAndLog('c', items[2]?.context as never)];
-  expect(scored.cids).toEqual([a.logCid, null, c.logCid]);
-  expect(scored.records.map((bytes) => Buffer.from(bytes).toString())).toEqual(
-    [a.logBytes, c.logBytes].map((bytes) => Buffer.from(bytes).toString()),
-  );
+  const scored = scoreItems(source, 10, NOW);
+  // Each scored item's record is score-log/2 of kind run_item: the run, the item's index, NOW, a salt.
+  const records = scored.records.map((bytes) => JSON.parse(Buffer.from(bytes).toString()));
+  for (const [n, i] of [0, 2].entries()) {
+    const { subject, context } = items[i] as ScoreRequest;
+    const policy = effectivePolicy(context.jurisdiction);
+    const expected = buildLogRecordV2({
+      identity: { kind: 'run_item', run_id: RUN, item: 10 + i },
+      scored_at: NOW.toISOString(),
+      salt: records[n].salt,
+      model_version: 'scorecard-1',
+      policy_id: policy.policy_id,
+      policy_version: policy.policy_version,
+      subject,
+      context,
+      result: scoreContext(context, policy),
+    });
+    expect(Buffer.from(scored.records[n] as Uint8Array)).toEqual(Buffer.from(canonicalBytes(expected)));
+    expect(records[n].salt).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  }
+  expect(records[0].salt).not.toBe(records[1].salt);
+  expect(scored.cids).toEqual([
+    cidOfBytes(scored.records[0] as Uint8Array),
+    null,
+    cidOfBytes(scored.records[1] as Uint8Array),
+  ]);
   expect(scored.escalated).toEqual(escalatedFlags(scored.events));
   expect(scored.counts).toEqual({ succeeded: 2, failed: 1, escalated: scored.events.length });
   expect(Object.keys(scored).sort()).toEqual(['cids', 'counts', 'escalated', 'events', 'records']);
 });
 
 it('makes the rows from it: a run item per item at its position, a log record per scored item', () => {
-  const rows = batchRows(source, 40, NOW, scoreItems(source, NOW));
+  const rows = batchRows(source, 40, NOW, scoreItems(source, 40, NOW));
   const flags = escalatedFlags(rows.events);
   expect(
     rows.items.map(({ item_index, subject, status, escalated }) => [item_index, subject, status, escalated]),
@@ -58,5 +84,9 @@ it('makes the rows from it: a run item per item at its position, a log record pe
       created_at: NOW.toISOString(),
     })),
   );
-  expect(scoreBatch(source, 40, NOW).items).toEqual(rows.items);
+  // Scored again, the same rows but for the CIDs: each scoring is a record of its own, with its own salt.
+  const again = scoreBatch(source, 40, NOW).items;
+  const withoutCid = ({ log_cid, ...item }: (typeof again)[number]) => item;
+  expect(again.map(withoutCid)).toEqual(rows.items.map(withoutCid));
+  expect(again[0]?.log_cid).not.toBe(rows.items[0]?.log_cid);
 });

@@ -4,6 +4,7 @@ import type { Insertable } from 'kysely';
 import { problem } from '../errors/problem.js';
 import type { OutboxEvent } from '../events/event-outbox.js';
 import { escalationEvent } from '../policies/policy-escalation.js';
+import { recordStamp } from '../score-log/record-stamp.js';
 import type { LogRecordsTable, RunItemsTable } from '../storage/database.js';
 
 /** A batch of a run's items, scored: the rows and events its transaction writes, and its own counts. */
@@ -41,17 +42,19 @@ export interface ScoredItems {
 }
 
 /**
- * Scores a batch of a run's items exactly like a synchronous scoring: the
- * same engine pipeline, a log record per item under the run's tenant, and a `policy.escalated` event per
+ * Scores a batch of a run's items (the first being the run's item `from`) exactly like a synchronous
+ * scoring: the same engine pipeline, a score-log/2 record per item (kind `run_item`, the run id and the
+ * item's index, `now` as its time, a fresh salt) under the run's tenant, and a `policy.escalated` event per
  * escalated item. An item that cannot be scored gets a null CID and is counted as failed; it does not
  * stop the run.
  */
-export function scoreItems(source: BatchSource, now: Date): ScoredItems {
+export function scoreItems(source: BatchSource, from: number, now: Date): ScoredItems {
   const counts: RunCounts = { succeeded: 0, failed: 0, escalated: 0 };
   const scored: ScoredItems = { cids: [], records: [], escalated: [], events: [], counts };
-  for (const { subject, context } of source.items) {
+  for (const [offset, { subject, context }] of source.items.entries()) {
     try {
-      const scoring = scoreAndLog(subject, context);
+      const identity = { kind: 'run_item', run_id: source.runId, item: from + offset } as const;
+      const scoring = scoreAndLog(subject, context, recordStamp(identity, now));
       const event = escalationEvent(source.tenantId, subject, scoring, { runId: source.runId }, now);
       scored.cids.push(scoring.logCid);
       scored.records.push(scoring.logBytes);
@@ -118,5 +121,5 @@ export function batchRows(source: BatchSource, from: number, now: Date, scored: 
 
 /** Scores a batch in this thread and makes its rows: `batchRows` of `scoreItems`. */
 export function scoreBatch(source: BatchSource, from: number, now: Date): ScoredBatch {
-  return batchRows(source, from, now, scoreItems(source, now));
+  return batchRows(source, from, now, scoreItems(source, from, now));
 }

@@ -9,7 +9,7 @@ import type { ScoringReply, ScoringRequest } from './scoring-pool.js';
  */
 parentPort?.on('message', (request: ScoringRequest) => {
   try {
-    const scored = scoreItems(request.source, new Date(request.now));
+    const scored = scoreItems(request.source, request.from, new Date(request.now));
     const buffers = scored.records.map((bytes) => bytes.buffer as ArrayBuffer);
     const reply: ScoringReply = { id: request.id, scored };
     parentPort?.postMessage(reply, [...new Set(buffers)]);

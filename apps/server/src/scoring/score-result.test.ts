@@ -1,4 +1,4 @@
-import { scoreAndLog } from '@scenario-scoring/engine';
+import { effectivePolicy, scoreContext } from '@scenario-scoring/engine';
 import { describe, expect, it } from 'vitest';
 import { contractScoreResult } from './score-result.js';
 
@@ -12,13 +12,13 @@ const CONTEXT = {
 
 describe('contractScoreResult', () => {
   it('when the engine scores a subject, then the result is the same value in the contract types', () => {
-    const { result } = scoreAndLog('applicant-1', CONTEXT);
+    const result = scoreContext(CONTEXT, effectivePolicy('DE'));
     expect(result.levers.length).toBeGreaterThan(0);
     expect(contractScoreResult(result)).toEqual(result);
   });
 
   it('when a lever names a factor the contract has no lever for, then it is left out', () => {
-    const { result } = scoreAndLog('applicant-2', CONTEXT);
+    const result = scoreContext(CONTEXT, effectivePolicy('DE'));
     const foreign = { name: 'history_length' as const, direction: '+' as const, delta: 1, step: 1 };
     const converted = contractScoreResult({ ...result, levers: [foreign, ...result.levers] });
     expect(converted.levers).toEqual(result.levers);

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import type { Problem, ScoreResponse } from '@scenario-scoring/api-types';
 import {
-  buildLogRecord,
+  buildLogRecordV2,
   canonicalBytes,
   cidOfBytes,
   effectivePolicy,
@@ -39,8 +39,10 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
     server.request('/v1/scoring/score', { key, body, ...(headers && { headers }) });
 
   describe('when the request is valid', () => {
-    it('answers the seed shape exactly: the engine result, a req_ id and the log CID', async () => {
+    it('answers the seed shape exactly: the engine result, a req_ id and the CID of its own score-log/2 record', async () => {
+      const before = new Date().toISOString();
       const response = await score(FULL_FILE);
+      const after = new Date().toISOString();
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toMatch(/^application\/json/);
       const body = (await response.json()) as ScoreResponse;
@@ -51,12 +53,25 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
         id: expect.stringMatching(REQUEST_ID),
         status: 'ok',
         result,
-        log_cid: cidOfBytes(
-          canonicalBytes(buildLogRecord({ policy_version: policy.policy_version, ...FULL_FILE, result })),
-        ),
+        log_cid: expect.stringMatching(/^bafkrei[a-z2-7]{52}$/),
       });
-      // The contract's own example for this input.
-      expect(body.log_cid).toBe('bafkreiayofhlaqkaph3jjsfs6wjoujxsu665s7ehdjfl443rszjeaj77vu');
+      const bytes = new Uint8Array(
+        await (await server.request(`/v1/logs/${body.log_cid}`, { key })).arrayBuffer(),
+      );
+      const record = JSON.parse(new TextDecoder().decode(bytes));
+      expect(record.scored_at >= before && record.scored_at <= after).toBe(true);
+      const expected = buildLogRecordV2({
+        identity: { kind: 'score', request_id: body.id },
+        scored_at: record.scored_at,
+        salt: record.salt,
+        model_version: 'scorecard-1',
+        policy_id: 'DE',
+        policy_version: policy.policy_version,
+        ...FULL_FILE,
+        result,
+      });
+      expect(Buffer.from(bytes)).toEqual(Buffer.from(canonicalBytes(expected)));
+      expect(body.log_cid).toBe(cidOfBytes(bytes));
     });
 
     it('logs the record durably, so GET /v1/logs/{log_cid} returns bytes whose CID is log_cid', async () => {

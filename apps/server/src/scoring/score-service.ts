@@ -1,6 +1,7 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { escalationEvent } from '../policies/policy-escalation.js';
+import { recordStamp } from '../score-log/record-stamp.js';
 import type { ScoreLogStore } from '../score-log/score-log-store.js';
 import { contractScoreResult } from './score-result.js';
 
@@ -15,6 +16,8 @@ export interface ScoringCaller {
 /**
  * Scores a valid request under its jurisdiction's policy and logs it durably before answering: the log
  * record's canonical bytes are appended, and `log_cid` is their CID, so no result exists without its record.
+ * The record is score-log/2: this request's id, `caller.now` and a fresh salt make it a record of its own,
+ * so a scoring repeated is logged again (a leaf each, with its time).
  * When the policy escalates the result, its `policy.escalated` event commits in the record's transaction.
  */
 export async function scoreSubject(
@@ -22,7 +25,8 @@ export async function scoreSubject(
   caller: ScoringCaller,
   request: ScoreRequest,
 ): Promise<ScoreResponse> {
-  const scoring = scoreAndLog(request.subject, request.context);
+  const stamp = recordStamp({ kind: 'score', request_id: caller.requestId }, caller.now);
+  const scoring = scoreAndLog(request.subject, request.context, stamp);
   const event = escalationEvent(
     caller.tenantId,
     request.subject,

@@ -1,4 +1,12 @@
 import { LogProofError, verifyConsistency, verifyInclusion } from '@scenario-scoring/client';
+import {
+  buildLogRecord,
+  canonicalBytes,
+  cidOfBytes,
+  effectivePolicy,
+  scoreAndLog,
+  scoreContext,
+} from '@scenario-scoring/engine';
 import { CompiledQuery, sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
 import { type GoVerifierInput, goVerify } from '../../test/interop/go-log-verifier.js';
@@ -12,6 +20,7 @@ import {
 } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
+import { recordStamp } from '../score-log/record-stamp.js';
 import { chunks } from '../storage/chunks.js';
 import { findCheckpoint, proveConsistency, proveInclusion } from './verifiable-log-service.js';
 import {
@@ -29,8 +38,30 @@ import { inclusionProofView } from './verifiable-log-views.js';
 const BATCHES = [1, 1, 2, 250, 2, 256, 300, 211, 1, 700, 276];
 const TENANT = 'log-alice';
 
+/**
+ * A scoring's real record, in the form logged before score-log/2 or in score-log/2 (with a fresh salt),
+ * for record `n`: among the test records, so both forms are proved by the client and by Go.
+ */
+function scoringRecord(n: number, schema: 'score-log/1' | 'score-log/2') {
+  const subject = `applicant-${n}`;
+  const context = { jurisdiction: 'DE', utilization: (n % 10) / 10 };
+  const policy = effectivePolicy('DE');
+  const result = scoreContext(context, policy);
+  const bytes =
+    schema === 'score-log/1'
+      ? canonicalBytes(buildLogRecord({ policy_version: policy.policy_version, subject, context, result }))
+      : scoreAndLog(
+          subject,
+          context,
+          recordStamp({ kind: 'run_item', run_id: 'run_test', item: n }, new Date()),
+        ).logBytes;
+  return { tenantId: TENANT, cid: cidOfBytes(bytes), bytes };
+}
+
 forEachDatabase('the verifiable log', ({ storage, kind }) => {
-  const records = Array.from({ length: 2000 }, (_, n) => testRecord(TENANT, n));
+  const records = Array.from({ length: 2000 }, (_, n) =>
+    n % 100 < 2 ? scoringRecord(n, n % 100 === 0 ? 'score-log/1' : 'score-log/2') : testRecord(TENANT, n),
+  );
   const byCid = new Map(records.map((record) => [record.cid, record]));
   let log: ReturnType<typeof testSequencer>;
   const sizes: number[] = [];
@@ -344,7 +375,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
         : on
           ? Promise.resolve()
           : sql
-              .raw('DROP TRIGGER log_records_no_update')
+              .raw('DROP TRIGGER log_records_erase_only')
               .execute(db)
               .then(() => sql.raw('DROP TRIGGER log_tiles_no_update').execute(db));
     await triggers(false);

@@ -16,9 +16,12 @@ export type paths = {
          *     the context's jurisdiction, and returns the factors that explain each score and up to three levers
          *     that would raise it.
          *
-         *     Every scoring is logged before the response is sent: the log record's bytes are the RFC 8785
-         *     canonical JSON of `{schema, model_version, policy_version, subject, context, result}`, and `log_cid`
-         *     is their CIDv1. Fetch them with `GET /v1/logs/{cid}` and recompute the CID to verify the scoring.
+         *     Every scoring is logged before the response is sent, as a record of its own: the log record's bytes
+         *     are the RFC 8785 canonical JSON of `{schema: "score-log/2", kind: "score", request_id, scored_at,
+         *     salt, model_version, policy_id, policy_version, subject, context, result}` (`request_id` is this
+         *     response's `id`, `salt` 32 random bytes), and `log_cid` is their CIDv1. The same request sent twice is
+         *     two records with two CIDs. Fetch the bytes with `GET /v1/logs/{cid}` and recompute the CID to verify
+         *     the scoring.
          *     When the policy escalates the score, a `policy.escalated` event is sent to your webhooks.
          *
          *     Errors are problem details; the error guide explains each `code`.
@@ -135,9 +138,11 @@ export type paths = {
         /**
          * Get a score log record
          * @description Returns the exact bytes of a score log record, so that anyone can recompute its CID: the CIDv1 with
-         *     the raw codec (0x55) and sha2-256 of these bytes, in base32, must equal `cid`. An unknown `cid`, or
-         *     one logged by another tenant, answers 404. An erased record answers 410 `log_record_erased`, naming
-         *     the erasure: its bytes are gone, its leaf stays in the log.
+         *     the raw codec (0x55) and sha2-256 of these bytes, in base32, must equal `cid`. The bytes are served
+         *     as they were stored: a `score-log/2` record (every scoring since, with its identity, time and salt) or
+         *     a `score-log/1` record logged before. An unknown `cid`, or one logged by another tenant, answers 404.
+         *     An erased record answers 410 `log_record_erased`, naming the erasure: its bytes are gone, its leaf
+         *     stays in the log.
          */
         get: operations["getLogRecord"];
         put?: never;
@@ -976,11 +981,91 @@ export type components = {
             data: (components["schemas"]["RunItemResult"] | components["schemas"]["RunItemError"])[];
             next_cursor: components["schemas"]["NextCursor"];
         };
+        /** @description The score-log/2 record of a `POST /v1/scoring/score` request. */
+        ScoreLog2ScoreRecord: {
+            /** @constant */
+            kind: "score";
+            request_id: components["schemas"]["RequestId"];
+            /** @constant */
+            schema: "score-log/2";
+            /**
+             * Format: date-time
+             * @description The server's time of scoring, RFC 3339 in UTC with milliseconds.
+             * @example 2026-11-26T09:30:00.000Z
+             */
+            scored_at: string;
+            /**
+             * @description 32 bytes from a CSPRNG, base64url without padding; used by this record only.
+             * @example 2Vh3b5kqF0sB8mCwJ4xQyT1nR6uZpE9aLdGiKoMvXc0
+             */
+            salt: string;
+            /**
+             * @description The scoring model that scored it.
+             * @example scorecard-1
+             */
+            model_version: string;
+            /**
+             * @description The policy entry used, as `GET /v1/scoring/policies/{jurisdiction}` names it.
+             * @example DE
+             */
+            policy_id: string;
+            policy_version: components["schemas"]["PolicyVersion"];
+            subject: components["schemas"]["Subject"];
+            context: components["schemas"]["ScoreContext"];
+            result: components["schemas"]["ScoreResult"];
+        };
+        /** @description The score-log/2 record of one item of a run. */
+        ScoreLog2RunItemRecord: {
+            /** @constant */
+            kind: "run_item";
+            run_id: components["schemas"]["RunId"];
+            /**
+             * @description The item's 0-based index in the run's `items`.
+             * @example 0
+             */
+            item: number;
+            /** @constant */
+            schema: "score-log/2";
+            /**
+             * Format: date-time
+             * @description The server's time of scoring, RFC 3339 in UTC with milliseconds.
+             * @example 2026-11-26T09:30:00.000Z
+             */
+            scored_at: string;
+            /**
+             * @description 32 bytes from a CSPRNG, base64url without padding; used by this record only.
+             * @example 2Vh3b5kqF0sB8mCwJ4xQyT1nR6uZpE9aLdGiKoMvXc0
+             */
+            salt: string;
+            /**
+             * @description The scoring model that scored it.
+             * @example scorecard-1
+             */
+            model_version: string;
+            /**
+             * @description The policy entry used, as `GET /v1/scoring/policies/{jurisdiction}` names it.
+             * @example DE
+             */
+            policy_id: string;
+            policy_version: components["schemas"]["PolicyVersion"];
+            subject: components["schemas"]["Subject"];
+            context: components["schemas"]["ScoreContext"];
+            result: components["schemas"]["ScoreResult"];
+        };
         /**
-         * @description A score log record. The server stores and returns its RFC 8785 (JCS) canonical JSON bytes; the
-         *     `log_cid` is the CIDv1 of exactly those bytes.
+         * @description A score-log/2 record: one scoring, its own record and its own leaf. `kind` says what was scored: a
+         *     `POST /v1/scoring/score` request (`request_id`), or an item of a run (`run_id` and `item`, the item's
+         *     0-based index). `scored_at` is the server's time of scoring; `salt` is 32 random bytes drawn for this
+         *     record only, so that its CID and leaf hash reveal nothing to whoever lacks the bytes (no one can test a
+         *     guessed subject and context against them).
          */
-        LogRecord: {
+        ScoreLog2Record: components["schemas"]["ScoreLog2ScoreRecord"] | components["schemas"]["ScoreLog2RunItemRecord"];
+        /**
+         * @description A score-log/1 record, the form scorings were logged in before score-log/2: a pure function of the
+         *     scoring's input and output, with no identity, time or salt (identical scorings shared one record). No
+         *     longer written; the records already logged stay readable and provable.
+         */
+        ScoreLog1Record: {
             /** @constant */
             schema: "score-log/1";
             /** @constant */
@@ -990,6 +1075,13 @@ export type components = {
             context: components["schemas"]["ScoreContext"];
             result: components["schemas"]["ScoreResult"];
         };
+        /**
+         * @description A score log record: one scoring (`score-log/2`, a request or a run item), or a record logged before
+         *     every scoring had its own (`score-log/1`). The server stores and returns its RFC 8785 (JCS) canonical
+         *     JSON bytes; the `log_cid` is the CIDv1 of exactly those bytes and its leaf hash is SHA-256(0x00 ‖ bytes).
+         *     Tell the forms apart by `schema`.
+         */
+        LogRecord: components["schemas"]["ScoreLog2Record"] | components["schemas"]["ScoreLog1Record"];
         /**
          * @description The number of leaves of a tenant's log tree at a signed checkpoint.
          * @example 2
@@ -1687,6 +1779,10 @@ export type RunItemResult = components['schemas']['RunItemResult'];
 export type RunItemError = components['schemas']['RunItemError'];
 export type NextCursor = components['schemas']['NextCursor'];
 export type RunResultList = components['schemas']['RunResultList'];
+export type ScoreLog2ScoreRecord = components['schemas']['ScoreLog2ScoreRecord'];
+export type ScoreLog2RunItemRecord = components['schemas']['ScoreLog2RunItemRecord'];
+export type ScoreLog2Record = components['schemas']['ScoreLog2Record'];
+export type ScoreLog1Record = components['schemas']['ScoreLog1Record'];
 export type LogRecord = components['schemas']['LogRecord'];
 export type TreeSize = components['schemas']['TreeSize'];
 export type LogHash = components['schemas']['LogHash'];

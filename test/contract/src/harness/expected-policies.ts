@@ -50,3 +50,13 @@ export function expectedPolicy(jurisdiction: string, policyId: string): Policy {
   if (entry === undefined) throw new Error(`no expected policy entry ${policyId}`);
   return { jurisdiction, policy_id: policyId, policy_version: POLICY_VERSION, ...entry };
 }
+
+/**
+ * The policy entry a jurisdiction is scored under, as the scoring-model page states it: its own entry, else
+ * its country's (`US-NY` → `US`), else `default`. A score-log/2 record names it as `policy_id`.
+ */
+export function expectedPolicyId(jurisdiction: string): string {
+  if (ENTRIES[jurisdiction] !== undefined) return jurisdiction;
+  const country = jurisdiction.slice(0, 2);
+  return ENTRIES[country] !== undefined ? country : 'default';
+}

@@ -1,13 +1,27 @@
-import type { ScoreRequest, ScoreResult } from '@scenario-scoring/client';
+import { type ScoreRequest, type ScoreResult, verifyLogRecord } from '@scenario-scoring/client';
+import { expect } from 'vitest';
+import { expectedPolicyId } from './expected-policies.js';
 import { GOLDEN_POLICY_VERSION, GOLDEN_SCORINGS, type GoldenScoring } from './scoring-golden.js';
 
-/** What the API must answer for a scoring, as the published model predicts: the result, log bytes and CID. */
+/** What the API must answer for a scoring, as the published model predicts: the result, and its record. */
 export interface ExpectedScoring {
-  /** The response body without its `id`. */
-  response: { status: 'ok'; result: ScoreResult; log_cid: string };
-  /** The log record's canonical bytes, which `GET /v1/logs/{cid}` must return exactly. */
-  logBytes: Uint8Array;
+  /**
+   * The response body without its `id` and `log_cid`: the CID names a score-log/2 record, salted with
+   * random bytes, so it is no literal; `expectServedRecord` checks the record it names.
+   */
+  response: { status: 'ok'; result: ScoreResult };
+  golden: GoldenScoring;
 }
+
+/** Whom a score-log/2 record answered: a scoring request, or an item of a run. */
+export type RecordIdentity =
+  | { kind: 'score'; request_id: string }
+  | { kind: 'run_item'; run_id: string; item: number };
+
+/** `Date#toISOString()`: RFC 3339 in UTC with milliseconds. */
+const SCORED_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** 32 bytes, base64url without padding. */
+const SALT = /^[A-Za-z0-9_-]{43}$/;
 
 /**
  * The golden scoring of `request` (see scoring-golden.ts, computed from the scoring-model page, never by the
@@ -21,22 +35,41 @@ export function expectedScoring(request: ScoreRequest): ExpectedScoring {
       `no golden scoring of ${JSON.stringify(request)}: add it to test/contract/scripts/scorecard-1-golden.py`,
     );
   }
-  return {
-    response: { status: 'ok', result: golden.result, log_cid: golden.log_cid },
-    logBytes: new TextEncoder().encode(canonicalJson(logRecord(golden))),
-  };
+  return { response: { status: 'ok', result: golden.result }, golden };
 }
 
-/** The log record of a scoring, as the scoring-model page states it (`score-log/1`). */
-function logRecord(golden: GoldenScoring) {
-  return {
-    schema: 'score-log/1',
+/**
+ * Expects `bytes`, served for `cid`, to be the score-log/2 record the scoring-model page predicts for
+ * `request` answered as `identity`: bytes whose CID is `cid`, in RFC 8785 canonical form, holding the
+ * literal golden result, subject, context, model and policy, a salt of 32 bytes, and a `scored_at` within
+ * `window` (the time the request was sent and answered) when one is given.
+ */
+export async function expectServedRecord(
+  bytes: Uint8Array,
+  cid: string,
+  request: ScoreRequest,
+  identity: RecordIdentity,
+  window?: { from: string; to: string },
+): Promise<void> {
+  const text = new TextDecoder().decode(bytes);
+  expect(await verifyLogRecord(bytes, cid), text).toBe(true);
+  const record = JSON.parse(text) as { scored_at: string };
+  expect(text).toBe(canonicalJson(record));
+  expect(record).toEqual({
+    schema: 'score-log/2',
+    ...identity,
+    scored_at: expect.stringMatching(SCORED_AT),
+    salt: expect.stringMatching(SALT),
     model_version: 'scorecard-1',
+    policy_id: expectedPolicyId(request.context.jurisdiction),
     policy_version: GOLDEN_POLICY_VERSION,
-    subject: golden.request.subject,
-    context: golden.request.context,
-    result: golden.result,
-  };
+    subject: request.subject,
+    context: request.context,
+    result: expectedScoring(request).response.result,
+  });
+  if (window !== undefined) {
+    expect(record.scored_at >= window.from && record.scored_at <= window.to, record.scored_at).toBe(true);
+  }
 }
 
 /**
@@ -54,3 +87,6 @@ function canonicalJson(value: unknown): string {
 
 /** A response `id`: `req_` and a ULID. */
 export const REQUEST_ID_PATTERN = /^req_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** A log CID: CIDv1, raw codec, sha2-256, base32 (`bafkrei…`). */
+export const LOG_CID_PATTERN = /^bafkrei[a-z2-7]{52}$/;
