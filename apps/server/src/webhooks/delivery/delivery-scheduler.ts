@@ -13,8 +13,7 @@ const MAX_UNRECORDED_PER_SLOT = 4;
  * starts them as slots free up: fewer, larger claims (each costs a statement or three, and the details and
  * secrets of its deliveries), and no slot idles while a claim is on its way: the next claim starts once a
  * quarter of the room is free, while the queue still holds up to a quarter of it, enough to keep every
- * slot busy during the round trips of a claim (on PostgreSQL, under load, 5-10 ms; with half the
- * concurrency, the queue was nearly empty by then and slots idled waiting for it). Only when the lease is
+ * slot busy during the round trips of a claim. Only when the lease is
  * at least this many attempt timeouts long: the queue never holds more than the concurrency, so a queued
  * delivery waits for one attempt to end at most (each slot frees once within a timeout), and its lease
  * still has at least two attempt timeouts left when it starts.

@@ -93,7 +93,7 @@ export class DeliveryWorker implements BackgroundWorker {
     });
     this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
     this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
-    // Isolated: one outcome that cannot be stored never fails the others of its batch (defect #1).
+    // Isolated: one outcome that cannot be stored never fails the others of its batch.
     this.#recorder = new GroupCommitter(
       (writes) =>
         recordIsolated(
@@ -154,7 +154,7 @@ export class DeliveryWorker implements BackgroundWorker {
    * poll interval; claim as many due deliveries as the scheduler has room for; then sleep until room frees
    * up, events are committed, a fan-out ends, or the poll interval passes.
    * A fan-out runs beside the claims, not before them: it is a transaction of six statements (500 events,
-   * their deliveries inserted), 20-40 ms on PostgreSQL under load, which the slots used to wait through.
+   * their deliveries inserted), which the slots would otherwise wait through.
    */
   async #run(): Promise<void> {
     const { config, storage, clock, secretBox, logger } = this.#options;
