@@ -1,5 +1,5 @@
 /**
- * Bare Express 5 with `express.json()` answering `BARE_BODY`: the floor the issue sets for the server
+ * Bare Express 5 with `express.json()` answering `BARE_BODY`: the floor the server's goal is set against
  * (the same framework and body parser, with no validation, authentication, scoring or log).
  */
 import express from 'express';

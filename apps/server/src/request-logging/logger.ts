@@ -20,7 +20,7 @@ export interface Logger {
  *
  * JSON lines go to stdout asynchronously (pino's SonicBoom with `sync: false`), in writes of 4 KiB or
  * every 100 ms, whichever comes first: a busy server makes one `write` for a score of request lines
- * instead of one blocking `write` each (the request log line was ~7 % of a scoring's CPU time). The
+ * instead of one blocking `write` each, on the path of every request. The
  * buffer is flushed synchronously on exit (pino registers that for an asynchronous destination), so
  * `process.exit` after a last line, a failed start or a fatal error loses nothing; only kill -9 can drop
  * the lines of the write in flight. Pretty lines (development) and test destinations stay synchronous.

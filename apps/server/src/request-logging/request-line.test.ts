@@ -89,7 +89,7 @@ describe('requestLineWriter', () => {
             const ours: string[] = [];
             requestLineWriter('info', { write: (text: string) => ours.push(text) })(severity, line);
             const theirs: string[] = [];
-            // The logger's pino configuration, which this line used to be written with.
+            // The logger's pino configuration: the line must be byte for byte what pino would write.
             const log = pino(
               {
                 level: 'info',

@@ -102,7 +102,7 @@ function walkLength(limit: number, held: ReadonlyMap<string, number>): number {
  * tenant, at most RUN_CONCURRENCY). SQLite has no LATERAL, so a tenant's oldest are an `in` list. On
  * PostgreSQL a tenant's runs are asked for as a range of tenant ids, not an equality, ordered by (tenant,
  * id): with an equality the planner may walk the primary key and filter on the tenant, which it believes
- * cheap when its statistics predate the runs (700 ms a claim over 1,000 tenants, against 13 ms); the
+ * cheap when its statistics predate the runs, and which grows with the runs (docs/benchmarks.md); the
  * range leaves it no plan but the index. The chosen runs are then locked with FOR UPDATE SKIP LOCKED, and
  * the statement also returns the ids it chose (`chosen`, on a row of nulls if it leased none), so that
  * claimRuns can look again past those a rival had locked (`skip`).
@@ -180,7 +180,7 @@ export function claimStatement(
   // On PostgreSQL: the status is rechecked on the locked rows as `coalesce(k.status, '')`, not as
   // `k.status in (…)`, which would let the planner read all of runs_tenant_unfinished_idx (whose
   // condition that is) instead of looking the chosen few up by key, as it does when its statistics
-  // predate the queue (14 ms a claim at 50,000 queued runs, 42 ms at 200,000; as in claim_due_deliveries).
+  // predate the queue (a read that grows with the queue; as in claim_due_deliveries).
   // One row at least (nulls, left joined), so that the chosen ids come back even when rivals had locked
   // them all; in the order chosen, since tenant ids may sort otherwise in JavaScript than in the
   // database's collation.

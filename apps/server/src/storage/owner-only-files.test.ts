@@ -21,7 +21,7 @@ function looseDataDir(): string {
   return dataDir;
 }
 
-// Defect #10: DATA_DIR was created 0755 and the SQLite files 0644, readable by every user of the host.
+// DATA_DIR holds subjects, contexts and key hashes: no other user of the host may read it, whatever the umask.
 it('creates DATA_DIR 0700 and every SQLite file in it 0600, whatever the umask', async () => {
   const root = mkdtempSync(join(tmpdir(), 'ss-modes-'));
   roots.push(root);

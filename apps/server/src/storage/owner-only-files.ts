@@ -8,9 +8,9 @@ export const DATA_FILE_MODE = 0o600;
 
 /**
  * Creates `dataDir` owner-only (0700) and tightens it and every regular file directly in it to 0700 / 0600
- * when their mode lets group or others in (defect #10: the directory was 0755 and the SQLite files 0644,
- * readable by every user of the host). Run at start; a looser mode is tightened, not refused, as
- * `secrets.key` always was. Returns the paths it tightened.
+ * when their mode lets group or others in, so no other user of the host can read them. Run at start; a
+ * looser mode is tightened, not refused, so a DATA_DIR made by an earlier version or by hand starts.
+ * Returns the paths it tightened.
  */
 export function secureDataDir(dataDir: string): string[] {
   mkdirSync(dataDir, { recursive: true, mode: DATA_DIR_MODE });

@@ -77,7 +77,7 @@ export function rowInsertQuery<Row extends object>(
  * The text where the `once` columns come first, each one numbered parameter that every row refers to
  * (`?1`, `$1`…), and each row's own values follow. On SQLite those are bare `?`, which SQLite numbers on
  * from the largest number so far: node:sqlite binds a statement of thousands of numbered parameters
- * about 20 times slower than bare ones (it looks each one's name up), so only the shared ones are numbered.
+ * far slower than bare ones (it looks each one's name up), so only the shared ones are numbered.
  */
 function sharedInsertText<Row>(
   insert: RowInsert<Row>,

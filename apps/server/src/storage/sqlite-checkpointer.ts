@@ -6,9 +6,9 @@ import type { CheckpointThreadData } from './sqlite-thread-messages.js';
  * How often the checkpointer copies committed WAL frames into the database file. A checkpoint copies the
  * latest frame of each page changed since the last one and flushes the file, so the pages every commit
  * rewrites (the right edges of the log's tables, the b-trees' upper levels, the header) are copied once
- * per interval, not once per commit: at 50 ms it cost about 4 µs of CPU per logged record, at 250 ms
- * about 1. At a few thousand scorings a second the WAL then holds a few MB between checkpoints, far
- * below the writer's own fallback (FALLBACK_AUTOCHECKPOINT_PAGES).
+ * per interval, not once per commit: a longer interval costs less CPU per logged record
+ * (docs/benchmarks.md). At a few thousand scorings a second the WAL then holds a few MB between
+ * checkpoints, far below the writer's own fallback (FALLBACK_AUTOCHECKPOINT_PAGES).
  */
 const CHECKPOINT_INTERVAL_MS = 250;
 

@@ -27,7 +27,7 @@ const STATEMENT_CACHE_SIZE = 100;
  * is in memory. Checkpoints are left to a SqliteCheckpointer (see FALLBACK_AUTOCHECKPOINT_PAGES).
  */
 export function openSqliteDialect(dataDir: string): SqliteThreadDialect {
-  // Owner-only: the directory 0700, every file in it 0600 (defect #10).
+  // Owner-only: the directory 0700, every file in it 0600 (subjects, key hashes: no other user's to read).
   secureDataDir(dataDir);
   createOwnerOnlyFile(join(dataDir, SQLITE_FILE_NAME));
   return new SqliteThreadDialect({

@@ -34,8 +34,8 @@ export async function selectTile(
 
 /**
  * Tenants with records waiting for their leaves. Found one after the other, each the least tenant after
- * the last in the queue's key (an index probe per tenant), not by reading every queued row: with a
- * backlog of a million records, `select distinct` held the one SQLite connection for 70 ms a round.
+ * the last in the queue's key (an index probe per tenant), not by reading every queued row: a
+ * `select distinct` over a large backlog would hold the one SQLite connection for every round.
  */
 export async function selectTenantsWithPendingRecords(db: Kysely<Database>): Promise<string[]> {
   const { rows } = await sql<{ tenant_id: string }>`
@@ -202,9 +202,8 @@ export async function selectQueuedLeaves(
  * (a record with an earlier created_at committed since) they are picked out by key, the keys travelling as
  * one JSON parameter, and the records queued since are left for the next batch; `cross join` fixes that
  * loop order (SQLite keeps it as written): the listed keys outside, each a primary-key lookup in the
- * queue. Left to its planner, SQLite scanned the tenant's queue outside and the JSON inside, quadratic:
- * 5.6 s for 5,000 leaves, not 5 ms. Throws LogMovedError (so the caller's transaction rolls back) unless
- * every one of them was still queued.
+ * queue. Left to its planner, SQLite scans the tenant's queue outside and the JSON inside: quadratic.
+ * Throws LogMovedError (so the caller's transaction rolls back) unless every one of them was still queued.
  */
 export async function appendListedLeaves(
   trx: Transaction<Database>,

@@ -312,8 +312,8 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     const [first, second, third] = queued as [QueuedLeaf, QueuedLeaf, QueuedLeaf];
     if (kind === 'sqlite') {
       const db = storage().db;
-      // One primary-key lookup in the queue per listed key: with the queue scanned outside instead, 5,000
-      // leaves took 5.6 s (quadratic), holding the connection every request's commit waits for.
+      // One primary-key lookup in the queue per listed key: with the queue scanned outside instead, the
+      // insert is quadratic, holding the connection every request's commit waits for.
       const insert = listedLeavesInsert(tenant, 0, '[]').compile(db);
       const plan = await db.executeQuery<{ detail: string }>(
         CompiledQuery.raw(`explain query plan ${insert.sql}`, [...insert.parameters]),

@@ -8,8 +8,8 @@ import { SecretBox } from '../outbound/secret-box.js';
 
 const BODY = { url: 'http://127.0.0.1:9/replay', events: ['*'] };
 
-// Defect #8: replaying a registration's Idempotency-Key returned a secret that no longer signed (after a
-// rotation with grace 0, and after DELETE).
+// Replaying a registration's Idempotency-Key never returns a secret that no longer signs (after a rotation
+// with grace 0, and after DELETE).
 forEachDatabase('replaying a registration', ({ storage }) => {
   let server: TestServer;
   let key: string;

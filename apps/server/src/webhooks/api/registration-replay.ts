@@ -6,8 +6,8 @@ import { loadSigningSecrets } from '../webhook-registry.js';
 import { findWebhook } from './webhook-store.js';
 
 /**
- * Checks a replayed registration before it is sent (defect #8): a replay never hands out a secret that no
- * longer signs. The webhook deleted since → 404 `not_found`, as a read answers. Its secret rotated since
+ * Checks a replayed registration before it is sent: a replay never hands out a secret that no longer
+ * signs. The webhook deleted since → 404 `not_found`, as a read answers. Its secret rotated since
  * and out of its grace period → 409 `idempotent_replay_unavailable` (the registration did happen: read the
  * webhook, or rotate to get a secret). Otherwise the first response is replayed unchanged.
  */

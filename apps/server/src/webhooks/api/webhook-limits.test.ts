@@ -11,7 +11,7 @@ import { SecretBox } from '../outbound/secret-box.js';
 const URL_A = 'http://127.0.0.1:9/a';
 const secretBox = new SecretBox(randomBytes(32));
 
-// Defect #7: 300 registrations of one URL were accepted, so one event became 300 signed POSTs.
+// Without limits, a tenant's registrations of one URL would turn one event into as many signed POSTs.
 forEachDatabase('per-tenant webhook limits', ({ storage }) => {
   let server: TestServer;
   beforeAll(async () => {

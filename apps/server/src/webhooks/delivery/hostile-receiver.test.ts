@@ -43,8 +43,8 @@ it('makes a response body storable, flagging replaced bytes', () => {
 forEachDatabase('hostile webhook receivers', ({ storage }) => {
   const { worker, receiver } = useDeliveryFixtures(storage, secretBox);
 
-  // Defect #1: a NUL in a response body failed the whole batch of outcomes on PostgreSQL, so every
-  // delivery in it, other tenants' included, stayed pending and was sent again every lease.
+  // PostgreSQL refuses a NUL in text: stored as received, it would fail the whole batch of outcomes, so
+  // every delivery in it, other tenants' included, would stay pending and be sent again every lease.
   it("a NUL in one receiver's answers neither repeats its deliveries nor another tenant's", async () => {
     const [hostile, canary] = [nextTenant(), nextTenant()];
     const bad = await receiver((_r, _i, res) => res.end('ok\u0000'));
@@ -70,8 +70,8 @@ forEachDatabase('hostile webhook receivers', ({ storage }) => {
     expect(attempt?.response_body_replaced).toBe(1);
   });
 
-  // Defect #6: a status 600 was listed as status_code 600 (the contract's maximum is 599), a 101 as
-  // "ERR_ASSERTION: The expression evaluated to a falsy value".
+  // The contract lists status codes 100-599: any other status, or a 101 no one asked for, is an invalid
+  // response, not a status_code out of the contract nor an assertion message from the HTTP client.
   it('records a status outside 100-599 and an unasked 101 as invalid responses', async () => {
     for (const [statusLine, expected] of [
       ['HTTP/1.1 600 X', /^invalid_response: status 600 is outside 100-599$/],

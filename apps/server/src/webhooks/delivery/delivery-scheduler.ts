@@ -1,0 +1,308 @@
+import type { Clock } from '../../common/clock.js';
+import { reservedSlots, tenantShare } from '../../workers/fair-share.js';
+import type { WebhookConfig } from '../webhook-config.js';
+import type { ClaimedDelivery } from './delivery-claims.js';
+import { type EndpointOutcome, EndpointThrottle, endpointOf } from './endpoint-throttle.js';
+import { TenantCounts } from './tenant-counts.js';
+
+/** Outcomes per slot that may wait for their write before the worker stops claiming. */
+const MAX_UNRECORDED_PER_SLOT = 4;
+
+/**
+ * The worker claims up to its concurrency more than it has free slots, and keeps those in a queue that
+ * starts them as slots free up: fewer, larger claims (each costs a statement or three, and the details and
+ * secrets of its deliveries), and no slot idles while a claim is on its way: the next claim starts once a
+ * quarter of the room is free, while the queue still holds up to a quarter of it, enough to keep every
+ * slot busy during the round trips of a claim. Only when the lease is
+ * at least this many attempt timeouts long: the queue never holds more than the concurrency, so a queued
+ * delivery waits for one attempt to end at most (each slot frees once within a timeout), and its lease
+ * still has at least two attempt timeouts left when it starts.
+ */
+const PREFETCH_MIN_LEASE_TIMEOUTS = 3;
+
+/** What a scheduler decides for, and what it calls to act on its decisions. */
+export interface DeliverySchedulerOptions {
+  config: Pick<
+    WebhookConfig,
+    'concurrency' | 'tenantConcurrency' | 'leaseMs' | 'timeoutMs' | 'breakerThreshold' | 'breakerCooldownMs'
+  >;
+  clock: Clock;
+  /** Makes the attempt of a delivery the scheduler started; resolves with what it says of the endpoint. */
+  attempt(delivery: ClaimedDelivery): Promise<EndpointOutcome>;
+  /** Gives claims back now, due as they were (the scheduler no longer counts them). */
+  giveBack(deliveries: readonly ClaimedDelivery[]): void;
+  /** Gives claims back due at `untilMs`, with no attempt (their endpoint's circuit is open). */
+  defer(deliveries: readonly ClaimedDelivery[], untilMs: number): void;
+  /** Wakes the loop: there may be room to claim again. */
+  wake(): void;
+  /** How many outcomes wait for their write: beyond a bound, there is no room to claim. */
+  unrecorded(): number;
+}
+
+/**
+ * What one claim (or the claim of a fan-out) may take: at most `limit` deliveries, none for a tenant
+ * beyond `tenantCap` counting what the worker held for it when the claim was planned (`held`).
+ * `newcomers`: a claim for the reserved slots alone, one delivery per tenant.
+ */
+export interface ClaimPlan {
+  readonly limit: number;
+  readonly tenantCap: number;
+  readonly held: ReadonlyMap<string, number>;
+  readonly newcomers: boolean;
+}
+
+/**
+ * Decides what a delivery worker claims and for whom, and when each claimed delivery starts: the slots
+ * (`concurrency` attempts in flight, and as many claimed ahead when the lease allows), each tenant's
+ * share of them (see tenantShare), the slots reserved for tenants with no attempt in flight (see
+ * reservedSlots), the endpoint throttle and circuit breaker (see EndpointThrottle), and when to wake the
+ * loop to claim again. It holds no connection and makes no request: the worker claims what a plan says,
+ * hands the result to `accept`, and makes the attempts the scheduler starts through `options.attempt`.
+ */
+export class DeliveryScheduler {
+  readonly #options: DeliverySchedulerOptions;
+  /** Claimed deliveries waiting for a slot, in the order they were claimed (see claimDueDeliveries). */
+  #queue: ClaimedDelivery[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  /** The deliveries this worker holds (queued or in flight), by tenant: no tenant holds more than its cap. */
+  readonly #held = new TenantCounts();
+  /**
+   * Tenants that reached their cap: a tenant whose deliveries are due may wait on its own attempts alone,
+   * with slots free, so the loop claims again once a quarter of its cap has freed up.
+   */
+  readonly #atCap = new Set<string>();
+  /** The attempts in flight, by tenant: none starts beyond the tenant's share (see #share). */
+  readonly #inFlightByTenant = new TenantCounts();
+  /** Deliveries claimed beyond the free slots (see PREFETCH_MIN_LEASE_TIMEOUTS). */
+  readonly #prefetch: number;
+  /** Slots only a tenant with no attempt in flight may take (see reservedSlots). */
+  readonly #reservedSlots: number;
+  /** Slows down and cuts off endpoints that fail or hang (one instance's view). */
+  readonly #throttle: EndpointThrottle;
+  /** Deliveries the claims and the fan-out under way may bring: counted as taken room. */
+  #reserved = 0;
+  #halted = false;
+  /**
+   * Set by the loop while it sleeps with no room left (or after a claim that got all it asked for): an
+   * attempt that ends then wakes it once a quarter of the room is free, for fewer, larger claims.
+   */
+  waitingForSlots = false;
+
+  constructor(options: DeliverySchedulerOptions) {
+    this.#options = options;
+    const { concurrency, leaseMs, timeoutMs, breakerThreshold, breakerCooldownMs } = options.config;
+    this.#prefetch = leaseMs >= PREFETCH_MIN_LEASE_TIMEOUTS * timeoutMs ? concurrency : 0;
+    this.#reservedSlots = reservedSlots(concurrency);
+    this.#throttle = new EndpointThrottle({ threshold: breakerThreshold, cooldownMs: breakerCooldownMs });
+  }
+
+  /**
+   * The next claim of the loop, or undefined when there is no room at all. Its `limit` counts as taken
+   * until `settle`. With no room, tenants holding nothing may still take the reserved slots: one
+   * delivery each (`newcomers`).
+   */
+  planClaim(): ClaimPlan | undefined {
+    const room = this.#room();
+    const newcomers = room <= 0;
+    const limit = newcomers ? this.#room(this.#reservedSlots) : room;
+    if (limit <= 0) return undefined;
+    this.#reserved += limit;
+    return { limit, tenantCap: newcomers ? 1 : this.#heldCap(), held: this.#held.snapshot(), newcomers };
+  }
+
+  /**
+   * The claim of a fan-out: up to half the room (saving a round of claims; the loop's claims take the
+   * rest), possibly 0. Its `limit` counts as taken until `settle`.
+   */
+  planFanOut(): ClaimPlan {
+    const limit = Math.max(0, this.#room() >> 1);
+    this.#reserved += limit;
+    return { limit, tenantCap: this.#heldCap(), held: this.#held.snapshot(), newcomers: false };
+  }
+
+  /** The claim planned by `plan` has ended (taken, failed, or nothing found): its room is free again. */
+  settle(plan: ClaimPlan): void {
+    this.#reserved -= plan.limit;
+  }
+
+  /**
+   * Queues what a claim planned by `plan` took and starts what may start. A tenant given its cap by a
+   * claim and a fan-out side by side has the second's deliveries given back. A tenant that got all its
+   * cap allowed may have more due, held back only by its own attempts: it is marked, and the loop is woken
+   * once a quarter of its cap is free, however few it holds by then. A claim for newcomers marks none.
+   */
+  accept(claimed: readonly ClaimedDelivery[], plan: ClaimPlan): void {
+    const { held: heldBefore, tenantCap: cap } = plan;
+    const taken = new TenantCounts();
+    const excess: ClaimedDelivery[] = [];
+    for (const delivery of claimed) {
+      if (this.#held.get(delivery.tenantId) >= cap) {
+        excess.push(delivery);
+        continue;
+      }
+      this.#held.add(delivery.tenantId);
+      taken.add(delivery.tenantId);
+      this.#queue.push(delivery);
+    }
+    if (!plan.newcomers) {
+      for (const [tenantId, held] of heldBefore) if (held >= cap) this.#atCap.add(tenantId);
+      for (const [tenantId, count] of taken.entries())
+        if ((heldBefore.get(tenantId) ?? 0) + count >= cap) this.#atCap.add(tenantId);
+      for (const { tenantId } of excess) this.#atCap.add(tenantId);
+    }
+    if (excess.length > 0) this.#options.giveBack(excess);
+    this.#startQueued();
+    // Those whose attempts ended while the claim was on its way.
+    for (const tenantId of this.#atCap) this.#claimAgainIfFreed(tenantId);
+  }
+
+  /** Starts nothing more from now on (the worker is stopping); attempts in flight go on. */
+  halt(): void {
+    this.#halted = true;
+  }
+
+  /**
+   * Forgets the queued deliveries (their claims stay leased: the worker gives them back) and resolves once
+   * every attempt in flight has ended. For a halted scheduler, once no claim can be accepted any more.
+   */
+  async drain(): Promise<void> {
+    for (const delivery of this.#queue.splice(0)) this.#release(delivery);
+    this.#atCap.clear();
+    await Promise.all(this.#inFlight);
+  }
+
+  /**
+   * How many more deliveries there is room to claim: the free slots and the prefetch (and `extra`), less
+   * what is queued and what claims on their way may bring.
+   */
+  #room(extra = 0): number {
+    return Math.min(
+      this.#slotRoom() + extra,
+      // Outcomes waiting to be recorded are backpressure: no new claims while the database lags behind.
+      this.#options.config.concurrency * MAX_UNRECORDED_PER_SLOT - this.#options.unrecorded(),
+    );
+  }
+
+  /** The room in the slots and the queue alone. */
+  #slotRoom(): number {
+    const taken = this.#inFlight.size + this.#queue.length + this.#reserved;
+    return this.#options.config.concurrency + this.#prefetch - taken;
+  }
+
+  /** The worker no longer holds `delivery` (its attempt ended, or it was left to its lease). */
+  #release({ tenantId }: ClaimedDelivery): void {
+    this.#held.remove(tenantId);
+    this.#claimAgainIfFreed(tenantId);
+  }
+
+  /**
+   * A tenant that reached its cap may have due deliveries that only its own attempts hold back, with slots
+   * free: the loop claims again once a quarter of its cap is free.
+   */
+  #claimAgainIfFreed(tenantId: string): void {
+    const cap = this.#heldCap();
+    if (this.#atCap.has(tenantId) && this.#held.get(tenantId) <= cap - Math.max(1, cap >> 2)) {
+      this.#atCap.delete(tenantId);
+      this.#options.wake();
+    }
+  }
+
+  /**
+   * The most attempts one tenant may have in flight now: an equal share among the tenants this worker
+   * holds deliveries for, with one more counted (see tenantShare), at most WEBHOOK_TENANT_CONCURRENCY.
+   */
+  #share(): number {
+    const { concurrency, tenantConcurrency } = this.#options.config;
+    return tenantShare({
+      slots: concurrency,
+      maxPerTenant: tenantConcurrency,
+      activeTenants: this.#held.size,
+    });
+  }
+
+  /**
+   * The most deliveries the worker holds for one tenant: its share of attempts in flight, and as many
+   * queued when the worker prefetches (a tenant's queued ones wait for its own attempts, never for a slot
+   * another tenant could use).
+   */
+  #heldCap(): number {
+    return this.#share() * (this.#prefetch > 0 ? 2 : 1);
+  }
+
+  /**
+   * Starts queued deliveries while slots are free (none once halted), in the queue's order, passing over
+   * those of a tenant with its share of attempts in flight (a claim and a fan-out side by side may both
+   * have given it its share, and shares shrink as tenants arrive: the rest waits for its own attempts, not
+   * beside them), those of a tenant with an attempt in flight when only the reserved slots are free, and
+   * those whose endpoint is throttled (they wait) or cut off (they are given back, due when its circuit
+   * half-opens).
+   */
+  #startQueued(): void {
+    const { config, clock } = this.#options;
+    if (this.#halted) return;
+    const waiting: ClaimedDelivery[] = [];
+    const deferred = new Map<number, ClaimedDelivery[]>();
+    const share = this.#share();
+    const nowMs = clock.now().getTime();
+    let next = 0;
+    for (; next < this.#queue.length && this.#inFlight.size < config.concurrency; next++) {
+      const delivery = this.#queue[next] as ClaimedDelivery;
+      const tenantInFlight = this.#inFlightByTenant.get(delivery.tenantId);
+      // Never attempt on a lease that could expire during the attempt: another worker may take it over.
+      // Left leased, it is claimed again once the lease expires (slots stuck far longer than a timeout).
+      if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - nowMs < config.timeoutMs) {
+        this.#release(delivery);
+        continue;
+      }
+      if (
+        tenantInFlight >= share ||
+        (tenantInFlight > 0 && this.#inFlight.size >= config.concurrency - this.#reservedSlots)
+      ) {
+        waiting.push(delivery);
+        continue;
+      }
+      const admission = delivery.webhookActive
+        ? this.#throttle.admit(endpointOf(delivery.tenantId, delivery.url), nowMs)
+        : { kind: 'start' as const };
+      if (admission.kind === 'start') this.#launch(delivery);
+      else if (admission.kind === 'wait') waiting.push(delivery);
+      else {
+        const same = deferred.get(admission.untilMs) ?? [];
+        same.push(delivery);
+        deferred.set(admission.untilMs, same);
+      }
+    }
+    if (next > 0) this.#queue = waiting.concat(this.#queue.slice(next));
+    for (const [untilMs, deliveries] of deferred) {
+      for (const delivery of deliveries) this.#release(delivery);
+      this.#options.defer(deliveries, untilMs);
+    }
+  }
+
+  /** Starts the attempt of `delivery`; when it ends, its slot starts the next and may wake the loop. */
+  #launch(delivery: ClaimedDelivery): void {
+    const { clock } = this.#options;
+    this.#inFlightByTenant.add(delivery.tenantId);
+    const endpoint = delivery.webhookActive ? endpointOf(delivery.tenantId, delivery.url) : undefined;
+    if (endpoint !== undefined) this.#throttle.started(endpoint, clock.now().getTime());
+    let outcome: EndpointOutcome = 'neutral';
+    const attempt = this.#options
+      .attempt(delivery)
+      .then((result) => {
+        outcome = result;
+      })
+      .finally(() => {
+        if (endpoint !== undefined)
+          this.#throttle.ended(endpoint, outcome, clock.now().getTime(), this.#share());
+        this.#inFlight.delete(attempt);
+        this.#inFlightByTenant.remove(delivery.tenantId);
+        this.#release(delivery);
+        this.#startQueued();
+        // Claim again once a quarter of the room is free: fewer, larger claims.
+        const { concurrency } = this.#options.config;
+        if (this.waitingForSlots && this.#slotRoom() >= Math.max(1, (concurrency + this.#prefetch) >> 2))
+          this.#options.wake();
+      });
+    this.#inFlight.add(attempt);
+  }
+}
