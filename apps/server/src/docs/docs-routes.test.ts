@@ -37,7 +37,7 @@ forEachDatabase('the published contract', ({ storage }) => {
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
     const html = await response.text();
     expect(html).toContain('scenario-scoring');
-    expect(html).toContain('not_implemented');
+    expect(html).toContain('idempotency_key_reused');
   });
 
   it('serves the bundled contract as /openapi.json and /openapi.yaml', async () => {

@@ -18,7 +18,6 @@ export const ERROR_CODES = {
   webhook_limit_reached: { status: 422, title: 'Webhook limit reached' },
   rate_limited: { status: 429, title: 'Rate limited' },
   internal_error: { status: 500, title: 'Internal error' },
-  not_implemented: { status: 501, title: 'Not implemented' },
   service_unavailable: { status: 503, title: 'Service unavailable' },
   run_deadline_exceeded: { status: 504, title: 'Run deadline exceeded' },
   storage_unavailable: { status: 503, title: 'Storage unavailable' },

@@ -800,7 +800,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "log_record_erased" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "log_record_erased" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**

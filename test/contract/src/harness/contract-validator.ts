@@ -43,7 +43,6 @@ const PROBLEM_TITLES: Record<string, string> = {
   webhook_limit_reached: 'Webhook limit reached',
   rate_limited: 'Rate limited',
   internal_error: 'Internal error',
-  not_implemented: 'Not implemented',
   service_unavailable: 'Service unavailable',
   storage_unavailable: 'Storage unavailable',
   run_deadline_exceeded: 'Run deadline exceeded',
