@@ -1,6 +1,7 @@
 import { EnvReader } from './config/env-reader.js';
 import { type ForwardedHeader, isProxyRange } from './http/client-address.js';
 import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
+import { type QuotaConfig, readQuotaConfig } from './quota/quota-config.js';
 import { type LogConfig, readLogConfig } from './request-logging/request-logging-config.js';
 import { type RunConfig, readRunConfig } from './runs/run-config.js';
 import { readVerifiableLogConfig, type VerifiableLogConfig } from './verifiable-log/verifiable-log-config.js';
@@ -37,6 +38,8 @@ export interface Config {
   runs: RunConfig;
   /** The verifiable log of every tenant's records. */
   verifiableLog: VerifiableLogConfig;
+  /** The per-tenant storage quota (`TENANT_STORAGE_QUOTA`). */
+  quota: QuotaConfig;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -103,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graceMs: reader.durationMs('SHUTDOWN_GRACE', 10_000),
   };
   const runs = readRunConfig(reader);
+  const quota = readQuotaConfig(reader);
   const verifiableLog = readVerifiableLogConfig(reader, {
     databaseUrl: postgresUrl ? databaseUrl : undefined,
   });
@@ -126,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdown,
     runs,
     verifiableLog,
+    quota,
   };
 }
 

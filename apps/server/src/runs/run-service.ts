@@ -4,6 +4,8 @@ import { AppError } from '../errors/app-error.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
 import { toPage } from '../http/list-cursor.js';
 import { type IdempotentOutcome, idempotentCreate } from '../idempotency/idempotent-create.js';
+import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
+import { rowBytes, usageUpserts } from '../quota/tenant-usage.js';
 import type { Storage } from '../storage/storage.js';
 import { findRun, insertRun, listRunItems, type RunRecord } from './run-store.js';
 import { decodeResultsCursor, encodeResultsCursor, runItemView, runView } from './run-view.js';
@@ -14,6 +16,8 @@ const DEFAULT_RESULTS_LIMIT = 100;
 export interface RunServiceDeps {
   storage: Pick<Storage, 'db'>;
   runQueue: Pick<OutboxSignal, 'notify'>;
+  /** The tenant-keyed hash the idempotency records' request hashes are made with. */
+  keyedHash: Pick<TenantKeyedHash, 'hash'>;
 }
 
 /** Who submits a run, with the Idempotency-Key it sent (if any). */
@@ -33,12 +37,21 @@ export async function createRun(
   body: { items: ScoreRequest[]; deadline_seconds?: number },
   now: Date,
 ): Promise<IdempotentOutcome> {
-  const scope = { apiKeyId: caller.keyId, key: caller.idempotencyKey, operation: 'createRun', body };
+  const scope = {
+    apiKeyId: caller.keyId,
+    tenantId: caller.tenantId,
+    keyedHash: deps.keyedHash,
+    key: caller.idempotencyKey,
+    operation: 'createRun',
+    body,
+  };
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const { items, deadline_seconds } = body;
     const deadlineAt =
       deadline_seconds === undefined ? null : new Date(now.getTime() + deadline_seconds * 1000);
     const run = await insertRun(trx, { id: newId('run'), tenantId: caller.tenantId, items, now, deadlineAt });
+    for (const query of usageUpserts(trx, caller.tenantId, rowBytes(JSON.stringify(items)), now))
+      await trx.executeQuery(query);
     return { status: 202, headers: { Location: `/v1/scoring/runs/${run.id}` }, body: runView(run) };
   });
   if (!outcome.replayed) deps.runQueue.notify();

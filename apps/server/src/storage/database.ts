@@ -149,8 +149,10 @@ export interface DeliveryAttemptsTable {
   status_code: number;
   duration_ms: number;
   error: string | null;
-  /** The first 4 KB of the response body. */
+  /** The first 1 KiB of the response body (4 KB for attempts before migration 0011). */
   response_body: string | null;
+  /** 1 when the body received was longer than what is stored (cut at 1 KiB). */
+  response_body_truncated: ColumnType<number, number | undefined, number>;
   /** 1 when the stored body differs from the bytes received (invalid UTF-8 or NUL became U+FFFD). */
   response_body_replaced: ColumnType<number, number | undefined, number>;
   trigger: 'scheduled' | 'manual';
@@ -214,6 +216,14 @@ export interface RunItemsTable {
   error: string | null;
 }
 
+/** The bytes a tenant has stored, counted by the transactions that store them (quota/tenant-usage.ts). */
+export interface TenantUsageTable {
+  tenant_id: string;
+  /** A bigint: a string on PostgreSQL. */
+  bytes: ColumnType<number | string, number, number>;
+  updated_at: IsoTimestamp;
+}
+
 /** The whole schema, as Kysely sees it. */
 export interface Database {
   tenants: TenantsTable;
@@ -231,4 +241,5 @@ export interface Database {
   log_leaf_queue: LogLeafQueueTable;
   log_tiles: LogTilesTable;
   log_checkpoints: LogCheckpointsTable;
+  tenant_usage: TenantUsageTable;
 }

@@ -489,6 +489,7 @@ export class DeliveryWorker implements BackgroundWorker {
       deliveryId: delivery.id,
       webhookId: delivery.webhookId,
       lockedUntil: delivery.lockedUntil,
+      tenantId: delivery.tenantId,
     };
     let write: DeliveryWrite;
     let outcome: EndpointOutcome = 'neutral';
