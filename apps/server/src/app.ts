@@ -26,6 +26,8 @@ import { observeRequests } from './http/request-observer.js';
 import { requiredScopes, requireScope } from './http/required-scopes.js';
 import { securityHeaders } from './http/security-headers.js';
 import { createRateLimit } from './http/shared-rate-limit.js';
+import { enforceStorageQuota, quotaOperations } from './http/storage-quota-check.js';
+import { StorageQuota } from './quota/storage-quota.js';
 import type { Config } from './server-config.js';
 import { requireDeclaredContentEncoding } from './transport/content-encoding.js';
 import { jsonBody } from './transport/json-body.js';
@@ -90,6 +92,9 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const logSigner = options.logSigner ?? new NoteSigner(config.verifiableLog.keyName, randomBytes(32));
   const operations = contractOperations(contract.document);
   const scopes = requiredScopes(operations, contract.document.security);
+  const quota = new StorageQuota(storage.db, config.quota.tenantStorageQuotaBytes, {
+    refreshMs: config.quota.usageRefreshMs,
+  });
   const validation =
     options.validation ??
     contractValidation(contract, {
@@ -100,7 +105,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: OperationRoutes = {
     scoreSubject: scoreRoute(features.logs, metrics, clock),
-    createRun: createRunRoute({ storage, runQueue: features.runQueue }, clock),
+    createRun: createRunRoute({ storage, runQueue: features.runQueue, keyedHash: features.keyedHash }, clock),
     getRun: getRunRoute({ storage }),
     listRunResults: listRunResultsRoute({ storage }),
     getPolicy: policyRoute,
@@ -113,10 +118,16 @@ export async function createApp(options: AppOptions): Promise<Express> {
       policy: config.webhooks,
       secretBox: options.secretBox,
       clock,
+      keyedHash: features.keyedHash,
     }),
     ...verifiableLogRoutes({ storage, signer: logSigner }),
     ...erasureRoutes(
-      { storage, subjectKey: features.subjectKey, erasureQueue: features.erasureQueue },
+      {
+        storage,
+        subjectKey: features.subjectKey,
+        keyedHash: features.keyedHash,
+        erasureQueue: features.erasureQueue,
+      },
       clock,
     ),
   };
@@ -157,6 +168,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
       authenticate(features.keys),
       ...(config.rateLimitPerSecond > 0 ? [await createRateLimit(storage, config.rateLimitPerSecond)] : []),
       requireScope(scopes),
+      enforceStorageQuota(quota, quotaOperations(operations)),
     ]),
   );
   app.use(

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { exitUnlessNodeIsSupported } from './config/node-version.js';
 import { API_KEY_CACHE_TTL_MS, type ApiKeyStore } from './keys/api-key-store.js';
-import { formatKeyTable, KeyReferenceError, resolveKeyId } from './keys/key-admin.js';
+import { formatKeyTable, formatUsageTable, KeyReferenceError, resolveKeyId } from './keys/key-admin.js';
 import { DEFAULT_KEY_SCOPE, isKeyScope, KEY_SCOPES, type KeyScope } from './keys/key-scope.js';
 import { ConfigError, loadConfig } from './server-config.js';
 
@@ -20,6 +20,8 @@ Commands:
   list-keys [--tenant NAME] [--active]
                                 List keys: id, tenant, scope, creation time, status. Never the keys
                                 themselves (only their SHA-256 hashes are stored).
+  usage [--tenant NAME]         Show each tenant's stored bytes and the quota it is held to
+                                (TENANT_STORAGE_QUOTA; past it, creates answer 403 quota_exceeded).
   revoke-key KEY                Revoke a key, named by its id (key_…), a unique prefix of its id, or the
                                 key itself (sk_…). A server that used the key in the last
                                 ${API_KEY_CACHE_TTL_MS / 1000} s may accept it until its cache entry expires (at most ${API_KEY_CACHE_TTL_MS / 1000} s).
@@ -38,7 +40,8 @@ type Command =
   | { command: 'help' }
   | { command: 'create-key'; tenant: string; scope: KeyScope }
   | { command: 'list-keys'; tenant: string | undefined; activeOnly: boolean }
-  | { command: 'revoke-key'; reference: string };
+  | { command: 'revoke-key'; reference: string }
+  | { command: 'usage'; tenant: string | undefined };
 
 function parseCommandLine(argv: string[]) {
   try {
@@ -75,6 +78,9 @@ function parse(argv: string[]): Command {
     return { command, reference: rest[0] as string };
   }
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  if (command === 'usage') {
+    return { command, tenant: values.tenant === undefined ? undefined : checkTenant(values.tenant) };
+  }
   if (command === 'list-keys') {
     const tenant = values.tenant === undefined ? undefined : checkTenant(values.tenant);
     return { command, tenant, activeOnly: values.active === true };
@@ -117,6 +123,12 @@ async function run(argv: string[]): Promise<number> {
     secret: await loadSecretsKey({ secretsKey: config.webhooks.secretsKey, dataDir: config.dataDir }),
   });
   try {
+    if (request.command === 'usage') {
+      const { listTenantUsage } = await import('./quota/tenant-usage.js');
+      const usage = await listTenantUsage(storage.db);
+      console.log(formatUsageTable(usage, config.quota.tenantStorageQuotaBytes, request.tenant));
+      return 0;
+    }
     return await runKeyCommand(features.keys, request);
   } finally {
     await features.close();
@@ -126,7 +138,7 @@ async function run(argv: string[]): Promise<number> {
 
 async function runKeyCommand(
   keys: ApiKeyStore,
-  request: Exclude<Command, { command: 'help' }>,
+  request: Exclude<Command, { command: 'help' } | { command: 'usage' }>,
 ): Promise<number> {
   switch (request.command) {
     case 'create-key': {

@@ -78,7 +78,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       config.verifiableLog.keyName,
       await loadLogSigningKey({ signingKey: config.verifiableLog.signingKey, dataDir: config.dataDir }),
     );
-    const metrics = createMetrics({ storage });
+    const metrics = createMetrics({ storage, tenantStorageQuotaBytes: config.quota.tenantStorageQuotaBytes });
     const workers = (options.workers ?? createWorkers)({
       features,
       config,

@@ -2,6 +2,7 @@ import { EnvReader } from './config/env-reader.js';
 import { type ErasureConfig, readErasureConfig } from './erasure/erasure-config.js';
 import { type ForwardedHeader, isProxyRange } from './http/client-address.js';
 import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
+import { type QuotaConfig, readQuotaConfig } from './quota/quota-config.js';
 import { type LogConfig, readLogConfig } from './request-logging/request-logging-config.js';
 import { type RunConfig, readRunConfig } from './runs/run-config.js';
 import { readVerifiableLogConfig, type VerifiableLogConfig } from './verifiable-log/verifiable-log-config.js';
@@ -40,6 +41,8 @@ export interface Config {
   verifiableLog: VerifiableLogConfig;
   /** Erasure and retention (erasure/erasure-config.ts). */
   erasure: ErasureConfig;
+  /** The per-tenant storage quota (`TENANT_STORAGE_QUOTA`). */
+  quota: QuotaConfig;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -107,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
   const runs = readRunConfig(reader);
   const erasure = readErasureConfig(reader);
+  const quota = readQuotaConfig(reader);
   const verifiableLog = readVerifiableLogConfig(reader, {
     databaseUrl: postgresUrl ? databaseUrl : undefined,
   });
@@ -131,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runs,
     verifiableLog,
     erasure,
+    quota,
   };
 }
 

@@ -46,7 +46,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['http', 'idempotency', 'events'],
   ['transport'], // the guards of the HTTP edge (see src/transport/README.md)
   ['keys', 'metrics'],
-  ['request-logging', 'workers'],
+  ['request-logging', 'workers', 'quota'],
   ['errors', 'config'],
   ['storage'],
   ['common'],

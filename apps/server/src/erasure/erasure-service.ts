@@ -4,6 +4,7 @@ import { AppError } from '../errors/app-error.js';
 import { validationDetail } from '../errors/validation-detail.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
 import { type IdempotentResult, idempotentCreate } from '../idempotency/idempotent-create.js';
+import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
 import type { Storage } from '../storage/storage.js';
 import { erasedCids, findErasure, insertErasure } from './erasure-store.js';
@@ -13,6 +14,8 @@ import { erasureView, subjectRecordView } from './erasure-views.js';
 export interface ErasureServiceDeps {
   storage: Pick<Storage, 'db'>;
   subjectKey: SubjectKey;
+  /** Keys the Idempotency-Key records' request hashes per tenant. */
+  keyedHash: TenantKeyedHash;
   /** Notified after an erasure is accepted, so this instance's erasure worker takes it at once. */
   erasureQueue: Pick<OutboxSignal, 'notify'>;
 }
@@ -34,8 +37,15 @@ export async function createErasure(
   body: { subject: string },
   now: Date,
 ): Promise<IdempotentResult<Erasure>> {
-  const scope = { apiKeyId: caller.keyId, key: caller.idempotencyKey, operation: 'createErasure', body };
-  const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
+  const scope = {
+    apiKeyId: caller.keyId,
+    tenantId: caller.tenantId,
+    keyedHash: deps.keyedHash,
+    key: caller.idempotencyKey,
+    operation: 'createErasure',
+    body,
+  };
+  const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx): Promise<Erasure> => {
     const erasure = await insertErasure(trx, {
       id: newId('era'),
       tenantId: caller.tenantId,

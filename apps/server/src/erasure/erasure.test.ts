@@ -74,6 +74,14 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
     (await (await server.request(`/v1/erasures/${id}`, { key: alice })).json()) as Erasure;
 
   it('erases every place the subject lives, waits for a run holding it, keeps later records and other tenants', async () => {
+    // Escalation events (which carry the subject) are written only for a tenant with a webhook taking them.
+    for (const key of [alice, bob]) {
+      const hook = await server.request('/v1/webhooks/register', {
+        key,
+        body: { url: 'http://127.0.0.1:9/hook', events: ['policy.escalated'] },
+      });
+      expect(hook.status).toBe(201);
+    }
     const before = [await score(alice, subject, ESCALATED), await score(alice, subject, PLAIN)];
     const other = await score(alice, 'someone-else', ESCALATED);
     const bobs = await score(bob, subject, ESCALATED);

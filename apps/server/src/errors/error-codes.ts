@@ -7,6 +7,7 @@ export const ERROR_CODES = {
   missing_api_key: { status: 401, title: 'API key missing' },
   invalid_api_key: { status: 401, title: 'API key invalid' },
   insufficient_scope: { status: 403, title: 'Insufficient scope' },
+  quota_exceeded: { status: 403, title: 'Quota exceeded' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   payload_too_large: { status: 413, title: 'Payload too large' },

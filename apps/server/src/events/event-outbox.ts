@@ -1,5 +1,5 @@
 import type { EventPayloads } from '@scenario-scoring/api-types';
-import type { CompiledQuery, Kysely, Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
 import { newId } from '../common/ids.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
@@ -73,6 +73,35 @@ export function eventInserts(
       )
       .compile(),
   );
+}
+
+/**
+ * The statements writing `events` only for tenants with a webhook that takes them: an active, undeleted
+ * webhook of the event's tenant whose filter names its type or `*`, checked in the statement itself, so
+ * in the transaction that commits the change (never stale: a webhook registered before the commit is
+ * seen, one registered after it would not have received the event anyway, as events are fanned out to
+ * the webhooks present when the dispatcher takes them). For events that carry personal data
+ * (`policy.escalated` holds the subject): nobody would receive one written for no listener, so it is
+ * not lost, and the subject is not stored where nothing needs it.
+ */
+export function subscribedEventInserts(
+  db: Kysely<Database>,
+  events: readonly OutboxEvent[],
+): CompiledQuery[] {
+  const numbered = sql`${0}`.compile(db).sql === '$1';
+  return Array.from(chunks(events, EVENTS_PER_STATEMENT), (chunk) => {
+    const parameters: unknown[] = [];
+    const mark = (value: unknown) => {
+      parameters.push(value);
+      return `cast(${numbered ? `$${parameters.length}` : '?'} as text)`;
+    };
+    const rows = chunk.map(
+      (event) =>
+        `select ${mark(event.id)} as id, ${mark(event.tenantId)} as tenant_id, ${mark(event.type)} as type, ${mark(event.payload)} as payload, ${mark(event.createdAt.toISOString())} as created_at, ${mark(event.subjectKey ?? null)} as subject_key`,
+    );
+    const text = `insert into "events" ("id", "tenant_id", "type", "payload", "created_at", "subject_key") select v.id, v.tenant_id, v.type, v.payload, v.created_at, v.subject_key from (${rows.join(' union all ')}) as v where exists (select 1 from "webhooks" as w where w.tenant_id = v.tenant_id and w.status = 'active' and w.deleted_at is null and (w.events like '%"*"%' or w.events like '%"' || v.type || '"%'))`;
+    return CompiledQuery.raw(text, parameters);
+  });
 }
 
 /**

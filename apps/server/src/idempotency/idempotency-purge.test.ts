@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
 import { silentLogger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
 import { IdempotencyPurge } from './idempotency-purge.js';
@@ -9,6 +10,8 @@ import { IDEMPOTENCY_KEY_TTL_MS, idempotentCreate } from './idempotent-create.js
 
 const DAY_AGO = new Date(Date.now() - IDEMPOTENCY_KEY_TTL_MS - 60_000);
 const HOUR = 60 * 60 * 1000;
+
+const KEYED_HASH = new TenantKeyedHash(Buffer.alloc(32, 7));
 
 forEachDatabase('the idempotency purge', ({ storage }) => {
   const create = async (trx: Transaction<Database>): Promise<{ id: string }> => {
@@ -18,6 +21,8 @@ forEachDatabase('the idempotency purge', ({ storage }) => {
   };
   const scope = (apiKeyId: string, key: string) => ({
     apiKeyId,
+    tenantId: 'ten_idem',
+    keyedHash: KEYED_HASH,
     key,
     operation: 'createThing',
     body: { a: 1 },

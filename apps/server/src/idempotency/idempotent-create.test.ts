@@ -3,10 +3,13 @@ import type { Transaction } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
+import { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
 import type { Database } from '../storage/database.js';
 import { IDEMPOTENCY_KEY_TTL_MS, idempotentCreate } from './idempotent-create.js';
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');
+
+const KEYED_HASH = new TenantKeyedHash(Buffer.alloc(32, 7));
 
 forEachDatabase('idempotentCreate', ({ storage }) => {
   // What a create commits is counted in the database: a create whose transaction rolls back leaves nothing.
@@ -25,6 +28,8 @@ forEachDatabase('idempotentCreate', ({ storage }) => {
   };
   const scope = (key: string | undefined, body: unknown = { a: 1, b: [1, 2] }) => ({
     apiKeyId: 'key_idem',
+    tenantId: 'ten_idem',
+    keyedHash: KEYED_HASH,
     key,
     operation: 'createThing',
     body,

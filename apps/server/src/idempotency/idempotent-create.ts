@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { canonicalBytes } from '@scenario-scoring/engine';
 import type { Kysely, Transaction } from 'kysely';
 import { AppError } from '../errors/app-error.js';
+import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
+import { rowBytes, usageUpserts } from '../quota/tenant-usage.js';
 import type { Database } from '../storage/database.js';
 
 /** How long the first response to a key is kept and replayed (Stripe: 24 hours). */
@@ -10,6 +12,10 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 /** What identifies a create for idempotency: the API key, its `Idempotency-Key`, the operation and body. */
 export interface IdempotencyScope {
   apiKeyId: string;
+  /** The caller's tenant: the request hash is keyed per tenant, and the stored answer counts in its usage. */
+  tenantId: string;
+  /** The deployment's tenant-keyed hash (keys/tenant-keyed-hash.ts), which the request hash is made with. */
+  keyedHash: Pick<TenantKeyedHash, 'hash'>;
   /** The request's `Idempotency-Key`; undefined makes the create an ordinary one. */
   key: string | undefined;
   operation: string;
@@ -57,10 +63,10 @@ export async function idempotentCreate<T>(
     return { value, bodyJson: JSON.stringify(value), replayed: false };
   }
   const key = scope.key;
-  const requestHash = hashRequest(scope.operation, scope.body);
+  const requestHash = hashRequest(scope);
   const cutoff = new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS).toISOString();
   const earlier = await findResponse(db, scope.apiKeyId, key, cutoff);
-  if (earlier) return replay<T>(earlier, requestHash, key, scope.protect);
+  if (earlier) return replay<T>(earlier, requestHash, scope);
   await scope.validate?.();
   try {
     return await db.transaction().execute(async (trx) => {
@@ -72,27 +78,27 @@ export async function idempotentCreate<T>(
         .where('key', '=', key)
         .where('created_at', '<', cutoff)
         .execute();
-      await trx
-        .insertInto('idempotency_keys')
-        .values({
-          api_key_id: scope.apiKeyId,
-          key,
-          operation: scope.operation,
-          request_hash: requestHash,
-          // The reply's status and headers are the route's, made from the value: these columns of
-          // records written before are no longer read.
-          response_status: 0,
-          response_headers: '{}',
-          response_body: scope.protect ? scope.protect.seal(bodyJson) : bodyJson,
-          created_at: now.toISOString(),
-        })
-        .execute();
+      const row = {
+        api_key_id: scope.apiKeyId,
+        key,
+        operation: scope.operation,
+        request_hash: requestHash,
+        // The reply's status and headers are the route's, made from the value: these columns of
+        // records written before are no longer read.
+        response_status: 0,
+        response_headers: '{}',
+        response_body: scope.protect ? scope.protect.seal(bodyJson) : bodyJson,
+        created_at: now.toISOString(),
+      };
+      await trx.insertInto('idempotency_keys').values(row).execute();
+      const bytes = rowBytes(row.key, row.request_hash, row.response_headers, row.response_body);
+      for (const query of usageUpserts(trx, scope.tenantId, bytes, now)) await trx.executeQuery(query);
       return { value, bodyJson, replayed: false };
     });
   } catch (error) {
     // A concurrent request with the same key committed first: its response is the answer.
     const winner = await findResponse(db, scope.apiKeyId, key, cutoff).catch(() => undefined);
-    if (winner) return replay<T>(winner, requestHash, key, scope.protect);
+    if (winner) return replay<T>(winner, requestHash, scope);
     throw error;
   }
 }
@@ -121,10 +127,12 @@ async function findResponse(
 function replay<T>(
   stored: StoredResponse,
   requestHash: string,
-  key: string,
-  protect: IdempotencyScope['protect'],
+  scope: IdempotencyScope,
 ): IdempotentResult<T> {
-  if (stored.request_hash !== requestHash) {
+  const { key, protect } = scope;
+  // A key stored before request hashes were keyed per tenant holds the unkeyed form: it is taken too, so a
+  // retry across the upgrade (within the 24 hours a key lives) still replays.
+  if (stored.request_hash !== requestHash && stored.request_hash !== unkeyedRequestHash(scope)) {
     throw new AppError('idempotency_key_reused', {
       detail: `The Idempotency-Key "${key}" was already used with another request (${stored.operation}) in the last 24 hours; use a new key for a new request.`,
     });
@@ -133,11 +141,20 @@ function replay<T>(
   return { value: JSON.parse(bodyJson) as T, bodyJson, replayed: true };
 }
 
-/** SHA-256 of the operation and the RFC 8785 canonical body, so key order and spacing do not matter. */
-function hashRequest(operation: string, body: unknown): string {
-  return createHash('sha256')
-    .update(operation)
-    .update('\n')
-    .update(canonicalBytes(body ?? null))
-    .digest('hex');
+/**
+ * The tenant-keyed hash (HMAC-SHA256 under the tenant's `idempotency-request` key) of the operation and
+ * the RFC 8785 canonical body, so key order and spacing do not matter, and no one without the
+ * deployment's secret can confirm a guessed body (it holds a subject) from the stored hash.
+ */
+function hashRequest(scope: IdempotencyScope): string {
+  return scope.keyedHash.hash('idempotency-request', scope.tenantId, requestBytes(scope));
+}
+
+/** The form of request hashes stored before they were keyed: a plain SHA-256 of the same bytes. */
+function unkeyedRequestHash(scope: IdempotencyScope): string {
+  return createHash('sha256').update(requestBytes(scope)).digest('hex');
+}
+
+function requestBytes(scope: IdempotencyScope): Buffer {
+  return Buffer.concat([Buffer.from(`${scope.operation}\n`), canonicalBytes(scope.body ?? null)]);
 }

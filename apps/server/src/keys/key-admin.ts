@@ -49,3 +49,34 @@ export function formatKeyTable(keys: readonly ApiKeyListing[]): string {
     )
     .join('\n');
 }
+
+/** Formats tenants' storage usage (`usage`) as aligned columns: bytes used, the quota, the share used. */
+export function formatUsageTable(
+  usage: ReadonlyMap<string, number>,
+  quotaBytes: number,
+  tenant: string | undefined,
+): string {
+  const tenants = tenant === undefined ? [...usage.keys()].sort() : [tenant];
+  const rows = [
+    ['TENANT', 'USED_BYTES', 'QUOTA_BYTES', 'USED'],
+    ...tenants.map((name) => {
+      const used = usage.get(name) ?? 0;
+      return [
+        name,
+        String(used),
+        quotaBytes === 0 ? 'none' : String(quotaBytes),
+        quotaBytes === 0 ? '-' : `${((100 * used) / quotaBytes).toFixed(1)}%`,
+      ];
+    }),
+  ];
+  const widths =
+    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] as number))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { listTenantUsage } from '../quota/tenant-usage.js';
 import type { Database } from '../storage/database.js';
 
 /** One sample of a gauge: its label values and its value. */
@@ -68,3 +69,30 @@ const runsByStateGauge: DatabaseGauge = {
 
 /** Every database gauge of the service. */
 export const DATABASE_GAUGES: readonly DatabaseGauge[] = [outboxDepthGauge, runsByStateGauge];
+
+/**
+ * Each tenant's stored bytes (`tenant` label: tenant names are few, chosen by the operator, and are not
+ * personal data) and the quota they are held to (`TENANT_STORAGE_QUOTA`; 0 when there is none), database-wide.
+ */
+export function tenantStorageGauges(quotaBytes: number): DatabaseGauge[] {
+  return [
+    {
+      name: 'scenario_scoring_tenant_storage_bytes',
+      help: 'Bytes a tenant has stored (log records, runs, events, delivery attempts, idempotent answers), database-wide.',
+      labelNames: ['tenant'],
+      async read(db) {
+        const usage = await listTenantUsage(db);
+        return [...usage].map(([tenant, bytes]) => ({ labels: { tenant }, value: bytes }));
+      },
+    },
+    {
+      name: 'scenario_scoring_tenant_storage_quota_bytes',
+      help: 'The storage quota a tenant is held to (TENANT_STORAGE_QUOTA); 0 for none.',
+      labelNames: ['tenant'],
+      async read(db) {
+        const usage = await listTenantUsage(db);
+        return [...usage.keys()].map((tenant) => ({ labels: { tenant }, value: quotaBytes }));
+      },
+    },
+  ];
+}

@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Storage } from '../storage/storage.js';
-import { DATABASE_GAUGES } from './database-gauges.js';
+import { DATABASE_GAUGES, tenantStorageGauges } from './database-gauges.js';
 
 /** Every metric name starts with this, so a shared Prometheus tells the service's series apart. */
 export const METRIC_PREFIX = 'scenario_scoring_';
@@ -39,6 +39,8 @@ export interface MetricsOptions {
   storage?: Pick<Storage, 'db'>;
   /** Whether to collect Node's process metrics (memory, CPU, event-loop lag, GC); default true. */
   processMetrics?: boolean;
+  /** The per-tenant storage quota the quota gauge reports (0: none). */
+  tenantStorageQuotaBytes?: number;
 }
 
 /** Creates the registry and every instrument. */
@@ -48,7 +50,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
   if (options.storage !== undefined) {
     const { db } = options.storage;
-    for (const gauge of DATABASE_GAUGES) {
+    for (const gauge of [...DATABASE_GAUGES, ...tenantStorageGauges(options.tenantStorageQuotaBytes ?? 0)]) {
       new Gauge({
         name: gauge.name,
         help: gauge.help,

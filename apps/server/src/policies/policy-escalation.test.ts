@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type {
   Policy,
   PolicyEscalatedEvent,
@@ -12,8 +13,10 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { createTestWebhook } from '../../test/support/test-webhooks.js';
 import { insertEvents, newEvent } from '../events/event-outbox.js';
 import type { RunWorker } from '../runs/run-worker.js';
+import { SecretBox } from '../webhooks/outbound/secret-box.js';
 
 // Hand-computed under the default policy (review_threshold 550, max_band 250); FR has no entry of its own.
 // All five inputs present: sd = 0.05·√(350² + 300² + 150² + 100² + 100²) = 25.249, so the band is 64.7.
@@ -54,6 +57,8 @@ const CASES = [
   },
 ] as const;
 
+const SECRET_BOX = new SecretBox(randomBytes(32));
+
 const bySubject = (events: PolicyEscalatedEvent[]) =>
   [...events].sort((a, b) => a.data.subject.localeCompare(b.data.subject));
 
@@ -66,6 +71,12 @@ forEachDatabase('policy escalation', ({ storage }) => {
     worker.start();
     server = await startTestServer({ storage: storage(), workers: [worker] });
     ({ key } = await testFeatures(storage()).keys.create('escalation'));
+    // An escalation is written only for a tenant with a webhook that takes it (no worker delivers here).
+    await createTestWebhook(storage(), SECRET_BOX, {
+      tenantId: 'escalation',
+      url: 'http://127.0.0.1:9/hook',
+      events: ['policy.escalated'],
+    });
   });
   afterAll(async () => {
     await server.close();
@@ -152,7 +163,7 @@ forEachDatabase('policy escalation', ({ storage }) => {
     const bytes = new TextEncoder().encode('{"atomic":true}');
     const cid = cidOfBytes(bytes);
     // An event whose id is taken fails its insert, and so the whole group commit.
-    const clash = { ...taken, createdAt: now };
+    const clash = { ...taken, type: 'policy.escalated' as const, createdAt: now };
     const append = testFeatures(storage()).logs.append({
       tenantId: 'escalation',
       cid,
@@ -163,6 +174,42 @@ forEachDatabase('policy escalation', ({ storage }) => {
     });
     await expect(append).rejects.toThrow();
     expect(await testFeatures(storage()).logs.get('escalation', cid)).toBeUndefined();
+  });
+
+  it('when the tenant has no active webhook taking policy.escalated, then no escalation event is written (it holds the subject, and nobody would receive it)', async () => {
+    const tenants = ['escalation-none', 'escalation-other-type', 'escalation-disabled', 'escalation-all'];
+    await createTestWebhook(storage(), SECRET_BOX, {
+      tenantId: 'escalation-other-type',
+      url: 'http://127.0.0.1:9/hook',
+      events: ['run.completed'],
+    });
+    const disabled = await createTestWebhook(storage(), SECRET_BOX, {
+      tenantId: 'escalation-disabled',
+      url: 'http://127.0.0.1:9/hook',
+      events: ['policy.escalated'],
+    });
+    await storage()
+      .db.updateTable('webhooks')
+      .set({ status: 'disabled', disabled_reason: 'manual' })
+      .where('id', '=', disabled.id)
+      .execute();
+    await createTestWebhook(storage(), SECRET_BOX, {
+      tenantId: 'escalation-all',
+      url: 'http://127.0.0.1:9/hook',
+    });
+    const thin = CASES.find((c) => c.subject === 'thin-file') as (typeof CASES)[number];
+    for (const tenant of tenants) {
+      const { key: tenantKey } = await testFeatures(storage()).keys.create(tenant);
+      const body = { subject: `${tenant}-subject`, context: thin.context };
+      expect((await server.request('/v1/scoring/score', { key: tenantKey, body })).status).toBe(200);
+    }
+    const rows = await storage()
+      .db.selectFrom('events')
+      .select('tenant_id')
+      .where('tenant_id', 'in', tenants)
+      .where('type', '=', 'policy.escalated')
+      .execute();
+    expect(rows.map((row) => row.tenant_id)).toEqual(['escalation-all']);
   });
 
   describe('when a jurisdiction disables a factor (DE: recent_inquiries)', () => {

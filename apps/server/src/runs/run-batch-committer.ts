@@ -1,5 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely } from 'kysely';
-import { eventInserts } from '../events/event-outbox.js';
+import { eventInserts, subscribedEventInserts } from '../events/event-outbox.js';
+import { rowBytes, runUsageUpsert, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, RunItemsTable } from '../storage/database.js';
@@ -162,16 +163,35 @@ function batchSteps(
   for (const entry of byRun) {
     const onlyIfChanged = fences.get(entry) as number;
     const { batch } = entry;
+    // `policy.escalated` (it holds the subject) only for a tenant with a webhook that takes it.
+    const escalations = batch.events.filter((event) => event.type === 'policy.escalated');
+    const others = batch.events.filter((event) => event.type !== 'policy.escalated');
     const statements = [
       ...Array.from(chunks(batch.items, ROWS_PER_STATEMENT), (chunk) =>
         rowInsertQuery(db, RUN_ITEM_INSERT, chunk, ['run_id']),
       ),
       ...logRowInserts(db, batch.logRecords),
-      ...eventInserts(db, batch.events),
+      ...eventInserts(db, others),
+      ...subscribedEventInserts(db, escalations),
+      ...writtenEventsUsage(
+        db,
+        escalations.map((event) => event.id),
+        batch.now,
+      ),
+      runUsageUpsert(db, batch.runId, batchBytes(batch, others), batch.now),
     ];
     for (const statement of statements) steps.push({ statement, onlyIfChanged });
   }
   return { steps, fences };
+}
+
+/** What a batch adds to its tenant's storage usage, escalation events aside (counted as written). */
+function batchBytes(batch: BatchCommit, events: readonly { payload: string }[]): number {
+  let bytes = 0;
+  for (const item of batch.items) bytes += rowBytes(item.subject, item.error, item.log_cid);
+  for (const record of batch.logRecords) bytes += rowBytes(record.bytes);
+  for (const event of events) bytes += rowBytes(event.payload);
+  return bytes;
 }
 
 /** The UPDATE that advances the run past the batch if the batch's claim still holds it at `fromIndex` (one row changed), and changes nothing otherwise. */

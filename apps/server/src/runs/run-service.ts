@@ -3,6 +3,8 @@ import { newId } from '../common/ids.js';
 import { AppError } from '../errors/app-error.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
 import { type IdempotentResult, idempotentCreate } from '../idempotency/idempotent-create.js';
+import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
+import { rowBytes, usageUpserts } from '../quota/tenant-usage.js';
 import { toPage } from '../storage/paging.js';
 import type { Storage } from '../storage/storage.js';
 import { findRun, insertRun, listRunItems, type RunRecord } from './run-store.js';
@@ -15,6 +17,8 @@ export const DEFAULT_RESULTS_LIMIT = 100;
 export interface RunServiceDeps {
   storage: Pick<Storage, 'db'>;
   runQueue: Pick<OutboxSignal, 'notify'>;
+  /** The tenant-keyed hash the idempotency records' request hashes are made with. */
+  keyedHash: Pick<TenantKeyedHash, 'hash'>;
 }
 
 /** Who submits a run, with the Idempotency-Key it sent (if any). */
@@ -34,12 +38,21 @@ export async function createRun(
   body: { items: ScoreRequest[]; deadline_seconds?: number },
   now: Date,
 ): Promise<IdempotentResult<Run>> {
-  const scope = { apiKeyId: caller.keyId, key: caller.idempotencyKey, operation: 'createRun', body };
+  const scope = {
+    apiKeyId: caller.keyId,
+    tenantId: caller.tenantId,
+    keyedHash: deps.keyedHash,
+    key: caller.idempotencyKey,
+    operation: 'createRun',
+    body,
+  };
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const { items, deadline_seconds } = body;
     const deadlineAt =
       deadline_seconds === undefined ? null : new Date(now.getTime() + deadline_seconds * 1000);
     const run = await insertRun(trx, { id: newId('run'), tenantId: caller.tenantId, items, now, deadlineAt });
+    for (const query of usageUpserts(trx, caller.tenantId, rowBytes(JSON.stringify(items)), now))
+      await trx.executeQuery(query);
     return runView(run);
   });
   if (!outcome.replayed) deps.runQueue.notify();

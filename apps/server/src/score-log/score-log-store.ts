@@ -1,5 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely, Transaction } from 'kysely';
-import { eventInserts, type OutboxEvent, type OutboxSignal } from '../events/event-outbox.js';
+import { type OutboxEvent, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
+import { rowBytes, UsageTally, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
@@ -75,9 +76,23 @@ export async function insertLogRecords(
       subject_key: key,
     };
   });
+  // What the records add to their tenants' storage usage: one upsert per batch, not per record.
+  const usage = new UsageTally();
+  for (const record of records) usage.add(record.tenantId, rowBytes(record.bytes));
+  const now = new Date();
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
-  // whole group, so escalations do not cost the group commit a statement each.
-  await storage.transact([...logRowInserts(storage.db, rows), ...eventInserts(storage.db, events)]);
+  // whole group, so escalations do not cost the group commit a statement each; an event is written only
+  // for a tenant with a webhook that takes it (subscribedEventInserts), and counted only if written.
+  await storage.transact([
+    ...logRowInserts(storage.db, rows),
+    ...subscribedEventInserts(storage.db, events),
+    ...writtenEventsUsage(
+      storage.db,
+      events.map((event) => event.id),
+      now,
+    ),
+    ...usage.upserts(storage.db, now),
+  ]);
   return events.length;
 }
 

@@ -155,8 +155,10 @@ export interface DeliveryAttemptsTable {
   status_code: number;
   duration_ms: number;
   error: string | null;
-  /** The first 4 KB of the response body. */
+  /** The first 1 KiB of the response body (4 KB for attempts before migration 0011). */
   response_body: string | null;
+  /** 1 when the body received was longer than what is stored (cut at 1 KiB). */
+  response_body_truncated: ColumnType<number, number | undefined, number>;
   /** 1 when the stored body differs from the bytes received (invalid UTF-8 or NUL became U+FFFD). */
   response_body_replaced: ColumnType<number, number | undefined, number>;
   trigger: 'scheduled' | 'manual';
@@ -253,6 +255,14 @@ export interface ErasuresTable {
   locked_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/** The bytes a tenant has stored, counted by the transactions that store them (quota/tenant-usage.ts). */
+export interface TenantUsageTable {
+  tenant_id: string;
+  /** A bigint: a string on PostgreSQL. */
+  bytes: ColumnType<number | string, number, number>;
+  updated_at: IsoTimestamp;
+}
+
 /** The whole schema, as Kysely sees it. */
 export interface Database {
   tenants: TenantsTable;
@@ -271,4 +281,5 @@ export interface Database {
   log_tiles: LogTilesTable;
   log_checkpoints: LogCheckpointsTable;
   erasures: ErasuresTable;
+  tenant_usage: TenantUsageTable;
 }

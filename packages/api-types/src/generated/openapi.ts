@@ -494,7 +494,7 @@ export type paths = {
         /**
          * List a delivery's attempts
          * @description Lists the HTTP attempts of a delivery, newest first: when, the status code (0 when no response came),
-         *     the duration, the error, the first 4 KB of the response body, and whether the attempt was scheduled
+         *     the duration, the error, the first 1 KiB of the response body (flagged when cut), and whether the attempt was scheduled
          *     or a manual redelivery.
          */
         get: operations["listDeliveryAttempts"];
@@ -800,7 +800,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "log_record_erased" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "log_record_erased" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed" | "quota_exceeded";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
@@ -1398,13 +1398,22 @@ export type components = {
              *     `invalid_response: …` for an answer outside HTTP's statuses 100-599).
              */
             error: string | null;
-            /** @description The first 4 KB of the response body, as UTF-8 text: invalid bytes and U+0000 are shown as U+FFFD. */
+            /**
+             * @description The first 1 KiB (1024 bytes) of the response body, as UTF-8 text: invalid bytes and U+0000 are shown
+             *     as U+FFFD; `response_body_truncated` says whether the body was longer. Attempts recorded before
+             *     bodies were bounded at 1 KiB keep up to 4 KB.
+             */
             response_body: string | null;
             /**
              * @description True when `response_body` differs from the bytes received: invalid UTF-8 or U+0000 was replaced by
              *     U+FFFD so that the body is stored the same on every database.
              */
             response_body_replaced: boolean;
+            /**
+             * @description True when the response body was longer than 1 KiB and only its first 1024 bytes are stored: a
+             *     receiver's answer never multiplies what a delivery stores.
+             */
+            response_body_truncated: boolean;
             /**
              * @description `scheduled` for the retry schedule, `manual` for a redelivery.
              * @enum {string}
@@ -1566,8 +1575,12 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The API key is valid but its scope does not allow this operation (a `log:read` key outside the audit reads). */
-        InsufficientScope: {
+        /**
+         * @description The API key is valid but its scope does not allow this operation (`insufficient_scope`: a `log:read` key
+         *     outside the audit reads), or the tenant has stored as many bytes as its storage quota allows
+         *     (`quota_exceeded`: operations that store something are refused; reads, deletions and other tenants go on).
+         */
+        ScopeOrQuota: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1631,6 +1644,16 @@ export type components = {
         };
         /** @description The `Idempotency-Key` was used with another body. */
         IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The API key is valid but its scope does not allow this operation (a `log:read` key outside the audit reads). */
+        InsufficientScope: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1830,13 +1853,14 @@ export type WebhookTestEvent = components['schemas']['WebhookTestEvent'];
 export type SubjectErasedEvent = components['schemas']['SubjectErasedEvent'];
 export type ResponseBadRequestWithBody = components['responses']['BadRequestWithBody'];
 export type ResponseUnauthorized = components['responses']['Unauthorized'];
-export type ResponseInsufficientScope = components['responses']['InsufficientScope'];
+export type ResponseScopeOrQuota = components['responses']['ScopeOrQuota'];
 export type ResponsePayloadTooLarge = components['responses']['PayloadTooLarge'];
 export type ResponseUnsupportedMediaType = components['responses']['UnsupportedMediaType'];
 export type ResponseTooManyRequests = components['responses']['TooManyRequests'];
 export type ResponseInternalServerError = components['responses']['InternalServerError'];
 export type ResponseBadRequest = components['responses']['BadRequest'];
 export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
+export type ResponseInsufficientScope = components['responses']['InsufficientScope'];
 export type ResponseNotFound = components['responses']['NotFound'];
 export type ResponseLogRecordErased = components['responses']['LogRecordErased'];
 export type ResponseCheckpointNotFound = components['responses']['CheckpointNotFound'];
@@ -1898,7 +1922,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["InsufficientScope"];
+            403: components["responses"]["ScopeOrQuota"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -1982,7 +2006,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["InsufficientScope"];
+            403: components["responses"]["ScopeOrQuota"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -2347,7 +2371,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["InsufficientScope"];
+            403: components["responses"]["ScopeOrQuota"];
             /**
              * @description A replay (same `Idempotency-Key` and body) of a registration whose webhook has been deleted since:
              *     the first response, with its secret, is not replayed.
@@ -2761,7 +2785,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["InsufficientScope"];
+            403: components["responses"]["ScopeOrQuota"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -2889,7 +2913,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["InsufficientScope"];
+            403: components["responses"]["ScopeOrQuota"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];

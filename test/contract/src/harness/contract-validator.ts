@@ -32,6 +32,7 @@ const PROBLEM_TITLES: Record<string, string> = {
   missing_api_key: 'API key missing',
   invalid_api_key: 'API key invalid',
   insufficient_scope: 'Insufficient scope',
+  quota_exceeded: 'Quota exceeded',
   not_found: 'Not found',
   method_not_allowed: 'Method not allowed',
   payload_too_large: 'Payload too large',

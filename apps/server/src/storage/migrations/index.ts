@@ -9,6 +9,7 @@ import * as claimDueDeliveries from './0007-claim-due-deliveries.js';
 import * as fairRunClaims from './0008-fair-run-claims.js';
 import * as keyScopesIdempotencyExpiry from './0009-key-scopes-idempotency-expiry.js';
 import * as erasure from './0010-erasure.js';
+import * as tenantUsage from './0011-tenant-usage.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -26,4 +27,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0008-fair-run-claims': fairRunClaims,
   '0009-key-scopes-idempotency-expiry': keyScopesIdempotencyExpiry,
   '0010-erasure': erasure,
+  '0011-tenant-usage': tenantUsage,
 };

@@ -143,6 +143,7 @@ forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storag
         attempted_at: '2026-11-22T10:00:02.000Z',
         ...attempts[2],
         response_body_replaced: false,
+        response_body_truncated: false,
       },
       {
         id: ids[1],
@@ -150,6 +151,7 @@ forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storag
         attempted_at: '2026-11-22T10:00:01.000Z',
         ...attempts[1],
         response_body_replaced: false,
+        response_body_truncated: false,
       },
     ]);
     const rest = (await (
@@ -163,6 +165,7 @@ forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storag
           attempted_at: '2026-11-22T10:00:00.000Z',
           ...attempts[0],
           response_body_replaced: false,
+          response_body_truncated: false,
         },
       ],
       next_cursor: null,

@@ -12,6 +12,8 @@ import { newId } from '../../common/ids.js';
 import { AppError } from '../../errors/app-error.js';
 import type { OutboxSignal } from '../../events/event-outbox.js';
 import { type IdempotentResult, idempotentCreate } from '../../idempotency/idempotent-create.js';
+import type { TenantKeyedHash } from '../../keys/tenant-keyed-hash.js';
+import { rowBytes, usageUpserts } from '../../quota/tenant-usage.js';
 import type { Database } from '../../storage/database.js';
 import { idCursor, type Page, type PageRequest, toPage } from '../../storage/paging.js';
 import type { Storage } from '../../storage/storage.js';
@@ -46,6 +48,8 @@ export interface WebhookServiceDeps {
   policy: OutboundPolicyConfig & Partial<Pick<WebhookConfig, 'maxWebhooksPerTenant'>>;
   secretBox: SecretBox;
   clock: Clock;
+  /** The tenant-keyed hash the idempotency records' request hashes are made with. */
+  keyedHash: Pick<TenantKeyedHash, 'hash'>;
   /** How registration resolves host names; the system resolver by default. */
   resolve?: ResolveHost;
 }
@@ -105,6 +109,8 @@ export async function registerWebhook(
   let canonicalUrl: string | undefined;
   const scope = {
     apiKeyId: caller.keyId,
+    tenantId: caller.tenantId,
+    keyedHash: deps.keyedHash,
     key: request.idempotencyKey,
     operation: 'registerWebhook',
     body,
@@ -129,6 +135,8 @@ export async function registerWebhook(
       deps.secretBox.seal(secret),
       now,
     );
+    const bytes = rowBytes(row.url, row.events, row.description) + rowBytes(deps.secretBox.seal(secret));
+    for (const query of usageUpserts(trx, caller.tenantId, bytes, now)) await trx.executeQuery(query);
     const { updated_at: _, disabled_reason: __, ...shown } = toWebhook(row);
     const registered: RegisteredWebhook = { ...shown, status: 'active', secret };
     return registered;

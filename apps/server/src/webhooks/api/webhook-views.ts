@@ -43,6 +43,7 @@ export function toAttempt(row: Selectable<DeliveryAttemptsTable>): Attempt {
     error: row.error,
     response_body: row.response_body,
     response_body_replaced: Number(row.response_body_replaced) === 1,
+    response_body_truncated: Number(row.response_body_truncated) === 1,
     trigger: row.trigger,
   };
 }

@@ -70,7 +70,12 @@ export async function attemptDelivery(
 }
 
 function claimOf(delivery: ClaimedDelivery): Claim {
-  return { deliveryId: delivery.id, webhookId: delivery.webhookId, lockedUntil: delivery.lockedUntil };
+  return {
+    deliveryId: delivery.id,
+    webhookId: delivery.webhookId,
+    lockedUntil: delivery.lockedUntil,
+    tenantId: delivery.tenantId,
+  };
 }
 
 /** The `result` label of an attempt: succeeded, failed (an HTTP answer other than 2xx), timeout or network_error. */

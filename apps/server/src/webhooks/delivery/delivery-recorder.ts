@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { newId } from '../../common/ids.js';
+import { rowBytes, UsageTally } from '../../quota/tenant-usage.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Database } from '../../storage/database.js';
 import { insertRows, type RowInsert } from '../../storage/row-insert.js';
@@ -15,6 +16,8 @@ export interface Claim {
   webhookId: string;
   /** The `locked_until` this claim set: with `locked_by`, it identifies the claim. */
   lockedUntil: string;
+  /** The delivery's tenant, whose storage usage its attempts count in (none counted when absent). */
+  tenantId?: string;
 }
 
 /** What a claimed delivery came to: an attempt, or a cancellation because its webhook is gone or disabled. */
@@ -43,6 +46,7 @@ interface AttemptRow {
   error: string | null;
   response_body: string | null;
   response_body_replaced: number;
+  response_body_truncated: number;
   trigger: 'scheduled' | 'manual';
 }
 
@@ -58,6 +62,7 @@ const ATTEMPT_INSERT: RowInsert<AttemptRow> = {
     'error',
     'response_body',
     'response_body_replaced',
+    'response_body_truncated',
     'trigger',
   ],
 };
@@ -91,7 +96,21 @@ export async function recordDeliveryWrites(
       await trx.executeQuery(updateDeliveries(trx, chunk, options.workerId, nowIso));
     }
     await applyWebhookEffects(trx, attempts, nowIso, options);
+    for (const query of attemptsUsage(attempts).upserts(trx, options.now)) await trx.executeQuery(query);
   });
+}
+
+/**
+ * What the attempts add to their tenants' storage usage: each attempt's error and stored body (at most
+ * 1 KiB) and its row, summed per tenant, so a batch writes one upsert.
+ */
+function attemptsUsage(attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[]): UsageTally {
+  const tally = new UsageTally();
+  for (const write of attempts) {
+    if (write.claim.tenantId === undefined) continue;
+    tally.add(write.claim.tenantId, rowBytes(write.sent.error, write.sent.responseBody));
+  }
+  return tally;
 }
 
 function attemptRow(write: Extract<DeliveryWrite, { kind: 'attempt' }>): AttemptRow {
@@ -104,6 +123,7 @@ function attemptRow(write: Extract<DeliveryWrite, { kind: 'attempt' }>): Attempt
     error: write.sent.error,
     response_body: write.sent.responseBody,
     response_body_replaced: write.sent.responseBodyReplaced ? 1 : 0,
+    response_body_truncated: write.sent.responseBodyTruncated ? 1 : 0,
     trigger: write.trigger,
   };
 }
@@ -141,6 +161,20 @@ async function recordSucceededInOneStatement(
     clauses.push(
       `recovered as (update webhooks set failing_since = null where id in (${webhookIds.map(mark).join(', ')}) and failing_since is not null)`,
     );
+    const usage = new Map<string, number>();
+    for (const write of attempts) {
+      const tenant = write.claim.tenantId;
+      if (tenant !== undefined)
+        usage.set(tenant, (usage.get(tenant) ?? 0) + rowBytes(write.sent.error, write.sent.responseBody));
+    }
+    if (usage.size > 0) {
+      const rows = [...usage]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([tenant, bytes]) => `(${mark(tenant)}, ${mark(bytes)}::bigint, ${mark(nowIso)})`);
+      clauses.push(
+        `usage as (insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") values ${rows.join(', ')} on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at")`,
+      );
+    }
   }
   const text = clauses.length > 0 ? `with ${clauses.join(', ')} ${update.sql}` : update.sql;
   await db.executeQuery(CompiledQuery.raw(text, parameters));

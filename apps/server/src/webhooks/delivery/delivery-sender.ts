@@ -6,8 +6,11 @@ import { type StorableText, storableFromBytes, storableString } from './storable
 
 /** The `user-agent` of every delivery. */
 export const WEBHOOK_USER_AGENT = 'scenario-scoring-webhooks/0.1.0';
-/** How much of a response body an attempt keeps. */
-export const RESPONSE_BODY_LIMIT_BYTES = 4096;
+/**
+ * How much of a response body an attempt keeps: 1 KiB, as delivery platforms do, so that 50 endpoints
+ * answering large bodies, ten attempts each, never multiply what one event stores.
+ */
+export const RESPONSE_BODY_LIMIT_BYTES = 1024;
 const ERROR_TEXT_LIMIT = 1024;
 
 /** One attempt to make: where, what, and the secrets to sign it with (current first). */
@@ -24,10 +27,12 @@ export interface DeliveryRequest {
 /** What an attempt came to, with what the attempt list shows of it. */
 export interface SentAttempt extends AttemptResult {
   durationMs: number;
-  /** The first 4 KB of the response body, as text; null when no response came. */
+  /** The first 1 KiB of the response body, as text; null when no response came. */
   responseBody: string | null;
   /** Whether bytes of the body were replaced to store it (invalid UTF-8, NUL). */
   responseBodyReplaced?: boolean;
+  /** Whether the body was longer than RESPONSE_BODY_LIMIT_BYTES, so only its start is kept. */
+  responseBodyTruncated?: boolean;
 }
 
 /** Sends one attempt; never throws (a network error is an attempt with status 0). */
@@ -70,7 +75,11 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
         },
         body: delivery.payload,
       });
-      const { text: responseBody, replaced: responseBodyReplaced } = await readPrefix(response.body);
+      const {
+        text: responseBody,
+        replaced: responseBodyReplaced,
+        truncated: responseBodyTruncated,
+      } = await readPrefix(response.body);
       const statusCode = response.statusCode;
       // Defect #6: HTTP has no status above 599; such an answer is no valid response at all.
       if (statusCode > 599) {
@@ -80,6 +89,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
           durationMs: elapsed(),
           responseBody,
           responseBodyReplaced,
+          responseBodyTruncated,
         };
       }
       const retryAfter = response.headers['retry-after'];
@@ -90,6 +100,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
         durationMs: elapsed(),
         responseBody,
         responseBodyReplaced,
+        responseBodyTruncated,
       };
     } catch (error) {
       return { statusCode: 0, error: networkError(error, signal), durationMs: elapsed(), responseBody: null };
@@ -98,12 +109,13 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
 }
 
 /**
- * Reads the first RESPONSE_BODY_LIMIT_BYTES of a body; a longer body is cut (and its connection closed).
+ * Reads the first RESPONSE_BODY_LIMIT_BYTES of a body; a longer body is cut (and its connection closed),
+ * and said to be (`truncated`).
  * With the stream's events, not `for await`: an async iterator per response cost about as much as the
  * rest of reading it. Settles once: on the end, at the limit, on an error (a timeout's abort included),
  * or on a close that came without an end.
  */
-function readPrefix(body: Dispatcher.ResponseData['body']): Promise<StorableText> {
+function readPrefix(body: Dispatcher.ResponseData['body']): Promise<StorableText & { truncated: boolean }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let length = 0;
@@ -112,9 +124,11 @@ function readPrefix(body: Dispatcher.ResponseData['body']): Promise<StorableText
       if (settled) return;
       settled = true;
       body.off('data', onData);
-      // A multi-byte character cut at the limit decodes to U+FFFD: still at most 4096 characters. NUL
-      // becomes U+FFFD as well (defect #1: PostgreSQL refuses it, which failed every outcome of the batch).
-      resolve(storableFromBytes(Buffer.concat(chunks, length).subarray(0, RESPONSE_BODY_LIMIT_BYTES)));
+      // A multi-byte character cut at the limit decodes to U+FFFD: still at most 1024 characters. NUL
+      // becomes U+FFFD as well (PostgreSQL refuses it, which failed every outcome of the batch). One byte
+      // past the limit is read, so a body of exactly the limit is not called truncated.
+      const stored = storableFromBytes(Buffer.concat(chunks, length).subarray(0, RESPONSE_BODY_LIMIT_BYTES));
+      resolve({ ...stored, truncated: length > RESPONSE_BODY_LIMIT_BYTES });
     };
     const fail = (error: unknown) => {
       if (settled) return;
@@ -125,7 +139,7 @@ function readPrefix(body: Dispatcher.ResponseData['body']): Promise<StorableText
     const onData = (chunk: Buffer) => {
       chunks.push(chunk);
       length += chunk.length;
-      if (length >= RESPONSE_BODY_LIMIT_BYTES) {
+      if (length > RESPONSE_BODY_LIMIT_BYTES) {
         finish();
         body.destroy();
       }

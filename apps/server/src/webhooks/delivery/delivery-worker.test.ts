@@ -181,7 +181,7 @@ forEachDatabase('the delivery worker', ({ storage }) => {
     expect(attempt?.duration_ms).toBeGreaterThanOrEqual(150);
   });
 
-  it('keeps the first 4 KB of the response body', async () => {
+  it('keeps the first 1 KiB of the response body, and says it was cut', async () => {
     const tenant = nextTenant();
     const hook = await receiver((_r, _i, res) => res.end(`é${'x'.repeat(20_000)}`));
     await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
@@ -189,7 +189,20 @@ forEachDatabase('the delivery worker', ({ storage }) => {
     const [eventId] = (await commitTestEvents(storage(), tenant)) as [string];
     const delivery = await settledDelivery(storage(), eventId);
     const [attempt] = await attemptsOf(storage(), delivery.id);
-    expect(attempt?.response_body).toBe(`é${'x'.repeat(4094)}`);
+    expect(attempt?.response_body).toBe(`é${'x'.repeat(1022)}`);
+    expect(attempt?.response_body_truncated).toBe(1);
+  });
+
+  it('keeps a body of exactly 1 KiB whole, not flagged as cut', async () => {
+    const tenant = nextTenant();
+    const hook = await receiver((_r, _i, res) => res.end('y'.repeat(1024)));
+    await createTestWebhook(storage(), secretBox, { tenantId: tenant, url: hook.url });
+    worker();
+    const [eventId] = (await commitTestEvents(storage(), tenant)) as [string];
+    const delivery = await settledDelivery(storage(), eventId);
+    const [attempt] = await attemptsOf(storage(), delivery.id);
+    expect(attempt?.response_body).toBe('y'.repeat(1024));
+    expect(attempt?.response_body_truncated).toBe(0);
   });
 
   it("keeps as many claimed deliveries queued as a tenant's share of slots, behind its attempts in flight, and no more", async () => {

@@ -14,6 +14,7 @@ import {
   useDeliveryFixtures,
 } from '../../../test/support/test-webhooks.js';
 import { systemClock } from '../../common/clock.js';
+import { TenantKeyedHash } from '../../keys/tenant-keyed-hash.js';
 import { queueManualAttempt } from '../api/delivery-history-store.js';
 import { updateWebhook } from '../api/webhook-service.js';
 import { SecretBox } from '../outbound/secret-box.js';
@@ -170,6 +171,7 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
       outbox: testFeatures(storage()).outbox,
       policy: testWebhookConfig(),
       secretBox,
+      keyedHash: new TenantKeyedHash(randomBytes(32)),
       clock: systemClock,
     };
     await updateWebhook(deps, tenant, id, { status: 'disabled' });

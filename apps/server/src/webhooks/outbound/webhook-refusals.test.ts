@@ -6,6 +6,7 @@ import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer, testConfig } from '../../../test/support/test-server.js';
 import { systemClock } from '../../common/clock.js';
 import { newId } from '../../common/ids.js';
+import { TenantKeyedHash } from '../../keys/tenant-keyed-hash.js';
 import { registerWebhook } from '../api/webhook-service.js';
 import type { ResolveHost } from './outbound-address-policy.js';
 import { SecretBox } from './secret-box.js';
@@ -184,6 +185,7 @@ forEachDatabase('webhook refusals', ({ storage }) => {
         outbox: testFeatures(storage()).outbox,
         policy: STRICT.webhooks,
         secretBox: new SecretBox(randomBytes(32)),
+        keyedHash: new TenantKeyedHash(randomBytes(32)),
         clock: systemClock,
         resolve,
       };

@@ -1,0 +1,95 @@
+import type { Problem, ScoreResponse } from '@scenario-scoring/api-types';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { parseByteSize } from './quota-config.js';
+import { listTenantUsage, ROW_OVERHEAD_BYTES, readTenantUsage } from './tenant-usage.js';
+
+/** A quota a few scorings fill (a record is about 1 KB). */
+const QUOTA_BYTES = 8_000;
+const CONTEXT = { jurisdiction: 'FR', on_time_ratio: 0.95, utilization: 0.2, history_months: 48 };
+
+forEachDatabase('the storage quota', ({ storage }) => {
+  let server: TestServer;
+  let keyA: string;
+  let keyB: string;
+  beforeAll(async () => {
+    // Usage read afresh on every create: the test sees the bound as soon as it is reached.
+    server = await startTestServer({
+      storage: storage(),
+      config: { quota: { tenantStorageQuotaBytes: QUOTA_BYTES, usageRefreshMs: 0 }, rateLimitPerSecond: 0 },
+    });
+    ({ key: keyA } = await testFeatures(storage()).keys.create('quota-a'));
+    ({ key: keyB } = await testFeatures(storage()).keys.create('quota-b'));
+  });
+  afterAll(() => server.close());
+
+  const score = (key: string, subject: string) =>
+    server.request('/v1/scoring/score', { key, body: { subject, context: CONTEXT } });
+
+  it("counts what a scoring stores in its tenant's usage: the record's bytes and its row", async () => {
+    const before = await readTenantUsage(storage().db, 'quota-b');
+    const answer = (await (await score(keyB, 'usage-subject')).json()) as ScoreResponse;
+    const record = await server.request(`/v1/logs/${answer.log_cid}`, { key: keyB });
+    const bytes = (await record.arrayBuffer()).byteLength;
+    expect((await readTenantUsage(storage().db, 'quota-b')) - before).toBe(bytes + ROW_OVERHEAD_BYTES);
+  });
+
+  it('holds a tenant at its quota (403 quota_exceeded on creates, reads go on) while another tenant scores at full rate', async () => {
+    let refused: Response | undefined;
+    let cid: string | undefined;
+    for (let n = 0; n < 100 && refused === undefined; n++) {
+      const response = await score(keyA, `a-${n}`);
+      if (response.status === 403) refused = response;
+      else {
+        expect(response.status).toBe(200);
+        cid = ((await response.json()) as ScoreResponse).log_cid;
+      }
+    }
+    expect(refused).toBeDefined();
+    const problem = (await refused?.json()) as Problem;
+    expect(problem).toMatchObject({ status: 403, code: 'quota_exceeded', title: 'Quota exceeded' });
+    const usedA = await readTenantUsage(storage().db, 'quota-a');
+    expect(usedA).toBeGreaterThanOrEqual(QUOTA_BYTES);
+    // Past the bound by at most the one scoring that crossed it.
+    expect(usedA).toBeLessThan(QUOTA_BYTES + 2_000);
+
+    // Tenant B, at full rate (concurrent scorings), meanwhile tenant A keeps being refused.
+    const [answersB, answersA] = await Promise.all([
+      Promise.all(Array.from({ length: 5 }, (_, n) => score(keyB, `b-${n}`))),
+      Promise.all(Array.from({ length: 5 }, (_, n) => score(keyA, `a-more-${n}`))),
+    ]);
+    expect(answersB.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(answersA.map((r) => r.status)).toEqual([403, 403, 403, 403, 403]);
+    expect(await readTenantUsage(storage().db, 'quota-a')).toBe(usedA);
+
+    // Every creating operation is refused for A; reads are answered.
+    const run = await server.request('/v1/scoring/runs', {
+      key: keyA,
+      body: { items: [{ subject: 'r', context: CONTEXT }] },
+    });
+    expect(run.status).toBe(403);
+    expect(((await run.json()) as Problem).code).toBe('quota_exceeded');
+    const hook = await server.request('/v1/webhooks/register', {
+      key: keyA,
+      body: { url: 'https://example.com/hook', events: ['*'] },
+    });
+    expect(hook.status).toBe(403);
+    expect((await server.request(`/v1/logs/${cid}`, { key: keyA })).status).toBe(200);
+    expect((await server.request('/v1/webhooks', { key: keyA })).status).toBe(200);
+    expect((await server.request('/v1/scoring/policies/FR', { key: keyA })).status).toBe(200);
+    const usage = await listTenantUsage(storage().db);
+    expect(usage.get('quota-b')).toBeLessThan(QUOTA_BYTES);
+  });
+});
+
+it('reads sizes with their units, and 0 for none', () => {
+  expect(parseByteSize('10GB')).toBe(10_000_000_000);
+  expect(parseByteSize('2GiB')).toBe(2 * 2 ** 30);
+  expect(parseByteSize('500 mb')).toBe(500_000_000);
+  expect(parseByteSize('0')).toBe(0);
+  expect(parseByteSize('10')).toBeUndefined();
+  expect(parseByteSize('ten GB')).toBeUndefined();
+  expect(parseByteSize('5XB')).toBeUndefined();
+});

@@ -1,0 +1,114 @@
+import { CompiledQuery, type Kysely, sql } from 'kysely';
+import type { Database } from '../storage/database.js';
+
+/**
+ * What a stored row counts besides its variable-length content (record bytes, JSON texts, bodies): its
+ * fixed columns, ids, times and index entries, roughly. So rows without a body (an attempt that got no
+ * answer) still count.
+ */
+export const ROW_OVERHEAD_BYTES = 64;
+
+/** The bytes a row of these texts and byte strings counts: their lengths (UTF-8) plus the row overhead. */
+export function rowBytes(...parts: (string | Uint8Array | null | undefined)[]): number {
+  let bytes = ROW_OVERHEAD_BYTES;
+  for (const part of parts) {
+    if (part == null) continue;
+    bytes += typeof part === 'string' ? Buffer.byteLength(part) : part.byteLength;
+  }
+  return bytes;
+}
+
+/** Bytes stored per tenant by one transaction, summed so that it writes one upsert per tenant. */
+export class UsageTally {
+  readonly #bytes = new Map<string, number>();
+
+  add(tenantId: string, bytes: number): this {
+    this.#bytes.set(tenantId, (this.#bytes.get(tenantId) ?? 0) + bytes);
+    return this;
+  }
+
+  get size(): number {
+    return this.#bytes.size;
+  }
+
+  /** The tally's statement (none when empty): one multi-row upsert, one row per tenant. */
+  upserts(db: Kysely<Database>, now: Date): CompiledQuery[] {
+    if (this.#bytes.size === 0) return [];
+    const updatedAt = now.toISOString();
+    // Sorted by tenant: two transactions growing the same tenants lock their rows in one order.
+    const rows = [...this.#bytes]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([tenant_id, bytes]) => ({ tenant_id, bytes, updated_at: updatedAt }));
+    return [
+      db
+        .insertInto('tenant_usage')
+        .values(rows)
+        .onConflict((conflict) =>
+          conflict.column('tenant_id').doUpdateSet({
+            bytes: sql`tenant_usage.bytes + excluded.bytes`,
+            updated_at: sql`excluded.updated_at`,
+          }),
+        )
+        .compile(),
+    ];
+  }
+}
+
+/** The one upsert adding `bytes` to `tenantId`'s usage (nothing for 0). */
+export function usageUpserts(
+  db: Kysely<Database>,
+  tenantId: string,
+  bytes: number,
+  now: Date,
+): CompiledQuery[] {
+  return bytes === 0 ? [] : new UsageTally().add(tenantId, bytes).upserts(db, now);
+}
+
+/**
+ * The upsert counting the events of `ids` that were written (an event written only when someone listens,
+ * see events/event-outbox.ts): their payloads' lengths plus the row overhead, per tenant. In the
+ * transaction that wrote them, after their INSERT.
+ */
+export function writtenEventsUsage(db: Kysely<Database>, ids: readonly string[], now: Date): CompiledQuery[] {
+  if (ids.length === 0) return [];
+  const numbered = sql`${0}`.compile(db).sql === '$1';
+  const parameters: unknown[] = [now.toISOString()];
+  const mark = () => (numbered ? `$${parameters.length}` : '?');
+  const updatedAt = mark();
+  const marks = ids.map((id) => {
+    parameters.push(id);
+    return mark();
+  });
+  // SQLite needs the WHERE to tell the upsert's ON CONFLICT from a join's.
+  const text = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("payload") + ${ROW_OVERHEAD_BYTES}), ${updatedAt} from "events" where "id" in (${marks.join(', ')}) group by "tenant_id" on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`;
+  return [CompiledQuery.raw(text, parameters)];
+}
+
+/**
+ * The upsert adding `bytes` to the usage of the tenant of run `runId` (the run's row names it), for a
+ * writer that knows the run, not its tenant (a run batch).
+ */
+export function runUsageUpsert(db: Kysely<Database>, runId: string, bytes: number, now: Date): CompiledQuery {
+  const numbered = sql`${0}`.compile(db).sql === '$1';
+  const [a, b, c] = numbered ? ['$1::bigint', '$2', '$3'] : ['?', '?', '?'];
+  return CompiledQuery.raw(
+    `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", ${a}, ${b} from "runs" where "id" = ${c} on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`,
+    [bytes, now.toISOString(), runId],
+  );
+}
+
+/** The bytes `tenantId` has stored (0 before its first). */
+export async function readTenantUsage(db: Kysely<Database>, tenantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('tenant_usage')
+    .select('bytes')
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+  return row ? Number(row.bytes) : 0;
+}
+
+/** Every tenant's stored bytes (tenants are few: one row each). */
+export async function listTenantUsage(db: Kysely<Database>): Promise<Map<string, number>> {
+  const rows = await db.selectFrom('tenant_usage').select(['tenant_id', 'bytes']).execute();
+  return new Map(rows.map((row) => [row.tenant_id, Number(row.bytes)]));
+}
