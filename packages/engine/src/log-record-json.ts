@@ -145,7 +145,6 @@ function resultUtf8(result: ScoreResult): string {
   return `${json}]}`;
 }
 
-/** Printable ASCII and DEL: all JSON.stringify leaves of the controls, as it escapes them. */
 /**
  * `String(x)` (JSON's form of a finite number) of a number the engine rounded to one decimal (scores, lever
  * deltas), made from integers: about half the cost of the shortest round-trip conversion. When x is the
@@ -160,6 +159,7 @@ export function oneDecimal(x: number): string {
   return tenth === 0 ? String(whole) : `${whole}.${tenth}`;
 }
 
+/** Printable ASCII and DEL: all JSON.stringify leaves of the controls, as it escapes them. */
 const ASCII = /^[ -\x7f]*$/;
 
 /** A well-formed string's UTF-8 bytes as a one-byte string (itself when it is printable ASCII). */

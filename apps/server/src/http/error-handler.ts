@@ -30,7 +30,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
       return;
     }
     if (isClientAbort(error, req)) {
-      // Nobody is left to answer: no problem, no stack, no 5xx (defect #5). Or the request timeout cut it
+      // Nobody is left to answer: no problem, no stack, no 5xx. Or the request timeout cut it
       // off, and its 408 went out on the socket (transport/client-error.ts).
       const what = requestTimedOut(req.socket) ? 'the request timed out' : 'client aborted the request';
       options.logger.info(what, { requestId, method: requestMethod(req, res), path: req.path });

@@ -7,8 +7,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
  * handed to Express as they are.
  *
  * Why: every `app.use` is a layer that Express's router matches, wraps and dispatches on every request.
- * The server's dozen app-wide middlewares in one layer cost one dispatch instead of twelve (together
- * about 4 % of a scoring's CPU time in a profile).
+ * The server's dozen app-wide middlewares in one layer cost one dispatch instead of twelve (the
+ * profile is in docs/benchmarks.md).
  */
 export function inSequence(handlers: readonly RequestHandler[]): RequestHandler {
   const chain = [...handlers];

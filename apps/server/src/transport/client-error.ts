@@ -19,12 +19,6 @@ function parserProblem(code: string | undefined): { code: ErrorCode; detail: str
   };
 }
 
-/**
- * Answers what Node's HTTP parser refuses — a control character in a header, 16 KiB of headers, a
- * request that never finishes — with a problem+json like every other error, instead of Node's bare
- * `400 Bad Request` without a body. Express never sees these requests, so the answer is written to the
- * socket here, and the connection closed (the parser cannot find where a next request would start).
- */
 /** The connections that Node's request timeout ended (the client got a 408 from answerClientErrors). */
 const timedOutConnections = new WeakSet<object>();
 
@@ -36,6 +30,12 @@ export function requestTimedOut(socket: object): boolean {
   return timedOutConnections.has(socket);
 }
 
+/**
+ * Answers what Node's HTTP parser refuses — a control character in a header, 16 KiB of headers, a
+ * request that never finishes — with a problem+json like every other error, instead of Node's bare
+ * `400 Bad Request` without a body. Express never sees these requests, so the answer is written to the
+ * socket here, and the connection closed (the parser cannot find where a next request would start).
+ */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     // As Node's default handler: nothing can be answered on a reset socket or once a response began.

@@ -82,7 +82,7 @@ const normalizeContentType: RequestHandler = (req, _res, next) => {
 };
 
 /**
- * Refuses a body that is not valid UTF-8 (defect #9): decoding would silently replace the bad bytes with
+ * Refuses a body that is not valid UTF-8: decoding would silently replace the bad bytes with
  * U+FFFD, so what is logged would not be what was sent.
  */
 function requireUtf8(req: IncomingMessage, _res: unknown, body: Buffer): void {

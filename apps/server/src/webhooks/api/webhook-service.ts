@@ -75,8 +75,8 @@ export async function requireWebhook(
 }
 
 /**
- * Refuses a registration beyond the tenant's limit with 422 `webhook_limit_reached` (defect #7: 300
- * registrations of one URL turned one event into 300 signed POSTs against a third party). Disabled
+ * Refuses a registration beyond the tenant's limit with 422 `webhook_limit_reached`, so one tenant cannot
+ * turn one event into hundreds of signed POSTs against a third party by registering its URL again. Disabled
  * webhooks count too, so re-enabling one with PATCH can never exceed the limit.
  */
 async function checkWebhookLimit(

@@ -1,11 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher, request } from 'undici';
+import { SERVER_VERSION } from '../../common/server-version.js';
 import { webhookHeaders } from '../outbound/webhook-signature.js';
 import type { AttemptResult } from './retry-schedule.js';
 import { type StorableText, storableFromBytes, storableString } from './storable-text.js';
 
 /** The `user-agent` of every delivery. */
-export const WEBHOOK_USER_AGENT = 'scenario-scoring-webhooks/0.1.0';
+export const WEBHOOK_USER_AGENT = `scenario-scoring-webhooks/${SERVER_VERSION}`;
 /**
  * How much of a response body an attempt keeps: 1 KiB, as delivery platforms do, so that 50 endpoints
  * answering large bodies, ten attempts each, never multiply what one event stores.
@@ -81,7 +82,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
         truncated: responseBodyTruncated,
       } = await readPrefix(response.body);
       const statusCode = response.statusCode;
-      // Defect #6: HTTP has no status above 599; such an answer is no valid response at all.
+      // HTTP has no status above 599 (RFC 9110 §15): such an answer is no valid response at all.
       if (statusCode > 599) {
         return {
           statusCode: 0,
