@@ -13,6 +13,7 @@ import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import type { Logger } from './request-logging/logger.js';
 import type { Config } from './server-config.js';
+import { checkDeploymentKeys } from './storage/deployment-keys.js';
 import { openStorage } from './storage/storage.js';
 import { createApiServer } from './transport/api-server.js';
 import { closeGracefully } from './transport/graceful-close.js';
@@ -49,7 +50,8 @@ export interface Runtime {
 }
 
 /**
- * Starts an instance: opens the storage (running the migrations), creates the first API key when there is
+ * Starts an instance: opens the storage (running the migrations), checks its keys are the database's
+ * (storage/deployment-keys.ts: throws KeyMismatchError, nothing written, if not), creates the first API key when there is
  * none, builds the app, listens (the metrics listener first), starts the background workers, then
  * reports ready.
  */
@@ -69,15 +71,21 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const features = wireFeatures(storage, { secret: secretsKey });
   let metricsServer: MetricsServer | undefined;
   try {
+    const logSigner = new NoteSigner(
+      config.verifiableLog.keyName,
+      await loadLogSigningKey({ signingKey: config.verifiableLog.signingKey, dataDir: config.dataDir }),
+    );
+    // Before anything is written: an instance whose keys are not the database's refuses to start.
+    await checkDeploymentKeys(
+      storage.db,
+      { secretsKey, logVerifierKey: await logSigner.verifierKey() },
+      systemClock.now(),
+    );
     if ((await features.keys.countActive()) === 0) {
       const { key } = await features.keys.create('default');
       announce(`Created an API key for tenant "default" (shown once): ${key}`);
     }
     const secretBox = new SecretBox(secretsKey);
-    const logSigner = new NoteSigner(
-      config.verifiableLog.keyName,
-      await loadLogSigningKey({ signingKey: config.verifiableLog.signingKey, dataDir: config.dataDir }),
-    );
     const metrics = createMetrics({ storage });
     const workers = (options.workers ?? createWorkers)({
       features,

@@ -214,6 +214,15 @@ export interface RunItemsTable {
   error: string | null;
 }
 
+/** A check value of a key every instance on the database must share (see storage/deployment-keys.ts). */
+export interface DeploymentKeysTable {
+  /** `secrets_key` or `log_verifier_key`. */
+  name: string;
+  /** The HMAC check value of `SECRETS_KEY`, or the log's public verifier key. */
+  value: string;
+  created_at: IsoTimestamp;
+}
+
 /** The whole schema, as Kysely sees it. */
 export interface Database {
   tenants: TenantsTable;
@@ -231,4 +240,5 @@ export interface Database {
   log_leaf_queue: LogLeafQueueTable;
   log_tiles: LogTilesTable;
   log_checkpoints: LogCheckpointsTable;
+  deployment_keys: DeploymentKeysTable;
 }

@@ -8,6 +8,7 @@ import * as logLeaves from './0006-log-leaves.js';
 import * as claimDueDeliveries from './0007-claim-due-deliveries.js';
 import * as fairRunClaims from './0008-fair-run-claims.js';
 import * as keyScopesIdempotencyExpiry from './0009-key-scopes-idempotency-expiry.js';
+import * as deploymentKeys from './0013-deployment-keys.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -24,4 +25,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0007-claim-due-deliveries': claimDueDeliveries,
   '0008-fair-run-claims': fairRunClaims,
   '0009-key-scopes-idempotency-expiry': keyScopesIdempotencyExpiry,
+  '0013-deployment-keys': deploymentKeys,
 };
