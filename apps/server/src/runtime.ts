@@ -86,7 +86,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       announce(`Created an API key for tenant "default" (shown once): ${key}`);
     }
     const secretBox = new SecretBox(secretsKey);
-    const metrics = createMetrics({ storage });
+    const metrics = createMetrics({ storage, dataDir: config.dataDir });
     const workers = (options.workers ?? createWorkers)({
       features,
       config,
