@@ -18,11 +18,24 @@ import { openStorage } from './storage/storage.js';
 import { createApiServer } from './transport/api-server.js';
 import { closeGracefully } from './transport/graceful-close.js';
 import { loadLogSigningKey } from './verifiable-log/log-signing-key.js';
+import { checkAddress } from './webhooks/outbound/outbound-address-policy.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** Bounds a request's headers and body, so a client that sends them slowly cannot hold a connection. */
 const REQUEST_TIMEOUT_MS = 30_000;
+
+/** The variable that lets webhooks reach a receiver on this machine, as the first-key line shows it. */
+export const LOCAL_RECEIVER_SETTING = 'WEBHOOK_ALLOWED_CIDRS=127.0.0.1/32,::1/128';
+
+/**
+ * Said after the first key when webhooks to this machine are refused (the default, NODE_ENV=production):
+ * a newcomer's first receiver is usually local, and would otherwise be refused `webhook_url_refused`.
+ */
+function localReceiverHint(config: Config): string {
+  if (checkAddress('127.0.0.1', config.webhooks.allowedCidrs).allowed) return '';
+  return ` (webhooks to a receiver on this machine are refused: to allow them, start with ${LOCAL_RECEIVER_SETTING})`;
+}
 
 /** What a runtime is started with; tests replace the workers and the announcements. */
 export interface RuntimeOptions {
@@ -83,7 +96,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     );
     if ((await features.keys.countActive()) === 0) {
       const { key } = await features.keys.create('default');
-      announce(`Created an API key for tenant "default" (shown once): ${key}`);
+      announce(`Created an API key for tenant "default" (shown once): ${key}${localReceiverHint(config)}`);
     }
     const secretBox = new SecretBox(secretsKey);
     const metrics = createMetrics({ storage, dataDir: config.dataDir });

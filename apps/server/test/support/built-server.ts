@@ -28,7 +28,7 @@ export const SERVER_MAIN = join(SERVER_DIR, 'dist', 'main.js');
 /** The built CLI (`create-key`). */
 export const SERVER_CLI = join(SERVER_DIR, 'dist', 'cli.js');
 
-const FIRST_KEY_LINE = /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/;
+const FIRST_KEY_LINE = /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\b/;
 const LISTENING_LINE = /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at/;
 const POLL_MS = 25;
 
