@@ -90,7 +90,11 @@ beforeAll(async () => {
   const storage = await openStorage(database.options);
   const metrics = createMetrics({ storage, dataDir: database.options.dataDir });
   const server = await startTestServer({ storage, metrics });
-  const scrape = await startMetricsServer(metrics, { port: 0, host: '127.0.0.1' }, silentLogger);
+  const scrape = await startMetricsServer(
+    metrics,
+    { port: 0, host: '127.0.0.1', token: undefined },
+    silentLogger,
+  );
   try {
     await server.request('/healthz');
     const text = await (await fetch(scrape.url)).text();
