@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # scenario-scoring server: build everything in one stage, ship only the server's production output.
 #   docker build -t scenario-scoring .
-#   docker run -p 3000:3000 -v scoring-data:/data scenario-scoring
+#   docker run --stop-timeout 30 -p 3000:3000 -v scoring-data:/data scenario-scoring
+#   (--stop-timeout: more than the drain docs/operating.md asks for, 15 s with the defaults; Docker's own 10 s
+#   would SIGKILL an instance still draining)
 # See docs/operating.md; compose.yaml runs it on PostgreSQL.
 
 FROM node:24-slim AS build

@@ -7,4 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 npx turbo run build --filter=@scenario-scoring/server --filter=@scenario-scoring/client --output-logs=errors-only
+# A local start (NODE_ENV unset: the server's default is production) lets webhooks reach a receiver on this
+# machine, a newcomer's first receiver; NODE_ENV=production, or WEBHOOK_ALLOWED_CIDRS set (even empty), keeps
+# the server's refusal of loopback and private addresses.
+if [ -z "${NODE_ENV:-}" ] && [ -z "${WEBHOOK_ALLOWED_CIDRS+set}" ]; then
+  export WEBHOOK_ALLOWED_CIDRS=127.0.0.1/32,::1/128
+  echo "Local start: webhooks may go to a receiver on this machine (WEBHOOK_ALLOWED_CIDRS=$WEBHOOK_ALLOWED_CIDRS); NODE_ENV=production refuses them." >&2
+fi
 exec node apps/server/dist/main.js

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test: lint, contract bundle, types check, docs test in Chromium, mock test,
-# engine, server (SQLite and PostgreSQL, the log's Go interop test, nginx in front of it), client pack test
+# engine, server (SQLite and PostgreSQL, the log's Go interop test, nginx in front of it, promtool on the
+# alert rules), client pack test
 # and the contract suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,16 @@ if [ -z "${NGINX_PATH:-}" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null
   else
     echo "The reverse-proxy test needs nginx: install Debian's 'nginx' package or set NGINX_PATH." >&2
+    exit 1
+  fi
+fi
+# The Prometheus rules test runs promtool (check rules, test rules) on deploy/prometheus/.
+if [ -z "${PROMTOOL_PATH:-}" ] && ! command -v promtool >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing Debian's prometheus (promtool) for the alert rules test" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+  else
+    echo "The alert rules test needs promtool: install Debian's 'prometheus' package or set PROMTOOL_PATH." >&2
     exit 1
   fi
 fi

@@ -150,7 +150,9 @@ export async function createApp(options: AppOptions): Promise<Express> {
       securityHeaders(),
       identifyOperation(operationLookup(operations)),
       deprecationHeaders(operations),
-      observeRequests(logger, metrics),
+      observeRequests(logger, metrics, {
+        routes: new Map(operations.map(({ operationId, path }) => [operationId, path])),
+      }),
       closeConnectionsWhileDraining(lifecycle),
       refuseMalformedRequests,
       ...(config.anonymousRateLimitPerSecond > 0

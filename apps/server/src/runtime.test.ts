@@ -104,3 +104,26 @@ it('serves metrics on their own listener when METRICS_PORT is set', async () => 
     await runtime.stop();
   }
 });
+
+it('says after the first key how to allow a local webhook receiver when loopback is refused (the production default), and not when it is allowed', async () => {
+  const lines = async (allowedCidrs: string[]) => {
+    const announced: string[] = [];
+    const fresh = await mkdtemp(join(tmpdir(), 'ss-runtime-hint-'));
+    const config = testConfig({ dataDir: fresh });
+    const runtime = await startRuntime({
+      config: { ...config, webhooks: { ...config.webhooks, allowedCidrs } },
+      logger: silentLogger,
+      announce: (line) => announced.push(line),
+      workers: () => [],
+    });
+    await runtime.stop();
+    await rm(fresh, { recursive: true, force: true });
+    return announced;
+  };
+  const refused = (await lines([])).find((line) => line.startsWith('Created an API key'));
+  expect(refused).toMatch(
+    /^Created an API key for tenant "default" \(shown once\): sk_\w{40} \(webhooks to a receiver on this machine are refused: to allow them, start with WEBHOOK_ALLOWED_CIDRS=127\.0\.0\.1\/32,::1\/128\)$/,
+  );
+  const allowed = (await lines(['127.0.0.1/32'])).find((line) => line.startsWith('Created an API key'));
+  expect(allowed).toMatch(/^Created an API key for tenant "default" \(shown once\): sk_\w{40}$/);
+});

@@ -13,15 +13,29 @@ import { createMetrics } from './metrics/metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics/metrics-server.js';
 import type { Logger } from './request-logging/logger.js';
 import type { Config } from './server-config.js';
+import { checkDeploymentKeys } from './storage/deployment-keys.js';
 import { openStorage } from './storage/storage.js';
 import { createApiServer } from './transport/api-server.js';
 import { closeGracefully } from './transport/graceful-close.js';
 import { loadLogSigningKey } from './verifiable-log/log-signing-key.js';
+import { checkAddress } from './webhooks/outbound/outbound-address-policy.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /** Bounds a request's headers and body, so a client that sends them slowly cannot hold a connection. */
 const REQUEST_TIMEOUT_MS = 30_000;
+
+/** The variable that lets webhooks reach a receiver on this machine, as the first-key line shows it. */
+export const LOCAL_RECEIVER_SETTING = 'WEBHOOK_ALLOWED_CIDRS=127.0.0.1/32,::1/128';
+
+/**
+ * Said after the first key when webhooks to this machine are refused (the default, NODE_ENV=production):
+ * a newcomer's first receiver is usually local, and would otherwise be refused `webhook_url_refused`.
+ */
+function localReceiverHint(config: Config): string {
+  if (checkAddress('127.0.0.1', config.webhooks.allowedCidrs).allowed) return '';
+  return ` (webhooks to a receiver on this machine are refused: to allow them, start with ${LOCAL_RECEIVER_SETTING})`;
+}
 
 /** What a runtime is started with; tests replace the workers and the announcements. */
 export interface RuntimeOptions {
@@ -49,7 +63,8 @@ export interface Runtime {
 }
 
 /**
- * Starts an instance: opens the storage (running the migrations), creates the first API key when there is
+ * Starts an instance: opens the storage (running the migrations), checks its keys are the database's
+ * (storage/deployment-keys.ts: throws KeyMismatchError, nothing written, if not), creates the first API key when there is
  * none, builds the app, listens (the metrics listener first), starts the background workers, then
  * reports ready.
  */
@@ -69,16 +84,26 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const features = wireFeatures(storage, { secret: secretsKey });
   let metricsServer: MetricsServer | undefined;
   try {
-    if ((await features.keys.countActive()) === 0) {
-      const { key } = await features.keys.create('default');
-      announce(`Created an API key for tenant "default" (shown once): ${key}`);
-    }
-    const secretBox = new SecretBox(secretsKey);
     const logSigner = new NoteSigner(
       config.verifiableLog.keyName,
       await loadLogSigningKey({ signingKey: config.verifiableLog.signingKey, dataDir: config.dataDir }),
     );
-    const metrics = createMetrics({ storage, tenantStorageQuotaBytes: config.quota.tenantStorageQuotaBytes });
+    // Before anything is written: an instance whose keys are not the database's refuses to start.
+    await checkDeploymentKeys(
+      storage.db,
+      { secretsKey, logVerifierKey: await logSigner.verifierKey() },
+      systemClock.now(),
+    );
+    if ((await features.keys.countActive()) === 0) {
+      const { key } = await features.keys.create('default');
+      announce(`Created an API key for tenant "default" (shown once): ${key}${localReceiverHint(config)}`);
+    }
+    const secretBox = new SecretBox(secretsKey);
+    const metrics = createMetrics({
+      storage,
+      dataDir: config.dataDir,
+      tenantStorageQuotaBytes: config.quota.tenantStorageQuotaBytes,
+    });
     const workers = (options.workers ?? createWorkers)({
       features,
       config,

@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       trustedProxyHeader: 'x-forwarded-for',
       anonymousRateLimitPerSecond: 20,
       publicBaseUrl: undefined,
+      quota: { tenantStorageQuotaBytes: 10_000_000_000, usageRefreshMs: 1000 },
       webhooks: {
         allowedCidrs: [],
         allowHttp: false,

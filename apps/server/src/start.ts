@@ -1,6 +1,7 @@
 import { createLogger, describeError, jsonLogger, type Logger } from './request-logging/logger.js';
 import { type Runtime, startRuntime } from './runtime.js';
 import { ConfigError, loadConfig } from './server-config.js';
+import { KeyMismatchError } from './storage/deployment-keys.js';
 
 /**
  * Starts the server from the environment (imported by main.ts once it has checked the Node version). On
@@ -40,7 +41,7 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
     if (stopping) await drain(runtime);
   } catch (error) {
     // A bad environment is told in plain words, every bad variable at once.
-    if (error instanceof ConfigError) console.error(error.message);
+    if (error instanceof ConfigError || error instanceof KeyMismatchError) console.error(error.message);
     else logger.error('the server failed to start', { error: describeError(error) });
     process.exit(1);
   }

@@ -18,7 +18,7 @@ forEachServerDatabase('the built server', (env) => {
     const server = new BuiltServer(env());
     try {
       const [, key] = await server.waitFor(
-        /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/,
+        /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\b/,
       );
       const [, port] = await server.waitFor(
         /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at http:\/\/localhost:\1\/docs\n/,

@@ -247,3 +247,102 @@ describe('the packed package', () => {
     expect(audit.stdout).toMatch(/^Usage: scenario-scoring-audit --url/);
   });
 });
+
+/** The TypeScript versions the client is tested with (README "TypeScript"): 5.x, and 7.x, npm's latest. */
+const TYPESCRIPTS = { '5.9': 'typescript@5.9.3', '7.0': 'typescript@7.0.2' } as const;
+
+/** The first block of `language` after `heading` in the client's README. */
+async function readmeBlock(heading: string, language: string): Promise<string> {
+  const readme = await readFile(join(PACKAGE_DIR, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf(`\n## ${heading}\n`));
+  const block = new RegExp(`\`\`\`${language}\\n([^]*?)\`\`\`\n`).exec(section)?.[1];
+  if (block === undefined) throw new Error(`no ${language} block under "## ${heading}" in README.md`);
+  return block;
+}
+
+describe('the packed package with each TypeScript the README names', () => {
+  let tsDir = '';
+  afterAll(async () => {
+    if (tsDir) await rm(tsDir, { recursive: true, force: true });
+  });
+
+  it("compiles the README's example and a consumer of every export with TypeScript 5.x and 7.x, with the README's tsconfig", {
+    timeout: 240_000,
+  }, async () => {
+    if (!existsSync(join(PACKAGE_DIR, 'dist/index.js'))) {
+      throw new Error('dist/ is missing: run `npm run build -w @scenario-scoring/client` first');
+    }
+    tsDir = await mkdtemp(join(tmpdir(), 'ss-client-typescript-'));
+    const packed = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', tsDir], {
+      cwd: PACKAGE_DIR,
+      env: cleanEnv,
+    });
+    const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
+    const project = join(tsDir, 'consumer');
+    await mkdir(project);
+    await writeFile(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+    );
+    // Both TypeScripts side by side, under aliases; @types/node for the example's process.env.
+    const aliases = Object.entries(TYPESCRIPTS).map(([version, spec]) => `ts${version}@npm:${spec}`);
+    await run(
+      'npm',
+      ['install', '--no-audit', '--no-fund', join(tsDir, filename), '@types/node@24', ...aliases],
+      {
+        cwd: project,
+        env: cleanEnv,
+        timeout: 150_000,
+      },
+    ).catch((failed: { stdout?: string; stderr?: string }) => {
+      throw new Error(
+        `npm install in the clean project failed:\n${failed.stdout ?? ''}${failed.stderr ?? ''}`,
+        {
+          cause: failed,
+        },
+      );
+    });
+    await writeFile(join(project, 'example.ts'), await readmeBlock('Create a client and score', 'ts'));
+    await writeFile(join(project, 'index.ts'), CONSUMER);
+    const readmeConfig = JSON.parse(await readmeBlock('TypeScript', 'json')) as {
+      compilerOptions: Record<string, unknown>;
+    };
+    const files = ['example.ts', 'index.ts'];
+    const configs: Record<string, unknown> = {
+      'tsconfig.readme.json': { ...readmeConfig, files },
+      ...Object.fromEntries(
+        Object.entries(TSCONFIGS).map(([name, resolution]) => [
+          name,
+          { compilerOptions: { ...readmeConfig.compilerOptions, ...resolution }, files },
+        ]),
+      ),
+    };
+    const tsc = (version: string, args: string[]) =>
+      run('node', [`node_modules/ts${version}/bin/tsc`, ...args], { cwd: project }).then(
+        (done) => ({ exitCode: 0, output: done.stdout + done.stderr }),
+        (failed: { code: number; stdout: string; stderr: string }) => ({
+          exitCode: failed.code,
+          output: failed.stdout + failed.stderr,
+        }),
+      );
+    for (const version of Object.keys(TYPESCRIPTS)) {
+      expect((await tsc(version, ['--version'])).output).toMatch(
+        new RegExp(`^Version ${version.replace('.', '\\.')}\\.`),
+      );
+      for (const [name, config] of Object.entries(configs)) {
+        await writeFile(join(project, name), JSON.stringify(config));
+        expect(await tsc(version, ['-p', name]), `TypeScript ${version}, ${name}`).toEqual({
+          exitCode: 0,
+          output: '',
+        });
+      }
+    }
+    // What the README warns of: without "types": ["node"], TypeScript 7 does not know process.
+    const { types: _types, ...withoutTypes } = readmeConfig.compilerOptions;
+    await writeFile(
+      join(project, 'tsconfig.no-types.json'),
+      JSON.stringify({ compilerOptions: withoutTypes, files: ['example.ts'] }),
+    );
+    expect((await tsc('7.0', ['-p', 'tsconfig.no-types.json'])).output).toMatch(/Cannot find name 'process'/);
+  });
+});

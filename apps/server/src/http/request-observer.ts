@@ -12,14 +12,31 @@ const QUIET_WHEN_OK = new Set(['getHealth', 'getReadiness']);
 /** Lines a second, at most, for requests refused before a key was found (401, and 429 without a key). */
 export const UNAUTHENTICATED_LINES_PER_SECOND = 10;
 
-/** The `operation` label of requests that match no operation of the contract (docs, unknown paths). */
-const UNMATCHED_OPERATION = 'unmatched';
+/**
+ * The methods OpenTelemetry's `http.request.method` names as they are; any other is `_OTHER`, so a client
+ * cannot make a series per invented method.
+ */
+const KNOWN_METHODS = new Set([
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'CONNECT',
+  'OPTIONS',
+  'TRACE',
+  'PATCH',
+]);
+
+/** The route template of each operationId, e.g. `getLogRecord` → `/v1/logs/{cid}`. */
+export type RouteTemplates = ReadonlyMap<string, string>;
 
 /**
  * Observes each request once, when its response ends or its connection closes first (runs after
  * `identifyOperation`):
  *
- * - its duration goes into `httpRequestDuration`, by operationId (or `unmatched`) and status;
+ * - its duration goes into `httpRequestDuration`, by method, route template (from `routes`: the contract's
+ *   path of the matched operation, never the raw path; empty when none matched) and status;
  * - ONE log line: request id, tenant (once authenticated), operationId, method, status and duration;
  *   `aborted` when the client went away first. Never a header, a query or a body. 5xx answers are
  *   logged at level error, except a probe's 503 (starting or draining: the
@@ -32,8 +49,9 @@ const UNMATCHED_OPERATION = 'unmatched';
 export function observeRequests(
   logger: Logger,
   metrics: Pick<Metrics, 'httpRequestDuration'>,
-  options: { unauthenticatedLinesPerSecond?: number; now?: () => number } = {},
+  options: { unauthenticatedLinesPerSecond?: number; now?: () => number; routes?: RouteTemplates } = {},
 ): RequestHandler {
+  const routes = options.routes ?? new Map<string, string>();
   const linesPerSecond = options.unauthenticatedLinesPerSecond ?? UNAUTHENTICATED_LINES_PER_SECOND;
   const now = options.now ?? performance.now.bind(performance);
   let second = Number.NEGATIVE_INFINITY;
@@ -60,8 +78,13 @@ export function observeRequests(
       // Cut off by Node's request timeout, the request was answered 408 on its socket, not by Express.
       const timedOut = requestTimedOut(req.socket);
       const status = timedOut ? ERROR_CODES.request_timeout.status : res.statusCode;
+      const method = requestMethod(req, res);
       metrics.httpRequestDuration.observe(
-        { operation: operation ?? UNMATCHED_OPERATION, status: String(status) },
+        {
+          http_request_method: KNOWN_METHODS.has(method) ? method : '_OTHER',
+          http_route: (operation !== undefined && routes.get(operation)) || '',
+          http_response_status_code: String(status),
+        },
         durationMs / 1000,
       );
       if (status < 400 && operation !== undefined && QUIET_WHEN_OK.has(operation)) return;
@@ -69,7 +92,7 @@ export function observeRequests(
         requestId: res.locals.requestId,
         tenant: res.locals.apiKey?.tenantId,
         operation,
-        method: requestMethod(req, res),
+        method,
         status,
         durationMs: Math.round(durationMs * 100) / 100,
       };

@@ -67,8 +67,88 @@ const runsByStateGauge: DatabaseGauge = {
   },
 };
 
+/** Seconds since an ISO timestamp (0 when there is none, or it is in the future). */
+function ageSeconds(iso: string | null | undefined, now: number): number {
+  if (iso === null || iso === undefined) return 0;
+  return Math.max(0, (now - Date.parse(iso)) / 1000);
+}
+
+/**
+ * How far behind the webhook backlog is: the age of the oldest event not yet fanned out
+ * (`stage="undispatched_events"`, since it was created) and of the oldest delivery due and not yet
+ * attempted (`stage="due_deliveries"`, since its attempt came due; a retry scheduled later is not late).
+ * 0 when nothing waits.
+ */
+const deliveryBacklogAgeGauge: DatabaseGauge = {
+  name: 'scenario_scoring_webhook_backlog_oldest_age_seconds',
+  help: 'Age in seconds of the oldest undispatched event and of the oldest due webhook delivery, database-wide.',
+  labelNames: ['stage'],
+  async read(db) {
+    const now = Date.now();
+    const [event, delivery] = await Promise.all([
+      db
+        .selectFrom('events')
+        .select((eb) => eb.fn.min('created_at').as('oldest'))
+        .where('dispatched_at', 'is', null)
+        .executeTakeFirst(),
+      db
+        .selectFrom('deliveries')
+        .select((eb) => eb.fn.min('next_attempt_at').as('oldest'))
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', new Date(now).toISOString())
+        .executeTakeFirst(),
+    ]);
+    return [
+      { labels: { stage: 'undispatched_events' }, value: ageSeconds(event?.oldest, now) },
+      { labels: { stage: 'due_deliveries' }, value: ageSeconds(delivery?.oldest, now) },
+    ];
+  },
+};
+
+/**
+ * The verifiable log's signer: the age of the oldest record still waiting for its leaf (0 when none
+ * waits), which grows when no instance sequences and signs. A log with nothing to sign signs nothing, so
+ * the last checkpoint's age alone would also grow on an idle log.
+ */
+const logQueueAgeGauge: DatabaseGauge = {
+  name: 'scenario_scoring_log_unsequenced_oldest_age_seconds',
+  help: 'Age in seconds of the oldest log record not yet given a leaf and signed into a checkpoint, database-wide.',
+  labelNames: [],
+  async read(db) {
+    const now = Date.now();
+    const row = await db
+      .selectFrom('log_leaf_queue')
+      .select((eb) => eb.fn.min('created_at').as('oldest'))
+      .executeTakeFirst();
+    return [{ labels: {}, value: ageSeconds(row?.oldest, now) }];
+  },
+};
+
+/** When the newest checkpoint of any tenant's log was signed (Unix seconds; absent before the first). */
+const lastCheckpointGauge: DatabaseGauge = {
+  name: 'scenario_scoring_log_last_checkpoint_timestamp_seconds',
+  help: 'Unix time in seconds of the newest signed checkpoint of the verifiable log, database-wide.',
+  labelNames: [],
+  async read(db) {
+    // log_checkpoints_created_idx: the newest row, not a scan.
+    const row = await db
+      .selectFrom('log_checkpoints')
+      .select('created_at')
+      .orderBy('created_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row === undefined ? [] : [{ labels: {}, value: Date.parse(row.created_at) / 1000 }];
+  },
+};
+
 /** Every database gauge of the service. */
-export const DATABASE_GAUGES: readonly DatabaseGauge[] = [outboxDepthGauge, runsByStateGauge];
+export const DATABASE_GAUGES: readonly DatabaseGauge[] = [
+  outboxDepthGauge,
+  runsByStateGauge,
+  deliveryBacklogAgeGauge,
+  logQueueAgeGauge,
+  lastCheckpointGauge,
+];
 
 /**
  * Each tenant's stored bytes (`tenant` label: tenant names are few, chosen by the operator, and are not

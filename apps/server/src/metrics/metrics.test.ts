@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
@@ -21,7 +22,7 @@ forEachDatabase('metrics', ({ storage }) => {
   let scrape: MetricsServer;
   let key: string;
   beforeAll(async () => {
-    metrics = createMetrics({ storage: storage() });
+    metrics = createMetrics({ storage: storage(), dataDir: tmpdir() });
     server = await startTestServer({ storage: storage(), metrics });
     scrape = await startMetricsServer(metrics, { port: 0, host: '127.0.0.1', token: TOKEN }, silentLogger);
     ({ key } = await testFeatures(storage()).keys.create('metrics'));
@@ -38,7 +39,7 @@ forEachDatabase('metrics', ({ storage }) => {
     return response.text();
   };
 
-  it('counts scores and observes each request by operation and status', async () => {
+  it('counts scores and observes each request as OpenTelemetry names it: method, route template, status', async () => {
     for (let n = 0; n < 3; n++) {
       const response = await server.request('/v1/scoring/score', {
         key,
@@ -51,28 +52,54 @@ forEachDatabase('metrics', ({ storage }) => {
     // A request is observed when its response has ended, which the client may see first.
     const deadline = Date.now() + 5000;
     let text = await read();
-    while (!text.includes('status="404"') && Date.now() < deadline) text = await read();
+    while (!text.includes('http_response_status_code="404"') && Date.now() < deadline) text = await read();
 
+    const count = (method: string, route: string, status: number) =>
+      sample(
+        text,
+        `http_server_request_duration_seconds_count{http_request_method="${method}",http_route="${route}",http_response_status_code="${status}"}`,
+      );
     expect(sample(text, 'scenario_scoring_scores_total')).toBe(3);
-    expect(
-      sample(
-        text,
-        'scenario_scoring_http_request_duration_seconds_count{operation="scoreSubject",status="200"}',
+    expect(count('POST', '/v1/scoring/score', 200)).toBe(3);
+    // The route template, never the concrete path or its id.
+    expect(count('GET', '/v1/scoring/policies/{jurisdiction}', 401)).toBe(1);
+    expect(text).not.toMatch(/http_route="[^"]*\/DE"/);
+    // No operation matched: no route.
+    expect(count('GET', '', 404)).toBe(1);
+    // The buckets OpenTelemetry's HTTP semantic conventions recommend.
+    const buckets = [
+      ...text.matchAll(
+        /^http_server_request_duration_seconds_bucket\{le="([^"]+)",http_request_method="POST"/gm,
       ),
-    ).toBe(3);
-    expect(
-      sample(
-        text,
-        'scenario_scoring_http_request_duration_seconds_count{operation="getPolicy",status="401"}',
-      ),
-    ).toBe(1);
-    expect(
-      sample(
-        text,
-        'scenario_scoring_http_request_duration_seconds_count{operation="unmatched",status="404"}',
-      ),
-    ).toBe(1);
+    ].map((match) => match[1]);
+    expect(buckets).toEqual([
+      '0.005',
+      '0.01',
+      '0.025',
+      '0.05',
+      '0.075',
+      '0.1',
+      '0.25',
+      '0.5',
+      '0.75',
+      '1',
+      '2.5',
+      '5',
+      '7.5',
+      '10',
+      '+Inf',
+    ]);
+    expect(text).not.toMatch(/scenario_scoring_http_request_duration_seconds/);
     expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+  });
+
+  it('names an invented method _OTHER, so a client cannot make series of its own', async () => {
+    await fetch(`${server.url}/v1/scoring/score`, { method: 'PROPFIND' }).catch(() => undefined);
+    const deadline = Date.now() + 5000;
+    let text = await read();
+    while (!text.includes('http_request_method="_OTHER"') && Date.now() < deadline) text = await read();
+    expect(text).toMatch(/http_request_method="_OTHER"/);
+    expect(text).not.toMatch(/PROPFIND/);
   });
 
   it('reads the outbox depth from the database at scrape time', async () => {
@@ -126,6 +153,39 @@ forEachDatabase('metrics', ({ storage }) => {
     const text = await read();
     expect(depth(text, 'undispatched_events')).toBe(2);
     expect(depth(text, 'pending_deliveries')).toBe(1);
+  });
+
+  it('reads how old the oldest waiting event, due delivery and unsigned log record are, and the last checkpoint', async () => {
+    const { db } = storage();
+    const old = new Date(Date.now() - 120_000);
+    await insertEvents(db, [
+      newEvent('metrics', 'webhook.test', { webhook_id: 'wh_metrics', message: 'old' }, old),
+    ]);
+    await db
+      .insertInto('log_checkpoints')
+      .values({
+        tenant_id: 'metrics',
+        tree_size: 1,
+        root_hash: new Uint8Array(32),
+        note: 'a note',
+        created_at: '2026-11-22T10:00:00.000Z',
+      })
+      .execute();
+    const text = await read();
+    expect(
+      sample(text, 'scenario_scoring_webhook_backlog_oldest_age_seconds{stage="undispatched_events"}'),
+    ).toBeGreaterThanOrEqual(120);
+    // The pending delivery of the outbox test came due when it was written.
+    expect(
+      sample(text, 'scenario_scoring_webhook_backlog_oldest_age_seconds{stage="due_deliveries"}'),
+    ).toBeGreaterThan(0);
+    // This test server runs no sequencer: the records scored above still wait for their leaves.
+    expect(sample(text, 'scenario_scoring_log_unsequenced_oldest_age_seconds')).toBeGreaterThan(0);
+    expect(sample(text, 'scenario_scoring_log_last_checkpoint_timestamp_seconds')).toBe(
+      Date.parse('2026-11-22T10:00:00.000Z') / 1000,
+    );
+    expect(sample(text, 'scenario_scoring_data_dir_filesystem_avail_bytes')).toBeGreaterThan(0);
+    expect(sample(text, 'scenario_scoring_data_dir_filesystem_size_bytes')).toBeGreaterThan(0);
   });
 
   it('counts runs by state from the database at scrape time, every state reported', async () => {

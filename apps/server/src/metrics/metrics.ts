@@ -1,3 +1,4 @@
+import { statfs } from 'node:fs/promises';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Storage } from '../storage/storage.js';
 import { DATABASE_GAUGES, tenantStorageGauges } from './database-gauges.js';
@@ -5,8 +6,14 @@ import { DATABASE_GAUGES, tenantStorageGauges } from './database-gauges.js';
 /** Every metric name starts with this, so a shared Prometheus tells the service's series apart. */
 export const METRIC_PREFIX = 'scenario_scoring_';
 
-/** Request-duration buckets in seconds: a scoring takes milliseconds, a slow one seconds. */
-const HTTP_DURATION_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/**
+ * The request-duration buckets the OpenTelemetry HTTP semantic conventions recommend for
+ * `http.server.request.duration`, in seconds.
+ */
+const HTTP_DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+
+/** The labels of the request histogram: the OpenTelemetry attributes in their Prometheus form. */
+export type HttpRequestLabel = 'http_request_method' | 'http_route' | 'http_response_status_code';
 /** Delivery-lag buckets in seconds: from "at once" to "the workers are far behind". */
 const DELIVERY_LAG_BUCKETS_S = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 
@@ -17,8 +24,13 @@ const DELIVERY_LAG_BUCKETS_S = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300
  */
 export interface Metrics {
   readonly registry: Registry;
-  /** Seconds per HTTP request, by `operation` (the contract's operationId, or `unmatched`) and `status`. */
-  readonly httpRequestDuration: Histogram<'operation' | 'status'>;
+  /**
+   * Seconds per HTTP request: OpenTelemetry's `http.server.request.duration` in its Prometheus form
+   * (`http_server_request_duration_seconds`, without the service prefix, so standard RED dashboards find it),
+   * by method, route template of the contract (`/v1/logs/{cid}`; empty when the request matched no
+   * operation) and status code.
+   */
+  readonly httpRequestDuration: Histogram<HttpRequestLabel>;
   /** Synchronous scorings (POST /v1/scoring/score), each logged under its CID; batch runs are not counted. */
   readonly scores: Counter;
   /**
@@ -37,6 +49,8 @@ export interface Metrics {
 export interface MetricsOptions {
   /** Without it, no database gauge is registered (tests of the HTTP metrics alone). */
   storage?: Pick<Storage, 'db'>;
+  /** The data directory whose filesystem's size and free space are reported (DATA_DIR). */
+  dataDir?: string;
   /** Whether to collect Node's process metrics (memory, CPU, event-loop lag, GC); default true. */
   processMetrics?: boolean;
   /** The per-tenant storage quota the quota gauge reports (0: none). */
@@ -65,12 +79,38 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       });
     }
   }
+  if (options.dataDir !== undefined) {
+    const { dataDir } = options;
+    for (const [name, help, read] of [
+      [
+        'avail_bytes',
+        'Bytes available to the server on the filesystem of DATA_DIR.',
+        (stats: { bavail: number; bsize: number }) => stats.bavail * stats.bsize,
+      ],
+      [
+        'size_bytes',
+        'Size in bytes of the filesystem of DATA_DIR.',
+        (stats: { blocks: number; bsize: number }) => stats.blocks * stats.bsize,
+      ],
+    ] as const) {
+      new Gauge({
+        name: `${METRIC_PREFIX}data_dir_filesystem_${name}`,
+        help,
+        registers,
+        async collect() {
+          this.reset();
+          const stats = await statfs(dataDir).catch(() => undefined);
+          if (stats !== undefined) this.set(read(stats));
+        },
+      });
+    }
+  }
   return {
     registry,
     httpRequestDuration: new Histogram({
-      name: `${METRIC_PREFIX}http_request_duration_seconds`,
-      help: 'HTTP request duration in seconds, by operationId and status code.',
-      labelNames: ['operation', 'status'],
+      name: 'http_server_request_duration_seconds',
+      help: 'Duration of HTTP server requests (OpenTelemetry http.server.request.duration), by method, route template and status code.',
+      labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
       buckets: HTTP_DURATION_BUCKETS_S,
       registers,
     }),

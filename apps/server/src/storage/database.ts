@@ -263,6 +263,15 @@ export interface TenantUsageTable {
   updated_at: IsoTimestamp;
 }
 
+/** A check value of a key every instance on the database must share (see storage/deployment-keys.ts). */
+export interface DeploymentKeysTable {
+  /** `secrets_key` or `log_verifier_key`. */
+  name: string;
+  /** The HMAC check value of `SECRETS_KEY`, or the log's public verifier key. */
+  value: string;
+  created_at: IsoTimestamp;
+}
+
 /** The whole schema, as Kysely sees it. */
 export interface Database {
   tenants: TenantsTable;
@@ -282,4 +291,5 @@ export interface Database {
   log_checkpoints: LogCheckpointsTable;
   erasures: ErasuresTable;
   tenant_usage: TenantUsageTable;
+  deployment_keys: DeploymentKeysTable;
 }

@@ -3,7 +3,7 @@
  * folder starts, on the child-process watcher of the testkit (its output read and kept, killed if the test
  * process dies first).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +28,7 @@ export const SERVER_MAIN = join(SERVER_DIR, 'dist', 'main.js');
 /** The built CLI (`create-key`). */
 export const SERVER_CLI = join(SERVER_DIR, 'dist', 'cli.js');
 
-const FIRST_KEY_LINE = /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\n/;
+const FIRST_KEY_LINE = /Created an API key for tenant "default" \(shown once\): (sk_\w{40})\b/;
 const LISTENING_LINE = /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at/;
 const POLL_MS = 25;
 
@@ -46,7 +46,8 @@ export function requireBuiltServer(main = SERVER_MAIN): void {
  */
 export function databaseEnv(database: TestDatabase, secretsKey?: string): Record<string, string> {
   const { dataDir, databaseUrl } = database.options;
-  const key = secretsKey ?? (databaseUrl === undefined ? undefined : randomBytes(32).toString('base64'));
+  // Derived from the database, like the log key: every instance started on it has the database's keys.
+  const key = secretsKey ?? (databaseUrl === undefined ? undefined : secretsKeyOf(databaseUrl));
   return {
     DATA_DIR: dataDir,
     ...(databaseUrl !== undefined && { DATABASE_URL: databaseUrl }),
@@ -85,6 +86,11 @@ export function forEachServerDatabase(
 /** The log signing key the instances on `databaseUrl` share in tests (base64 of 32 bytes). */
 export function logSigningKeyOf(databaseUrl: string): string {
   return createHash('sha256').update(`log signing key of ${databaseUrl}`).digest('base64');
+}
+
+/** The SECRETS_KEY the instances on `databaseUrl` share in tests (base64 of 32 bytes). */
+export function secretsKeyOf(databaseUrl: string): string {
+  return createHash('sha256').update(`secrets key of ${databaseUrl}`).digest('base64');
 }
 
 /** Runs the built CLI to completion with exactly `env` (plus PATH). */

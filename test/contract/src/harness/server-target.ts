@@ -8,7 +8,7 @@ import { REPO_ROOT, SERVER_CLI, SERVER_MAIN } from './workspace-paths.js';
 const STARTUP_TIMEOUT_MS = 30_000;
 /** The server waits up to 10 s for requests in flight; a little more before SIGKILL. */
 const STOP_TIMEOUT_MS = 15_000;
-const FIRST_KEY_LINE = /Created an API key for tenant "default" \(shown once\): (sk_[0-9A-Za-z]{40})\n/;
+const FIRST_KEY_LINE = /Created an API key for tenant "default" \(shown once\): (sk_[0-9A-Za-z]{40})\b/;
 const LISTENING_LINE =
   /scenario-scoring listening on http:\/\/localhost:(\d+) — docs at http:\/\/localhost:\1\/docs\n/;
 const OTHER_TENANT = 'contract-other';

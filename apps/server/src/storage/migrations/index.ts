@@ -10,6 +10,7 @@ import * as fairRunClaims from './0008-fair-run-claims.js';
 import * as keyScopesIdempotencyExpiry from './0009-key-scopes-idempotency-expiry.js';
 import * as erasure from './0010-erasure.js';
 import * as tenantUsage from './0011-tenant-usage.js';
+import * as deploymentKeys from './0012-deployment-keys.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -28,4 +29,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009-key-scopes-idempotency-expiry': keyScopesIdempotencyExpiry,
   '0010-erasure': erasure,
   '0011-tenant-usage': tenantUsage,
+  '0012-deployment-keys': deploymentKeys,
 };
