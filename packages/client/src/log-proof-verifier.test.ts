@@ -37,8 +37,10 @@ function fullFileRecord(): Uint8Array {
   const contract = JSON.parse(
     readFileSync(new URL('../../../openapi/dist/openapi.json', import.meta.url), 'utf8'),
   );
-  const value =
-    contract.paths['/v1/logs/{cid}'].get.responses['200'].content['application/json'].examples.FullFile.value;
+  const example =
+    contract.paths['/v1/logs/{cid}'].get.responses['200'].content['application/json'].examples.FullFile;
+  // The bundle keeps a shared example as a reference to components/examples.
+  const value = '$ref' in example ? exampleValue(example.$ref.split('/').pop()) : example.value;
   const canonical = (v: unknown): string =>
     Array.isArray(v)
       ? `[${v.map(canonical).join(',')}]`
