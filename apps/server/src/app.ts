@@ -41,6 +41,7 @@ import { jsonLogger, type Logger } from './request-logging/logger.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
+import { tracing } from './tracing/tracing.js';
 import { verifiableLogRoutes } from './verifiable-log/verifiable-log-routes.js';
 import { webhookRoutes } from './webhooks/api/webhook-routes.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
@@ -91,6 +92,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const contract = options.contract ?? loadContract();
   const logSigner = options.logSigner ?? new NoteSigner(config.verifiableLog.keyName, randomBytes(32));
   const operations = contractOperations(contract.document);
+  const routes = new Map(operations.map(({ operationId, path }) => [operationId, path]));
   const scopes = requiredScopes(operations, contract.document.security);
   const quota = new StorageQuota(storage.db, config.quota.tenantStorageQuotaBytes, {
     refreshMs: config.quota.usageRefreshMs,
@@ -150,9 +152,8 @@ export async function createApp(options: AppOptions): Promise<Express> {
       securityHeaders(),
       identifyOperation(operationLookup(operations)),
       deprecationHeaders(operations),
-      observeRequests(logger, metrics, {
-        routes: new Map(operations.map(({ operationId, path }) => [operationId, path])),
-      }),
+      ...(tracing ? [tracing.requestMiddleware(routes) as RequestHandler] : []),
+      observeRequests(logger, metrics, { routes }),
       closeConnectionsWhileDraining(lifecycle),
       refuseMalformedRequests,
       ...(config.anonymousRateLimitPerSecond > 0

@@ -2,6 +2,7 @@ import { createLogger, describeError, jsonLogger, type Logger } from './request-
 import { type Runtime, startRuntime } from './runtime.js';
 import { ConfigError, loadConfig } from './server-config.js';
 import { KeyMismatchError } from './storage/deployment-keys.js';
+import { startTracing, stopTracing } from './tracing/tracing.js';
 
 /**
  * Starts the server from the environment (imported by main.ts once it has checked the Node version). On
@@ -18,7 +19,7 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
   let stopping = false;
   const drain = (started: Runtime) =>
     started.stop().then(
-      () => process.exit(0),
+      () => stopTracing().finally(() => process.exit(0)),
       (error: unknown) => {
         logger.error('the shutdown failed', { error: describeError(error) });
         process.exit(1);
@@ -37,6 +38,7 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
   try {
     const config = loadConfig();
     logger = createLogger(config.logs);
+    await startTracing();
     runtime = await startRuntime({ config, logger });
     if (stopping) await drain(runtime);
   } catch (error) {

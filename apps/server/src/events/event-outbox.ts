@@ -3,6 +3,7 @@ import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
 import { newId } from '../common/ids.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
+import { tracing } from '../tracing/tracing.js';
 
 /** The type of an event: `run.completed`, `run.failed`, `policy.escalated` or `webhook.test`. */
 export type EventType = keyof EventPayloads;
@@ -20,6 +21,8 @@ export interface OutboxEvent {
   readonly createdAt: Date;
   /** The tenant-keyed hash of the subject the payload carries (`policy.escalated`), so an erasure finds it. */
   readonly subjectKey?: string | undefined;
+  /** The W3C traceparent of the request that raised it, when tracing is on (see tracing/tracing.ts). */
+  readonly traceparent?: string | undefined;
 }
 
 /** A new event of `type` for `tenantId`, with a new `evt_` id, timestamped `now`. */
@@ -31,7 +34,8 @@ export function newEvent<T extends EventType>(
 ): OutboxEvent {
   const id = newId('evt');
   const payload = JSON.stringify({ id, type, timestamp: now.toISOString(), data });
-  return { id, tenantId, type, payload, createdAt: now };
+  const traceparent = tracing?.requestTraceparent();
+  return { id, tenantId, type, payload, createdAt: now, ...(traceparent && { traceparent }) };
 }
 
 /** Rows per INSERT, well below both dialects' bound-parameter limits. */
@@ -68,6 +72,7 @@ export function eventInserts(
           payload: event.payload,
           created_at: event.createdAt.toISOString(),
           subject_key: event.subjectKey ?? null,
+          traceparent: event.traceparent ?? null,
           dispatched_at: options.dispatchedAt ?? null,
         })),
       )
@@ -97,9 +102,9 @@ export function subscribedEventInserts(
     };
     const rows = chunk.map(
       (event) =>
-        `select ${mark(event.id)} as id, ${mark(event.tenantId)} as tenant_id, ${mark(event.type)} as type, ${mark(event.payload)} as payload, ${mark(event.createdAt.toISOString())} as created_at, ${mark(event.subjectKey ?? null)} as subject_key`,
+        `select ${mark(event.id)} as id, ${mark(event.tenantId)} as tenant_id, ${mark(event.type)} as type, ${mark(event.payload)} as payload, ${mark(event.createdAt.toISOString())} as created_at, ${mark(event.subjectKey ?? null)} as subject_key, ${mark(event.traceparent ?? null)} as traceparent`,
     );
-    const text = `insert into "events" ("id", "tenant_id", "type", "payload", "created_at", "subject_key") select v.id, v.tenant_id, v.type, v.payload, v.created_at, v.subject_key from (${rows.join(' union all ')}) as v where exists (select 1 from "webhooks" as w where w.tenant_id = v.tenant_id and w.status = 'active' and w.deleted_at is null and (w.events like '%"*"%' or w.events like '%"' || v.type || '"%'))`;
+    const text = `insert into "events" ("id", "tenant_id", "type", "payload", "created_at", "subject_key", "traceparent") select v.id, v.tenant_id, v.type, v.payload, v.created_at, v.subject_key, v.traceparent from (${rows.join(' union all ')}) as v where exists (select 1 from "webhooks" as w where w.tenant_id = v.tenant_id and w.status = 'active' and w.deleted_at is null and (w.events like '%"*"%' or w.events like '%"' || v.type || '"%'))`;
     return CompiledQuery.raw(text, parameters);
   });
 }

@@ -23,9 +23,18 @@ export interface ErrorHandlerOptions {
 export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHandler {
   return (error, req, res, next) => {
     const requestId = res.locals.requestId;
+    // With tracing on, every line of a traced request names its trace.
+    const trace = res.locals.trace && {
+      trace_id: res.locals.trace.traceId,
+      span_id: res.locals.trace.spanId,
+    };
     if (res.headersSent) {
       // Too late for a problem: let Express end the connection.
-      options.logger.error('error after the response started', { requestId, error: describeError(error) });
+      options.logger.error('error after the response started', {
+        requestId,
+        ...trace,
+        error: describeError(error),
+      });
       next(error);
       return;
     }
@@ -33,7 +42,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
       // Nobody is left to answer: no problem, no stack, no 5xx. Or the request timeout cut it
       // off, and its 408 went out on the socket (transport/client-error.ts).
       const what = requestTimedOut(req.socket) ? 'the request timed out' : 'client aborted the request';
-      options.logger.info(what, { requestId, method: requestMethod(req, res), path: req.path });
+      options.logger.info(what, { requestId, ...trace, method: requestMethod(req, res), path: req.path });
       res.statusCode = CLIENT_CLOSED_REQUEST;
       res.destroy();
       return;
@@ -47,6 +56,7 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
     if (appError === undefined) {
       options.logger.error('unexpected error', {
         requestId,
+        ...trace,
         method: requestMethod(req, res),
         path: req.path,
         error: describeError(error),

@@ -1,4 +1,5 @@
 import type { ApiKeyOwner } from '../keys/api-key-store.js';
+import type { RequestTrace } from '../tracing/tracing.js';
 
 declare global {
   namespace Express {
@@ -16,6 +17,8 @@ declare global {
       startedAt: number;
       /** The request came as HEAD and is served as its GET without a body (see http/head-requests.ts). */
       head?: true;
+      /** The request's span ids, when tracing is on (tracing/tracing.ts). */
+      trace?: RequestTrace;
     }
   }
 }

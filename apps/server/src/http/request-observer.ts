@@ -97,6 +97,11 @@ export function observeRequests(
         durationMs: Math.round(durationMs * 100) / 100,
       };
       if (!res.writableFinished && !timedOut) line.aborted = true;
+      const trace = res.locals.trace;
+      if (trace !== undefined) {
+        line.traceId = trace.traceId;
+        line.spanId = trace.spanId;
+      }
       if (line.tenant === undefined && (status === 401 || status === 429)) {
         if (!sampled()) return;
         if (suppressed > 0) {

@@ -15,6 +15,9 @@ export interface RequestLine {
   aborted?: true;
   /** How many lines like this one (refused before a key was found) were left out since the last one written. */
   suppressed?: number;
+  /** The request's trace and span ids, when tracing is on. */
+  traceId?: string;
+  spanId?: string;
 }
 
 /**
@@ -51,6 +54,8 @@ export function requestLineWriter(
     json += `,"method":${JSON.stringify(line.method)},"status":${finite(line.status)},"durationMs":${finite(line.durationMs)}`;
     if (line.aborted) json += ',"aborted":true';
     if (line.suppressed !== undefined) json += `,"suppressed":${finite(line.suppressed)}`;
+    // Hex ids made by the tracer, never a client's text: written as they are.
+    if (line.traceId !== undefined) json += `,"trace_id":"${line.traceId}","span_id":"${line.spanId}"`;
     stream.write(`${json},"message":"request"}\n`);
   };
 }

@@ -6,6 +6,7 @@ import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
 import { type RowInsert, rowInsertQuery } from '../storage/row-insert.js';
 import type { Storage } from '../storage/storage.js';
+import { traced } from '../tracing/tracing.js';
 
 /**
  * Rows per INSERT statement: 5 parameters a row stays far below SQLite's 32766 and PostgreSQL's 65535
@@ -85,7 +86,11 @@ export async function insertLogRecords(
   // for a tenant with a webhook that takes it (subscribedEventInserts), and counted only if written.
   await storage.transact([
     ...logRowInserts(storage.db, rows),
-    ...subscribedEventInserts(storage.db, events),
+    ...(events.length > 0
+      ? traced('outbox.enqueue', () => subscribedEventInserts(storage.db, events), {
+          'outbox.events': events.length,
+        })
+      : []),
     ...writtenEventsUsage(
       storage.db,
       events.map((event) => event.id),
@@ -170,7 +175,7 @@ export function createScoreLogStore(
       if (events > 0) options.outbox?.notify();
     },
     options.maxBatch,
-    { isolate: true },
+    { isolate: true, span: 'score_log.commit' },
   );
   return {
     append: (record) => committer.add(record),

@@ -3,6 +3,7 @@ import { scoreAndLog } from '@scenario-scoring/engine';
 import { escalationEvent } from '../policies/policy-escalation.js';
 import { recordStamp } from '../score-log/record-stamp.js';
 import type { ScoreLogStore } from '../score-log/score-log-store.js';
+import { traced } from '../tracing/tracing.js';
 import { contractScoreResult } from './score-result.js';
 
 /** Who asks for a scoring, and the ids and clock it is recorded under. */
@@ -26,7 +27,7 @@ export async function scoreSubject(
   request: ScoreRequest,
 ): Promise<ScoreResponse> {
   const stamp = recordStamp({ kind: 'score', request_id: caller.requestId }, caller.now);
-  const scoring = scoreAndLog(request.subject, request.context, stamp);
+  const scoring = traced('engine.score', () => scoreAndLog(request.subject, request.context, stamp));
   const event = escalationEvent(
     caller.tenantId,
     request.subject,
@@ -34,15 +35,17 @@ export async function scoreSubject(
     { requestId: caller.requestId },
     caller.now,
   );
-  await logs.append({
-    tenantId: caller.tenantId,
-    cid: scoring.logCid,
-    bytes: scoring.logBytes,
-    requestId: caller.requestId,
-    createdAt: caller.now,
-    subject: request.subject,
-    ...(event && { events: [event] }),
-  });
+  await traced('score_log.append', () =>
+    logs.append({
+      tenantId: caller.tenantId,
+      cid: scoring.logCid,
+      bytes: scoring.logBytes,
+      requestId: caller.requestId,
+      createdAt: caller.now,
+      subject: request.subject,
+      ...(event && { events: [event] }),
+    }),
+  );
   return {
     id: caller.requestId,
     status: 'ok',

@@ -90,6 +90,8 @@ export interface EventsTable {
   subject_key: ColumnType<string | null, string | null | undefined, string | null>;
   /** When deliveries were created for it (fanned out to the tenant's webhooks); null until then. */
   dispatched_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  /** The W3C traceparent of the request that raised it, when tracing was on; deliveries link to it. */
+  traceparent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A registered webhook endpoint. */

@@ -1,3 +1,4 @@
+import { tracing } from '../tracing/tracing.js';
 import { commitIsolated } from './isolated-commit.js';
 
 /** The default cap on the number of items one flush commits. */
@@ -27,6 +28,8 @@ interface Pending<T> {
   item: T;
   resolve: () => void;
   reject: (error: unknown) => void;
+  /** The tracing context it was added in, when tracing is on and the committer's commits are traced. */
+  context?: unknown;
 }
 
 /**
@@ -43,6 +46,7 @@ export class GroupCommitter<T> {
   readonly #maxBatch: number;
   readonly #isolate: boolean;
   readonly #lingerMs: number;
+  readonly #span: string | undefined;
   /** When the last flush started (performance.now()), for `lingerMs`. */
   #lastFlushAt = Number.NEGATIVE_INFINITY;
   #queue: Pending<T>[] = [];
@@ -62,7 +66,7 @@ export class GroupCommitter<T> {
   constructor(
     commit: (batch: readonly T[]) => Promise<void>,
     maxBatch = DEFAULT_GROUP_COMMIT_MAX_BATCH,
-    options: { isolate?: boolean; lingerMs?: number } = {},
+    options: { isolate?: boolean; lingerMs?: number; span?: string } = {},
   ) {
     if (!Number.isInteger(maxBatch) || maxBatch < 1)
       throw new RangeError(`maxBatch must be >= 1, got ${maxBatch}`);
@@ -70,13 +74,16 @@ export class GroupCommitter<T> {
     this.#maxBatch = maxBatch;
     this.#isolate = options.isolate ?? false;
     this.#lingerMs = options.lingerMs ?? 0;
+    this.#span = options.span;
   }
 
   /** Queues an item; resolves once it is committed, rejects if its batch's commit fails. */
   add(item: T): Promise<void> {
     if (this.#closed) return Promise.reject(new GroupCommitterClosedError());
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject });
+      const pending: Pending<T> = { item, resolve, reject };
+      if (tracing && this.#span !== undefined) pending.context = tracing.captureContext();
+      this.#queue.push(pending);
       this.#schedule();
     });
   }
@@ -127,7 +134,16 @@ export class GroupCommitter<T> {
     this.#stats.flushes += 1;
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length);
     try {
-      await this.#commit(batch.map((pending) => pending.item));
+      const items = batch.map((pending) => pending.item);
+      // With tracing on, a span around the transaction (one SQLite thread message, or one PostgreSQL
+      // transaction), parented by the first item's request and linked to every item's.
+      if (tracing && this.#span !== undefined)
+        await tracing.inBatchSpan(
+          this.#span,
+          batch.map((pending) => pending.context),
+          () => this.#commit(items),
+        );
+      else await this.#commit(items);
       this.#stats.committedItems += batch.length;
       for (const pending of batch) pending.resolve();
     } catch (error) {

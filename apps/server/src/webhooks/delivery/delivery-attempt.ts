@@ -1,10 +1,11 @@
 import type { Clock } from '../../common/clock.js';
 import type { Metrics } from '../../metrics/metrics.js';
+import { tracing } from '../../tracing/tracing.js';
 import type { WebhookConfig } from '../webhook-config.js';
 import type { ClaimedDelivery } from './delivery-claims.js';
 import { nextDeliveryState } from './delivery-outcome.js';
 import type { Claim, DeliveryWrite } from './delivery-recorder.js';
-import type { DeliverySender, SentAttempt } from './delivery-sender.js';
+import type { DeliveryRequest, DeliverySender, SentAttempt } from './delivery-sender.js';
 import { type EndpointOutcome, endpointOutcome } from './endpoint-throttle.js';
 import { judgeAttempt } from './retry-schedule.js';
 
@@ -39,7 +40,7 @@ export async function attemptDelivery(
   const sent: SentAttempt =
     delivery.secrets.length === 0
       ? { statusCode: 0, error: NO_SECRET_ERROR, durationMs: 0, responseBody: null }
-      : await send({
+      : await sendTraced(send, delivery, {
           url: delivery.url,
           eventId: delivery.eventId,
           payload: delivery.payload,
@@ -67,6 +68,30 @@ export async function attemptDelivery(
     },
     outcome: endpointOutcome(sent, delivery.secrets.length > 0),
   };
+}
+
+/**
+ * Sends an attempt; with tracing on, in a trace of its own linked to the request that raised the event,
+ * with the attempt span's `traceparent` on the POST (unless WEBHOOK_SEND_TRACEPARENT=false).
+ */
+function sendTraced(
+  send: DeliverySender,
+  delivery: ClaimedDelivery,
+  request: DeliveryRequest,
+): Promise<SentAttempt> {
+  if (!tracing) return send(request);
+  return tracing.inDeliverySpan(
+    delivery.traceparent,
+    {
+      'webhook.id': delivery.webhookId,
+      'webhook.event_id': delivery.eventId,
+      'webhook.delivery_id': delivery.id,
+    },
+    async (traceparent) => {
+      const sent = await send(traceparent === undefined ? request : { ...request, traceparent });
+      return sent;
+    },
+  );
 }
 
 function claimOf(delivery: ClaimedDelivery): Claim {

@@ -22,6 +22,8 @@ export interface ClaimedDelivery {
   /** False when the webhook was disabled or deleted: the delivery is cancelled, not attempted. */
   webhookActive: boolean;
   payload: string;
+  /** The W3C traceparent of the request that raised the event, when it was traced. */
+  traceparent?: string | undefined;
   /** The signing secrets, current first; empty when the webhook is not active. */
   secrets: string[];
 }
@@ -40,6 +42,7 @@ interface ClaimedRow {
   webhook_status: string | null;
   webhook_deleted_at: string | null;
   payload: string | null;
+  traceparent?: string | null;
   /** 1/0 on SQLite, true/false on PostgreSQL. */
   succeeded_before: unknown;
   /** The sealed secrets valid at the claim's time, current first: json (text on SQLite); null if none. */
@@ -142,6 +145,7 @@ function claimedDelivery(
     url: row.url ?? '',
     webhookActive: row.webhook_status === 'active' && row.webhook_deleted_at === null && row.payload !== null,
     payload: row.payload ?? '',
+    ...(row.traceparent && { traceparent: row.traceparent }),
   };
 }
 
@@ -211,6 +215,7 @@ async function claimOnSqlite(
         ${webhook('url')} as url, ${webhook('status')} as webhook_status,
         ${webhook('deleted_at')} as webhook_deleted_at,
         (select e.payload from events as e where e.id = deliveries.event_id) as payload,
+        (select e.traceparent from events as e where e.id = deliveries.event_id) as traceparent,
         ${succeededBefore(sql.ref('deliveries'))} as succeeded_before,
         (select json_group_array(s.ciphertext order by s.expires_at is not null, s.created_at desc)
           from webhook_secrets as s

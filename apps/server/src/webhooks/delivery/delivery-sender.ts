@@ -23,6 +23,8 @@ export interface DeliveryRequest {
   secrets: readonly string[];
   /** The attempt's own time, Unix seconds: the `webhook-timestamp`. */
   timestampSeconds: number;
+  /** The W3C `traceparent` of the attempt's span, sent when tracing is on (see tracing/tracing.ts). */
+  traceparent?: string;
 }
 
 /** What an attempt came to, with what the attempt list shows of it. */
@@ -73,6 +75,7 @@ export function createDeliverySender(options: { timeoutMs: number; dispatcher: D
           'content-type': 'application/json',
           'user-agent': WEBHOOK_USER_AGENT,
           ...webhookHeaders(delivery.secrets, delivery.eventId, delivery.timestampSeconds, delivery.payload),
+          ...(delivery.traceparent !== undefined && { traceparent: delivery.traceparent }),
         },
         body: delivery.payload,
       });

@@ -89,7 +89,7 @@ export async function dispatchEvents(
   return storage.db.transaction().execute(async (trx) => {
     const events = await trx
       .selectFrom('events')
-      .select(['id', 'tenant_id', 'type', 'created_at', 'payload'])
+      .select(['id', 'tenant_id', 'type', 'created_at', 'payload', 'traceparent'])
       .where('dispatched_at', 'is', null)
       .orderBy('id')
       .limit(options.limit ?? DISPATCH_BATCH)
@@ -175,6 +175,7 @@ export async function dispatchEvents(
         url: webhook.url,
         webhookActive: true,
         payload: event.payload,
+        ...(event.traceparent && { traceparent: event.traceparent }),
       }));
     return { dispatched: events.length, claimed };
   });
