@@ -2,6 +2,7 @@ import { EnvReader } from './config/env-reader.js';
 import { type ErasureConfig, readErasureConfig } from './erasure/erasure-config.js';
 import { type ForwardedHeader, isProxyRange } from './http/client-address.js';
 import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
+import { UNKNOWN_JURISDICTION_MODES, type UnknownJurisdictionMode } from './policies/scoring-policy.js';
 import { type LogConfig, readLogConfig } from './request-logging/request-logging-config.js';
 import { type RunConfig, readRunConfig } from './runs/run-config.js';
 import { readVerifiableLogConfig, type VerifiableLogConfig } from './verifiable-log/verifiable-log-config.js';
@@ -40,6 +41,12 @@ export interface Config {
   verifiableLog: VerifiableLogConfig;
   /** Erasure and retention (erasure/erasure-config.ts). */
   erasure: ErasureConfig;
+  /**
+   * What a scoring of a jurisdiction without a policy entry of its own does (`UNKNOWN_JURISDICTION`):
+   * `default` scores it under the default policy (the answer says `policy_id: "default"`), `refuse` answers
+   * 422 `unknown_jurisdiction`.
+   */
+  unknownJurisdiction: UnknownJurisdictionMode;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -68,7 +75,7 @@ const MAX_PORT = 65_535;
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
  * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `ANONYMOUS_RATE_LIMIT_PER_SECOND` (20; 0 disables),
  * `PUBLIC_BASE_URL` (none), `TRUSTED_PROXIES` (none), `TRUSTED_PROXY_HEADER` (x-forwarded-for),
- * `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
+ * `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), `UNKNOWN_JURISDICTION` (default), and
  * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`, the log's `LOG_ORIGIN`, `LOG_SIGNING_KEY`…). Throws a
  * ConfigError naming every bad variable.
  */
@@ -107,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
   const runs = readRunConfig(reader);
   const erasure = readErasureConfig(reader);
+  const unknownJurisdiction = reader.choice('UNKNOWN_JURISDICTION', 'default', UNKNOWN_JURISDICTION_MODES);
   const verifiableLog = readVerifiableLogConfig(reader, {
     databaseUrl: postgresUrl ? databaseUrl : undefined,
   });
@@ -131,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runs,
     verifiableLog,
     erasure,
+    unknownJurisdiction,
   };
 }
 
