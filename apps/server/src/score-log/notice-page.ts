@@ -54,7 +54,7 @@ const ESCAPES: Readonly<Record<string, string>> = {
   '"': '&quot;',
   "'": '&#39;',
 };
-const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
 
 /**
  * A notice as a printable, self-contained HTML page in its language: the score, its range, the date scored,
@@ -65,21 +65,21 @@ export function noticePage(notice: Notice): string {
   const date = notice.scored_at.slice(0, 10);
   const reasons =
     notice.reasons.length === 0
-      ? `<p>${escape(words.none as string)}</p>`
-      : `<p>${escape(words.reasons as string)}</p><ol id="reasons">${notice.reasons
-          .map((r) => `<li data-code="${escape(r.code)}">${escape(r.statement)}</li>`)
+      ? `<p>${escapeHtml(words.none as string)}</p>`
+      : `<p>${escapeHtml(words.reasons as string)}</p><ol id="reasons">${notice.reasons
+          .map((r) => `<li data-code="${escapeHtml(r.code)}">${escapeHtml(r.statement)}</li>`)
           .join('')}</ol>`;
   return `<!doctype html>
 <html lang="${notice.language}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>${escape(words.title as string)}</title><style>${STYLE}</style></head>
-<body><h1>${escape(words.title as string)}</h1>
-<p>${escape(words.score as string)}: <span class="score" id="score">${notice.score}</span> ${escape(words.range as string)}</p>
-<dl><dt>${escape(words.scored as string)}</dt><dd id="scored-at"><time datetime="${escape(notice.scored_at)}">${escape(date)}</time></dd>
-<dt>${escape(words.model as string)}</dt><dd id="model">${escape(notice.model_version)}</dd>
-<dt>${escape(words.policy as string)}</dt><dd>${escape(notice.policy_id)} (${escape(notice.policy_version)})</dd>
-<dt>${escape(words.record as string)}</dt><dd><code>${escape(notice.log_cid)}</code></dd></dl>
+<title>${escapeHtml(words.title as string)}</title><style>${STYLE}</style></head>
+<body><h1>${escapeHtml(words.title as string)}</h1>
+<p>${escapeHtml(words.score as string)}: <span class="score" id="score">${notice.score}</span> ${escapeHtml(words.range as string)}</p>
+<dl><dt>${escapeHtml(words.scored as string)}</dt><dd id="scored-at"><time datetime="${escapeHtml(notice.scored_at)}">${escapeHtml(date)}</time></dd>
+<dt>${escapeHtml(words.model as string)}</dt><dd id="model">${escapeHtml(notice.model_version)}</dd>
+<dt>${escapeHtml(words.policy as string)}</dt><dd>${escapeHtml(notice.policy_id)} (${escapeHtml(notice.policy_version)})</dd>
+<dt>${escapeHtml(words.record as string)}</dt><dd><code>${escapeHtml(notice.log_cid)}</code></dd></dl>
 ${reasons}
-<p class="note">${escape(notice.disclaimer)}</p>
+<p class="note">${escapeHtml(notice.disclaimer)}</p>
 </body></html>
 `;
 }
