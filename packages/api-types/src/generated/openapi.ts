@@ -874,7 +874,8 @@ export type components = {
             /** @description 1 to 4, or 5 for `recent_inquiries` added beyond the four. */
             rank: number;
             /**
-             * @description dᵢ, the points the factor is below its maximum at p50, with one decimal place.
+             * @description dᵢ, the points the factor is below its maximum at p50, with one decimal place: 0 when dᵢ is above 0
+             *     (to six decimals, so it is a reason) but below 0.05.
              * @example 53.3
              */
             points_below_max: number;
