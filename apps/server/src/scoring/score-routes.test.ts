@@ -131,6 +131,31 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       expect(body.result.reasons?.[0]?.statement).toBe('Too much of the available credit is in use');
     });
 
+    it('when a reason is below 0.05 points, then it is answered with points_below_max 0, as the contract allows', async () => {
+      // utilization 0.0001: d = 300 · 0.0001 / 0.9 = 0.0333…, above 0 to six decimals, 0 to one; every other
+      // input at its maximum, so it is the only reason.
+      const context = {
+        jurisdiction: 'FR',
+        utilization: 0.0001,
+        on_time_ratio: 1,
+        history_months: 120,
+        debt_to_income: 0,
+        inquiries_12m: 0,
+      };
+      const response = await score({ subject: 'a', context });
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as ScoreResponse;
+      expect(body.result.reasons).toEqual([
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 0,
+          statement: 'Too much of the available credit is in use',
+        },
+      ]);
+    });
+
     it('when the jurisdiction has no policy of its own, then it is scored under default and the answer says so', async () => {
       const response = await score({ subject: 'a', context: { jurisdiction: 'FR' } });
       expect(response.status).toBe(200);
