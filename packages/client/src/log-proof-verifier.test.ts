@@ -37,8 +37,14 @@ function fullFileRecord(): Uint8Array {
   const contract = JSON.parse(
     readFileSync(new URL('../../../openapi/dist/openapi.json', import.meta.url), 'utf8'),
   );
-  const value =
-    contract.paths['/v1/logs/{cid}'].get.responses['200'].content['application/json'].examples.FullFile.value;
+  const example =
+    contract.paths['/v1/logs/{cid}'].get.responses['200'].content['application/json'].examples.FullFile;
+  // The bundle may hoist an example used more than once into components and refer to it there.
+  const value = (
+    typeof example.$ref === 'string'
+      ? contract.components.examples[example.$ref.replace('#/components/examples/', '')]
+      : example
+  ).value;
   const canonical = (v: unknown): string =>
     Array.isArray(v)
       ? `[${v.map(canonical).join(',')}]`
