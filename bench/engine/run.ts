@@ -20,7 +20,7 @@ import {
   logRecordBytes,
   MODEL_VERSION,
   scoreAndLog,
-  scoreContext,
+  scoreScorecard2,
 } from '@scenario-scoring/engine';
 import { Bench } from 'tinybench';
 import { benchContext } from '../lib/bench-inputs.ts';
@@ -57,7 +57,7 @@ const records = inputs.map(({ subject, context }, i) => {
     policy_version: policy.policy_version,
     subject,
     context,
-    result: scoreContext(context, policy),
+    result: scoreScorecard2(context, policy),
   });
 });
 const bytes = records.map((record) => canonicalBytes(record));
@@ -76,9 +76,9 @@ bench
     const input = inputs[n] as (typeof inputs)[number];
     sink = scoreAndLog(input.subject, input.context, stamps[n] as LogRecordStamp);
   })
-  .add('  scoreContext (with policy)', () => {
+  .add('  scoreScorecard2 (with policy)', () => {
     const { context } = inputs[next()] as (typeof inputs)[number];
-    sink = scoreContext(context, effectivePolicy(context.jurisdiction));
+    sink = scoreScorecard2(context, effectivePolicy(context.jurisdiction));
   })
   .add('  logRecordBytes (the record shape)', () => {
     sink = logRecordBytes(records[next()] as LogRecordV2);

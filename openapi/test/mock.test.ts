@@ -119,7 +119,8 @@ function expectAnswerMatches(answer: { response: Response; text: string }, respo
   } else {
     const mediaType = answer.response.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
     expect(mediaTypes, 'the answer is of a documented media type').toContain(mediaType);
-    const body: unknown = JSON.parse(answer.text);
+    // A JSON body is parsed; any other (the notice's text/html page) is checked as the string it is.
+    const body: unknown = isJson(String(mediaType)) ? JSON.parse(answer.text) : answer.text;
     const schemaAt = `${pointer}/content/${pointerSegment(String(mediaType))}/schema`;
     expect(schemaErrors(schemaAt, body), `the body matches ${schemaAt}`).toEqual([]);
   }
@@ -147,6 +148,11 @@ function firstSuccess(operation: Operation): string {
   const success = statuses.filter((status) => /^2\d\d$/.test(status)).sort()[0];
   if (!success) throw new Error(`${operation.operationId} documents no 2xx response`);
   return success;
+}
+
+/** Whether a media type is JSON (`application/json`, `application/problem+json`). */
+function isJson(mediaType: string): boolean {
+  return /^application\/(.+\+)?json$/.test(mediaType);
 }
 
 interface ExampleCase {
@@ -211,7 +217,8 @@ describe('the Prism mock of the contract', () => {
       const answer = await send(prism, operation, { prefer, accept: mediaType });
       expect(answer.response.status, answer.text).toBe(Number(status));
       expect(answer.response.headers.get('content-type')?.split(';')[0]).toBe(mediaType);
-      if (example) expect(JSON.parse(answer.text)).toStrictEqual(example.value);
+      if (example)
+        expect(isJson(mediaType) ? JSON.parse(answer.text) : answer.text).toStrictEqual(example.value);
       const responseRef = (operation.node.responses as Record<string, Node>)[status] as Node;
       expectAnswerMatches(answer, responseRef, `${operation.pointer}/responses/${status}`);
     },

@@ -39,7 +39,9 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-routes.js';
 import { jsonLogger, type Logger } from './request-logging/logger.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
+import { noticeRoute } from './score-log/notice-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
+import { getModelRoute, listModelsRoute } from './scoring/model-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
 import { tracing } from './tracing/tracing.js';
 import { verifiableLogRoutes } from './verifiable-log/verifiable-log-routes.js';
@@ -106,8 +108,15 @@ export async function createApp(options: AppOptions): Promise<Express> {
 
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: OperationRoutes = {
-    scoreSubject: scoreRoute(features.logs, metrics, clock),
-    createRun: createRunRoute({ storage, runQueue: features.runQueue, keyedHash: features.keyedHash }, clock),
+    scoreSubject: scoreRoute(features.logs, metrics, clock, config.unknownJurisdiction),
+    createRun: createRunRoute(
+      { storage, runQueue: features.runQueue, keyedHash: features.keyedHash },
+      clock,
+      config.unknownJurisdiction,
+    ),
+    listModels: listModelsRoute,
+    getModel: getModelRoute,
+    getNotice: noticeRoute(features.logs),
     getRun: getRunRoute({ storage }),
     listRunResults: listRunResultsRoute({ storage }),
     getPolicy: policyRoute,

@@ -58,7 +58,15 @@ describe('loadConfig', () => {
         checkpointIntervalMs: 1000,
         maxBatch: 4096,
       },
+      unknownJurisdiction: 'default',
     });
+  });
+
+  it('reads UNKNOWN_JURISDICTION (default or refuse) and names a bad value', () => {
+    expect(loadConfig({ UNKNOWN_JURISDICTION: 'refuse' }).unknownJurisdiction).toBe('refuse');
+    expect(() => loadConfig({ UNKNOWN_JURISDICTION: 'score' })).toThrow(
+      /UNKNOWN_JURISDICTION must be one of default, refuse/,
+    );
   });
 
   it('reads the log, metrics and shutdown variables; development logs pretty', () => {

@@ -2,6 +2,7 @@ import { EnvReader } from './config/env-reader.js';
 import { type ErasureConfig, readErasureConfig } from './erasure/erasure-config.js';
 import { type ForwardedHeader, isProxyRange } from './http/client-address.js';
 import { type MetricsConfig, readMetricsConfig } from './metrics/metrics-config.js';
+import { UNKNOWN_JURISDICTION_MODES, type UnknownJurisdictionMode } from './policies/scoring-policy.js';
 import { type QuotaConfig, readQuotaConfig } from './quota/quota-config.js';
 import { type LogConfig, readLogConfig } from './request-logging/request-logging-config.js';
 import { type RunConfig, readRunConfig } from './runs/run-config.js';
@@ -43,6 +44,12 @@ export interface Config {
   erasure: ErasureConfig;
   /** The per-tenant storage quota (`TENANT_STORAGE_QUOTA`). */
   quota: QuotaConfig;
+  /**
+   * What a scoring of a jurisdiction without a policy entry of its own does (`UNKNOWN_JURISDICTION`):
+   * `default` scores it under the default policy (the answer says `policy_id: "default"`), `refuse` answers
+   * 422 `unknown_jurisdiction`.
+   */
+  unknownJurisdiction: UnknownJurisdictionMode;
 }
 
 /** How the instance drains on SIGTERM or SIGINT. */
@@ -71,7 +78,7 @@ const MAX_PORT = 65_535;
  * `DATABASE_URL` (none: SQLite), `NODE_ENV` (production), `BODY_LIMIT_BYTES` (1 MiB),
  * `RATE_LIMIT_PER_SECOND` (1000; 0 disables), `ANONYMOUS_RATE_LIMIT_PER_SECOND` (20; 0 disables),
  * `PUBLIC_BASE_URL` (none), `TRUSTED_PROXIES` (none), `TRUSTED_PROXY_HEADER` (x-forwarded-for),
- * `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), and
+ * `SHUTDOWN_DRAIN_DELAY` (0s), `SHUTDOWN_GRACE` (10s), `UNKNOWN_JURISDICTION` (default), and
  * each area's own variables (`WEBHOOK_*`, `SECRETS_KEY`, `LOG_*`, `METRICS_*`, `RUN_*`, the log's `LOG_ORIGIN`, `LOG_SIGNING_KEY`…). Throws a
  * ConfigError naming every bad variable.
  */
@@ -111,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const runs = readRunConfig(reader);
   const erasure = readErasureConfig(reader);
   const quota = readQuotaConfig(reader);
+  const unknownJurisdiction = reader.choice('UNKNOWN_JURISDICTION', 'default', UNKNOWN_JURISDICTION_MODES);
   const verifiableLog = readVerifiableLogConfig(reader, {
     databaseUrl: postgresUrl ? databaseUrl : undefined,
   });
@@ -136,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     verifiableLog,
     erasure,
     quota,
+    unknownJurisdiction,
   };
 }
 

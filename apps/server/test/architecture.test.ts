@@ -94,7 +94,11 @@ it('the layer check fails on a back edge between two folders', () => {
 it('storage/ imports nothing of a feature: features build their stores on it', () => {
   // server-files.ts, the leaf that locates the worker threads' modules, is no feature: it imports nothing.
   const outward = imports.filter(
-    ([from, to]) => from.startsWith('storage/') && !to.startsWith('storage/') && to !== 'server-files.js' && to !== 'tracing/tracing.js',
+    ([from, to]) =>
+      from.startsWith('storage/') &&
+      !to.startsWith('storage/') &&
+      to !== 'server-files.js' &&
+      to !== 'tracing/tracing.js',
   );
   expect(outward).toEqual([]);
   expect(imports.filter(([from]) => from === 'server-files.ts')).toEqual([]);

@@ -179,6 +179,9 @@ for (const kind of DATABASE_KINDS) {
     const RUN = op('get', '/v1/scoring/runs/{id}');
     const RESULTS = op('get', '/v1/scoring/runs/{id}/results');
     const LOG = op('get', '/v1/logs/{cid}');
+    const NOTICE = op('get', '/v1/logs/{cid}/notice');
+    const MODELS = op('get', '/v1/scoring/models');
+    const MODEL = op('get', '/v1/scoring/models/{model_version}');
     const REGISTER = op('post', '/v1/webhooks/register');
     const LIST = op('get', '/v1/webhooks');
     const WEBHOOK = op('get', '/v1/webhooks/{id}');
@@ -319,6 +322,27 @@ for (const kind of DATABASE_KINDS) {
       );
       await check(
         fc.asyncProperty(fc.constant(0), () => expectStatus(get(LOG, `/v1/logs/${ids.cid}`), 200)) as never,
+      );
+      await check(
+        fc.asyncProperty(fc.constantFrom('en', 'de', 'fr', '*', 'de-DE;q=0.5, en'), (language) =>
+          expectStatus(
+            send({
+              operation: NOTICE,
+              url: `/v1/logs/${ids.cid}/notice`,
+              method: 'GET',
+              headers: { 'accept-language': language },
+            }),
+            200,
+          ),
+        ) as never,
+      );
+      await check(
+        fc.asyncProperty(fc.constant(0), () => expectStatus(get(MODELS, '/v1/scoring/models'), 200)) as never,
+      );
+      await check(
+        fc.asyncProperty(fc.constantFrom('scorecard-1', 'scorecard-2'), (version) =>
+          expectStatus(get(MODEL, `/v1/scoring/models/${version}`), 200),
+        ) as never,
       );
       await check(
         fc.asyncProperty(bodies.register, fc.option(fc.uuid()), async (body, key) => {
@@ -511,6 +535,15 @@ for (const kind of DATABASE_KINDS) {
       await refusedGet(RUN, (s) => `/v1/scoring/runs/${s}`);
       await refusedGet(RESULTS, (s) => `/v1/scoring/runs/${s}/results`);
       await refusedGet(LOG, (s) => `/v1/logs/${s}`);
+      await refusedGet(NOTICE, (s) => `/v1/logs/${s}/notice`);
+      await refusedGet(MODEL, (s) => `/v1/scoring/models/${s}`);
+      const unknownKey = await send({
+        operation: MODELS,
+        url: MODELS.path,
+        method: 'GET',
+        headers: { authorization: 'Bearer sk_not_a_key' },
+      });
+      expect(unknownKey.status).toBe(401);
       await refusedGet(WEBHOOK, (s) => `/v1/webhooks/${s}`);
       await refusedGet(DELETE, (s) => `/v1/webhooks/${s}`);
       await refusedGet(TEST, (s) => `/v1/webhooks/${s}/test`);

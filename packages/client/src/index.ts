@@ -27,6 +27,7 @@ export {
 } from './log-proof-verifier.js';
 export { computeLogCid, type LogRecordBytes, verifyLogRecord } from './log-record-verifier.js';
 export { isProblem, type Problem, type ProblemCode } from './problem-guard.js';
+export { getNotice, type NoticeOptions, reasonsOf } from './reasons.js';
 export { randomRequestId, requestIdMiddleware } from './request-id-middleware.js';
 export { backoffMs, retryAfterMs } from './retry-delay.js';
 export { DEFAULT_RETRY, type RetryOptions, retryMiddleware } from './retry-middleware.js';

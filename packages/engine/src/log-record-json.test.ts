@@ -17,7 +17,7 @@ import { logRecordJson, oneDecimal, scoringRecordV2Utf8, utf8AsLatin1 } from './
 import { scoreAndLog } from './logged-scoring.js';
 import { effectivePolicy } from './policy-loader.js';
 import type { ScoreContext } from './score-types.js';
-import { scoreContext } from './scorecard-model.js';
+import { scoreContext, scoreScorecard2 } from './scorecard-model.js';
 
 /** More runs with FUZZ_RUNS (e.g. 100000), fewer by default so CI stays quick. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
@@ -66,10 +66,30 @@ const record = fc.record({
   }),
 }) as fc.Arbitrary<LogRecord>;
 
+/** A reason of any strings and numbers, with or without its lever. */
+const reason = fc.record(
+  {
+    code: anyString,
+    factor: anyString,
+    rank: anyNumber,
+    points_below_max: anyNumber,
+    statement: anyString,
+    lever: anyString,
+  },
+  { requiredKeys: ['code', 'factor', 'rank', 'points_below_max', 'statement'] },
+);
+/** A record's result with reasons (scorecard-2) or without (scorecard-1). */
+const withOrWithoutReasons = fc.oneof(
+  record,
+  fc
+    .tuple(record, fc.array(reason, { maxLength: 6 }))
+    .map(([r, reasons]) => ({ ...r, result: { ...r.result, reasons } })),
+);
+
 /** Any score-log/2 record of either kind, every string any string, every number any number. */
 const recordV2 = fc
   .tuple(
-    record,
+    withOrWithoutReasons,
     fc.oneof(
       fc.record({ kind: anyString, request_id: anyString }),
       fc.record({ kind: anyString, run_id: anyString, item: anyNumber }),
@@ -126,12 +146,12 @@ function v2Record(subject: string, context: ScoreContext, stamp: LogRecordStamp)
   const policy = effectivePolicy(context.jurisdiction);
   return buildLogRecordV2({
     ...stamp,
-    model_version: 'scorecard-1',
+    model_version: 'scorecard-2',
     policy_id: policy.policy_id,
     policy_version: policy.policy_version,
     subject,
     context,
-    result: scoreContext(context, policy),
+    result: scoreScorecard2(context, policy),
   });
 }
 
@@ -208,7 +228,7 @@ describe('logRecordJson', () => {
               policy_version: scoring.policy.policy_version,
               subject,
               context,
-              result: scoring.result,
+              result: scoreContext(context, scoring.policy),
             });
             expect(text(v1Bytes(subject, context))).toBe(canonicalize(rebuilt));
           },
@@ -256,6 +276,23 @@ describe('logRecordJson', () => {
         recordV2.map((r) => ({ ...r, item: Number.NaN, run_id: 'r', request_id: undefined })),
         recordV2.map((r) => ({ ...r, scored_at: `${r.scored_at}\udc00` })),
         recordV2.map((r) => Object.assign(new (class Rec {})(), r)),
+        // A reason that strays: a key too many or missing, a wrong type, reasons not an array.
+        recordV2.map((r) => ({ ...r, result: { ...r.result, reasons: [{ code: 'PH1' }] } })),
+        recordV2.map((r) => ({
+          ...r,
+          result: {
+            ...r.result,
+            reasons: [{ code: 'PH1', factor: 'x', rank: 1, points_below_max: 2, statement: 's', why: 1 }],
+          },
+        })),
+        recordV2.map((r) => ({
+          ...r,
+          result: {
+            ...r.result,
+            reasons: [{ code: 'PH1', factor: 'x', rank: '1', points_below_max: 2, statement: 's' }],
+          },
+        })),
+        recordV2.map((r) => ({ ...r, result: { ...r.result, reasons: 'none' } })),
       );
       fc.assert(
         fc.property(straysV2, (r) => {

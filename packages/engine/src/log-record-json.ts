@@ -5,7 +5,7 @@ import {
   type ScoringRecordInput,
 } from './log-record-schema.js';
 import { SCORECARD_1 } from './model-versions.js';
-import type { ScoreContext, ScoreResult } from './score-types.js';
+import type { Reason, ScoreContext, Scorecard2Result, ScoreResult } from './score-types.js';
 
 /** `String.prototype.isWellFormed` (ES2024, Node 20+), which the compiler's ES2022 library does not declare. */
 type WellFormedCheck = string & { isWellFormed(): boolean };
@@ -125,13 +125,27 @@ function contextUtf8(context: ScoreContext): string {
   return `${json}}`;
 }
 
-/** The canonical JSON of a result the engine built (see `scoringRecordUtf8`), its UTF-8 bytes one per character. */
-function resultUtf8(result: ScoreResult): string {
+/**
+ * The canonical JSON of a result the engine built (see `scoringRecordUtf8`), its UTF-8 bytes one per
+ * character; a scorecard-2 result's reasons between its levers and scenarios (canonical key order), each
+ * reason's keys in canonical order too (code, factor, lever when there is one, points_below_max, rank,
+ * statement). Codes, factor and lever names are the engine's ASCII identifiers; a statement, catalog text,
+ * goes through JSON.stringify.
+ */
+function resultUtf8(result: ScoreResult | Scorecard2Result): string {
   let json = '{"levers":[';
   const { levers, scenarios } = result;
   for (let i = 0; i < levers.length; i++) {
     const lever = levers[i] as ScoreResult['levers'][number];
     json += `${i === 0 ? '' : ','}{"delta":${oneDecimal(lever.delta)},"direction":"${lever.direction}","name":"${lever.name}","step":${String(lever.step)}}`;
+  }
+  const { reasons } = result as Partial<Scorecard2Result>;
+  if (reasons !== undefined) {
+    json += '],"reasons":[';
+    for (let i = 0; i < reasons.length; i++) {
+      const reason = reasons[i] as Reason;
+      json += `${i === 0 ? '' : ','}{"code":"${reason.code}","factor":"${reason.factor}",${reason.lever === undefined ? '' : `"lever":"${reason.lever}",`}"points_below_max":${oneDecimal(reason.points_below_max)},"rank":${String(reason.rank)},"statement":${statementUtf8(reason.statement)}}`;
+    }
   }
   json += '],"scenarios":[';
   for (let i = 0; i < scenarios.length; i++) {
@@ -165,6 +179,19 @@ const ASCII = /^[ -\x7f]*$/;
 /** A well-formed string's UTF-8 bytes as a one-byte string (itself when it is printable ASCII). */
 export function utf8AsLatin1(text: string): string {
   return ASCII.test(text) ? text : Buffer.from(text, 'utf8').toString('latin1');
+}
+
+/** The JSON of each reason statement as UTF-8 bytes one per character, made once: the catalog has a few dozen. */
+const STATEMENT_UTF8 = new Map<string, string>();
+
+function statementUtf8(statement: string): string {
+  let bytes = STATEMENT_UTF8.get(statement);
+  if (bytes === undefined) {
+    bytes = jsonUtf8(statement);
+    // Only the engine's statements reach here (well-formed catalog text); bound the cache all the same.
+    if (STATEMENT_UTF8.size < 1024) STATEMENT_UTF8.set(statement, bytes);
+  }
+  return bytes;
 }
 
 /** `utf8AsLatin1` of each explain entry, made once: there are a few dozen distinct entries. */
@@ -257,8 +284,9 @@ function contextCopy(context: LogRecord['context']): Record<string, unknown> {
   return copy;
 }
 
-function resultCopy(result: LogRecord['result']) {
-  plainWithKeys(result, 2);
+function resultCopy(result: LogRecord['result'] | Scorecard2Result) {
+  const withReasons = isPlain(result) && Object.hasOwn(result, 'reasons');
+  plainWithKeys(result, withReasons ? 3 : 2);
   const { levers, scenarios } = result;
   if (!Array.isArray(levers) || !Array.isArray(scenarios)) throw NOT_THE_SHAPE;
   const leverCopies = new Array(levers.length);
@@ -281,7 +309,40 @@ function resultCopy(result: LogRecord['result']) {
     for (let j = 0; j < explain.length; j++) str(explain[j]);
     scenarioCopies[i] = { explain, name: str(scenario.name), score: num(scenario.score) };
   }
-  return { levers: leverCopies, scenarios: scenarioCopies };
+  if (!withReasons) return { levers: leverCopies, scenarios: scenarioCopies };
+  return {
+    levers: leverCopies,
+    reasons: reasonCopies((result as Scorecard2Result).reasons),
+    scenarios: scenarioCopies,
+  };
+}
+
+/** A scorecard-2 result's reasons, each with its keys in canonical order (`lever` only when present). */
+function reasonCopies(reasons: unknown): unknown[] {
+  if (!Array.isArray(reasons)) throw NOT_THE_SHAPE;
+  const copies = new Array(reasons.length);
+  for (let i = 0; i < reasons.length; i++) {
+    const reason = reasons[i] as Reason;
+    const withLever = isPlain(reason) && Object.hasOwn(reason, 'lever');
+    plainWithKeys(reason, withLever ? 6 : 5);
+    copies[i] = withLever
+      ? {
+          code: str(reason.code),
+          factor: str(reason.factor),
+          lever: str(reason.lever),
+          points_below_max: num(reason.points_below_max),
+          rank: num(reason.rank),
+          statement: str(reason.statement),
+        }
+      : {
+          code: str(reason.code),
+          factor: str(reason.factor),
+          points_below_max: num(reason.points_below_max),
+          rank: num(reason.rank),
+          statement: str(reason.statement),
+        };
+  }
+  return copies;
 }
 
 /** Checks that a value is a plain object with exactly `count` own enumerable keys. */

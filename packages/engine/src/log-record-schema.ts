@@ -1,5 +1,5 @@
 import type { SCORECARD_1 } from './model-versions.js';
-import type { ScoreContext, ScoreResult } from './score-types.js';
+import type { ScoreContext, Scorecard2Result, ScoreResult } from './score-types.js';
 
 /** The schema tag of a scoring's log record. */
 export const LOG_SCHEMA = 'score-log/1';
@@ -46,7 +46,8 @@ export type LogRecordV2 = LogRecordIdentity & {
   policy_version: string;
   subject: string;
   context: ScoreContext;
-  result: ScoreResult;
+  /** As answered: a scorecard-2 result holds its reasons (statements in English). */
+  result: ScoreResult | Scorecard2Result;
 };
 
 /** The input of a score-log/2 record: the scoring, and the stamp the server gives it. */
@@ -56,5 +57,5 @@ export interface ScoringRecordInput extends LogRecordStamp {
   policy_version: string;
   subject: string;
   context: ScoreContext;
-  result: ScoreResult;
+  result: ScoreResult | Scorecard2Result;
 }

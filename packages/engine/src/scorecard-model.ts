@@ -21,8 +21,8 @@ export interface ScoreOptions {
 
 /**
  * Scores a context under a policy with the scorecard-1 model: p10, p50, p90 with their explain entries, and up
- * to three levers. Throws `InvalidContextError` for a context the contract would reject. (What `scoreAndLog`
- * scores and logs in score-log/1 records; `scoreWith` names the version.)
+ * to three levers. Throws `InvalidContextError` for a context the contract would reject. (What the
+ * score-log/1 records and the score-log/2 records naming scorecard-1 were scored with; `scoreWith` names the version.)
  */
 export function scoreContext(context: ScoreContext, policy: Pick<Policy, 'weights'>): ScoreResult {
   assertValidContext(context);

@@ -1,14 +1,17 @@
 """The golden scorings of the contract suite, computed from the published scoring model alone.
 
-Implements scorecard-1 from openapi/guides/scoring-model.md (the formulas, the policies' effective weights
-and the log record), independently of packages/engine, for the inputs the contract suite sends, and prints
-test/contract/src/harness/scoring-golden.ts. The suite compares the server's answers with those literals,
-so a change of the engine's scoring fails it unless the page (and this script) change too.
+Implements the current model, scorecard-2, from openapi/guides/scoring-model.md (the formulas, Explain
+ranked and marked on attributions rounded to 6 decimals, the Reasons by points below maximum with their
+codes and English statements, the policies' effective weights), independently of packages/engine, for the
+inputs the contract suite sends, and prints test/contract/src/harness/scoring-golden.ts. The suite compares
+the server's answers with those literals, so a change of the engine's scoring fails it unless the page (and
+this script) change too. (The file keeps its first name: it began with scorecard-1, whose only differences
+are the unrounded Explain ranking and no Reasons.)
 
     python3 test/contract/scripts/scorecard-1-golden.py > test/contract/src/harness/scoring-golden.ts
     npx biome format --write test/contract/src/harness/scoring-golden.ts
 """
-import base64, hashlib, json, math
+import json, math
 
 Z = 1.2815515655446004
 FACTORS = [  # key, name, goodness, actionable, direction, step, (min,max)
@@ -44,6 +47,38 @@ def marker(a):
     if a < 75: return '↑'
     return '⇈'
 
+# The page's Reasons table: factor -> (code prefix, statement when present, statement when missing), in English.
+REASONS = {
+    'payment_history': ('PH', 'Too few payments were made on time', 'Not enough information about payment history'),
+    'utilization': ('UT', 'Too much of the available credit is in use', 'Not enough information about credit in use'),
+    'history_length': ('HL', 'The credit history is too short', 'Not enough information about the length of credit history'),
+    'debt_to_income': ('DI', 'Debt is too high relative to income', 'Not enough information about debt and income'),
+    'recent_inquiries': ('RI', 'Too many recent applications for credit', 'Not enough information about recent applications for credit'),
+}
+
+
+def micro(v):
+    """A value rounded to 6 decimal places, as an integer of millionths (Math.round(v * 1e6))."""
+    return js_round(v * 1e6)
+
+
+def reasons(fs, levers):
+    """Points below maximum on p50: d = w·(1 − x), ranked on d rounded to 6 decimals, ties by name; four, then inquiries."""
+    ds = [(f['name'], f['w'] * (1 - f['x']), f['present']) for f in fs]  # fs has only weights > 0
+    ranked = sorted([d for d in ds if micro(d[1]) > 0], key=lambda d: (-micro(d[1]), d[0]))
+    chosen = ranked[:4] + [d for d in ranked[4:] if d[0] == 'recent_inquiries']
+    lever_names = {l['name'] for l in levers}
+    out = []
+    for rank, (name, d, present) in enumerate(chosen, 1):
+        prefix, low, missing = REASONS[name]
+        reason = {'code': prefix + ('1' if present else '0'), 'factor': name, 'rank': rank,
+                  'points_below_max': js_round(d * 10) / 10, 'statement': low if present else missing}
+        if name in lever_names:
+            reason['lever'] = name
+        out.append(reason)
+    return out
+
+
 def score(context):
     w = POLICIES[policy_id(context['jurisdiction'])]['weights']
     fs = []
@@ -63,6 +98,8 @@ def score(context):
         raw = mu + z * sd
         att = [(f['name'], f['w'] * (f['x'] + z * f['w'] * f['s'] ** 2 / sd - 0.5)) for f in fs]
         assert abs(sum(a for _, a in att) - (raw - 500)) < 1e-9
+        # scorecard-2: ranked and marked on the attributions rounded to 6 decimal places.
+        att = [(n, micro(a) / 1e6) for n, a in att]
         att.sort(key=lambda na: (-abs(na[1]), na[0]))
         scen.append({'name': q, 'score': to_score(raw), 'explain': [f'factor:{n}{marker(a)}' for n, a in att[:4]]})
     p50 = scen[1]['score']
@@ -79,7 +116,8 @@ def score(context):
         if delta <= 0 or step <= 0: continue
         levers.append({'name': f['name'], 'direction': f['d'], 'delta': delta, 'step': step})
     levers.sort(key=lambda l: (-l['delta'], l['name']))
-    return {'scenarios': scen, 'levers': levers[:3]}, mu, sd
+    levers = levers[:3]
+    return {'scenarios': scen, 'levers': levers, 'reasons': reasons(fs, levers)}, mu, sd
 
 POLICY_VERSION = '2026-11-01'
 
@@ -103,14 +141,6 @@ def canonical(v):
     return json.dumps(v, ensure_ascii=False)
 
 
-def log_cid(subject, context, result):
-    """CIDv1, raw codec (0x55), sha2-256, base32 lower case without padding, of the log record's bytes."""
-    record = {'schema': 'score-log/1', 'model_version': 'scorecard-1', 'policy_version': POLICY_VERSION,
-              'subject': subject, 'context': context, 'result': result}
-    digest = hashlib.sha256(canonical(record).encode('utf-8')).digest()
-    return 'b' + base64.b32encode(bytes([0x01, 0x55, 0x12, 0x20]) + digest).decode().lower().rstrip('=')
-
-
 FULL = {'jurisdiction': 'DE', 'on_time_ratio': 0.96, 'utilization': 0.35, 'history_months': 84,
         'debt_to_income': 0.28, 'inquiries_12m': 2}
 INPUTS = ['on_time_ratio', 'utilization', 'history_months', 'debt_to_income', 'inquiries_12m']
@@ -126,6 +156,13 @@ CASES += [(f'DE with {k} at {v}', 'edge', {'jurisdiction': 'DE', k: v}) for k, v
     ('inquiries_12m', 0), ('inquiries_12m', 100), ('history_months', 84.0)]]
 CASES += [('FR without inputs, an unusual subject', s, {'jurisdiction': 'FR'})
           for s in ['a', 's' * 256, 'zoë-ünïcødé-申请人-🧾']]
+CASES += [('FR with on_time_ratio 0.9: a float tie at 0, ranked by name in scorecard-2', 'tie',
+           {'jurisdiction': 'FR', 'on_time_ratio': 0.9}),
+          ('FR with history_months 72: an attribution of exactly 15, marked up', 'fifteen',
+           {'jurisdiction': 'FR', 'history_months': 72}),
+          ('FR with one inquiry and every input present: inquiries as the fifth reason', 'inquiries',
+           {'jurisdiction': 'FR', 'on_time_ratio': 0.9, 'utilization': 0.5, 'history_months': 60,
+            'debt_to_income': 0.3, 'inquiries_12m': 1})]
 CASES += [(f'{j} (policy {policy_id(j)}) with utilization 0.5', 'policy', {'jurisdiction': j, 'utilization': 0.5})
           for j in ['US', 'US-NY', 'US-CA', 'GB', 'DE', 'FR-75C', 'CN-BJ']]
 
@@ -147,11 +184,13 @@ def main():
 // examples (openapi/paths/scoring_score.yaml), which the mock answers.
 import type { ScoreRequest, ScoreResult } from '@scenario-scoring/client';
 
-/** A scoring as the published model predicts it: the request, the result and its log record's CID. */
+/**
+ * A scoring as the published model predicts it: the request and the result (scorecard-2, with its reasons,
+ * statements in English). Its log record is salted, so its CID is no literal; the record is checked instead.
+ */
 export interface GoldenScoring {
   request: ScoreRequest;
   result: ScoreResult;
-  log_cid: string;
 }
 
 /** The policy version of every golden scoring, which the log record names. */
@@ -162,8 +201,7 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [''' % POLICY_VERSION)
     for what, subject, context in CASES:
         result, mu, sd = score(context)
         print(f'  // {what}: μ = {mu:.6f}, sd = {sd:.6f}')
-        print('  ' + ts({'request': {'subject': subject, 'context': context}, 'result': result,
-                         'log_cid': log_cid(subject, context, result)}) + ',')
+        print('  ' + ts({'request': {'subject': subject, 'context': context}, 'result': result}) + ',')
     print('];')
 
 

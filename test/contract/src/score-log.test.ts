@@ -44,7 +44,7 @@ describe('a scoring log record', () => {
       schema: 'score-log/2',
       kind: 'score',
       request_id: requestId,
-      model_version: 'scorecard-1',
+      model_version: 'scorecard-2',
       subject: FULL_FILE.subject,
       context: FULL_FILE.context,
     });
@@ -81,5 +81,40 @@ describe('a scoring log record', () => {
       paths: ['/path/cid'],
       instance: `/v1/logs/${cid}`,
     });
+  });
+});
+
+describe('the notice of a scoring', () => {
+  it('gives the record’s p50, its range, model and reasons in rank order, marked illustrative', async () => {
+    const result = await client.GET('/v1/logs/{cid}/notice', {
+      params: { path: { cid: loggedCid } },
+      headers: preferHeader({ status: 200, example: 'FullFile' }),
+    });
+    expect(result.response.status).toBe(200);
+    expect(result.data).toMatchObject({
+      language: 'en',
+      score: 690.7,
+      score_range: { min: 0, max: 1000 },
+      model_version: 'scorecard-2',
+      policy_id: 'DE',
+      reasons: [
+        { rank: 1, code: 'UT1', statement: 'Too much of the available credit is in use' },
+        { rank: 2, code: 'PH1', statement: 'Too few payments were made on time' },
+        { rank: 3, code: 'DI1', statement: 'Debt is too high relative to income' },
+        { rank: 4, code: 'HL1', statement: 'The credit history is too short' },
+      ],
+      disclaimer: 'Illustrative wording, not legal advice.',
+    });
+    // The mock serves the example's record; the server names the record asked for.
+    if (target.kind === 'server') expect((result.data as { log_cid?: string }).log_cid).toBe(loggedCid);
+  });
+
+  it('answers an unknown cid with 404 not_found', async () => {
+    const { error, response } = await client.GET('/v1/logs/{cid}/notice', {
+      params: { path: { cid: UNKNOWN_CID } },
+      headers: preferHeader({ status: 404, example: 'NotFound' }),
+    });
+    expect(response.status).toBe(404);
+    expect(error).toMatchObject({ code: 'not_found', status: 404 });
   });
 });

@@ -152,3 +152,109 @@ describe('values at the edge of their range are accepted', () => {
     expect(data).toMatchObject(expectedScoring(FULL_FILE).response);
   });
 });
+
+// The reasons are part of the golden results above; these literals say, for a reader, what the page predicts.
+describe('the reasons the score was not higher (scorecard-2)', () => {
+  it('gives the FullFile example its four reasons, by points below maximum, each naming its lever', async () => {
+    const { data } = await postScore(client, { json: FULL_FILE }, { status: 200, example: 'FullFile' });
+    expect(data?.model_version).toBe('scorecard-2');
+    expect(data?.policy_id).toBe('DE');
+    expect(data?.result.reasons).toEqual([
+      {
+        code: 'UT1',
+        factor: 'utilization',
+        rank: 1,
+        points_below_max: 129.6,
+        statement: 'Too much of the available credit is in use',
+        lever: 'utilization',
+      },
+      {
+        code: 'PH1',
+        factor: 'payment_history',
+        rank: 2,
+        points_below_max: 77.8,
+        statement: 'Too few payments were made on time',
+        lever: 'payment_history',
+      },
+      {
+        code: 'DI1',
+        factor: 'debt_to_income',
+        rank: 3,
+        points_below_max: 51.9,
+        statement: 'Debt is too high relative to income',
+        lever: 'debt_to_income',
+      },
+      {
+        code: 'HL1',
+        factor: 'history_length',
+        rank: 4,
+        points_below_max: 50,
+        statement: 'The credit history is too short',
+      },
+    ]);
+  });
+
+  it('gives the thin file the missing-input codes, recent inquiries fifth', async () => {
+    const { data } = await postScore(client, { json: THIN_FILE }, { status: 200, example: 'ThinFile' });
+    expect(data?.result.reasons?.map((r) => [r.code, r.rank, r.points_below_max])).toEqual([
+      ['PH0', 1, 200],
+      ['UT0', 2, 125],
+      ['HL0', 3, 75],
+      ['DI0', 4, 50],
+      ['RI0', 5, 50],
+    ]);
+  });
+
+  it.each([
+    [
+      'a float tie at 0 ranked by name',
+      { subject: 'tie', context: { jurisdiction: 'FR', on_time_ratio: 0.9 } },
+    ],
+    [
+      'an attribution of exactly 15',
+      { subject: 'fifteen', context: { jurisdiction: 'FR', history_months: 72 } },
+    ],
+    [
+      'inquiries as the fifth reason',
+      {
+        subject: 'inquiries',
+        context: {
+          jurisdiction: 'FR',
+          on_time_ratio: 0.9,
+          utilization: 0.5,
+          history_months: 60,
+          debt_to_income: 0.3,
+          inquiries_12m: 1,
+        },
+      },
+    ],
+  ])('scores %s as the page predicts', async (_, request) => {
+    await expectScoredAsGolden(request, 'FullFile', target.kind === 'server');
+  });
+
+  it('writes the statements in German when asked, and in English for a language the server lacks', async () => {
+    const german = await postScore(
+      client,
+      { json: FULL_FILE },
+      { status: 200, example: 'FullFile' },
+      { 'Accept-Language': 'de-DE' },
+    );
+    const other = await postScore(
+      client,
+      { json: FULL_FILE },
+      { status: 200, example: 'FullFile' },
+      { 'Accept-Language': 'fr' },
+    );
+    expect(other.data?.result.reasons?.[0]?.statement).toBe('Too much of the available credit is in use');
+    // The mock serves the English example whatever the language; only the server translates.
+    if (target.kind !== 'server') return;
+    expect(german.response.headers.get('content-language')).toBe('de');
+    expect(german.data?.result.reasons?.map((r) => r.statement)).toEqual([
+      'Ein zu großer Teil des verfügbaren Kreditrahmens wird genutzt',
+      'Zu wenige Zahlungen wurden pünktlich geleistet',
+      'Die Schulden sind im Verhältnis zum Einkommen zu hoch',
+      'Die Kredithistorie ist zu kurz',
+    ]);
+    expect(other.response.headers.get('content-language')).toBe('en');
+  });
+});

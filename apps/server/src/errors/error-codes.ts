@@ -30,6 +30,8 @@ export const ERROR_CODES = {
   headers_too_large: { status: 431, title: 'Headers too large' },
   request_timeout: { status: 408, title: 'Request timeout' },
   expectation_failed: { status: 417, title: 'Expectation failed' },
+  unknown_jurisdiction: { status: 422, title: 'Unknown jurisdiction' },
+  notice_unavailable: { status: 422, title: 'Notice unavailable' },
 } as const satisfies Record<ErrorCode, { status: number; title: string }>;
 
 export type { ErrorCode };

@@ -17,11 +17,11 @@ describe('the scopes the contract requires', () => {
   const operations = contractOperations(document);
   const scopes = requiredScopes(operations, document.security);
 
-  it('asks log:read for the audit reads (tag Logs, and the policies), full for every other operation with an API key', () => {
+  it('asks log:read for the audit reads (tag Logs, the policies and the model catalog), full for every other operation with an API key', () => {
     for (const { operationId, definition } of operations) {
       const tags = definition.tags as string[];
       const open = Array.isArray(definition.security) && definition.security.length === 0;
-      const audit = tags.includes('Logs') || operationId === 'getPolicy';
+      const audit = tags.includes('Logs') || ['getPolicy', 'listModels', 'getModel'].includes(operationId);
       const expected = open ? undefined : audit ? 'log:read' : 'full';
       expect(scopes.get(operationId), operationId).toBe(expected);
     }

@@ -117,6 +117,8 @@ forEachDatabase('policy escalation', ({ storage }) => {
         policy_version: '2026-11-01',
         reasons: [...c.reasons],
         scores: { p10: p10?.score, p50: p50?.score, p90: p90?.score },
+        // The scoring's own reasons, English as answered by default and as recorded.
+        score_reasons: answer?.result.reasons,
         log_cid: answer?.log_cid,
         request_id: answer?.id,
         run_id: null,

@@ -28,6 +28,11 @@ export function escalationEvent(
     policy_version: policy.policy_version,
     reasons,
     scores: { p10: p10.score, p50: p50.score, p90: p90.score },
+    // The scoring's own reasons, as its record holds them (English). history_length has no lever (not
+    // actionable): the narrowing gives the contract's lever names.
+    score_reasons: result.reasons.map(({ lever, ...reason }) =>
+      lever === undefined || lever === 'history_length' ? reason : { ...reason, lever },
+    ),
     log_cid: scoring.logCid,
     request_id: origin.requestId ?? null,
     run_id: origin.runId ?? null,

@@ -4,7 +4,7 @@ import {
   canonicalBytes,
   cidOfBytes,
   effectivePolicy,
-  scoreContext,
+  scoreScorecard2,
 } from '@scenario-scoring/engine';
 import { expect, it } from 'vitest';
 import { batchRows, scoreBatch, scoreItems } from './run-batch.js';
@@ -36,12 +36,12 @@ it('scores a batch into per-item arrays, with no row objects: what crosses back 
       identity: { kind: 'run_item', run_id: RUN, item: 10 + i },
       scored_at: NOW.toISOString(),
       salt: records[n].salt,
-      model_version: 'scorecard-1',
+      model_version: 'scorecard-2',
       policy_id: policy.policy_id,
       policy_version: policy.policy_version,
       subject,
       context,
-      result: scoreContext(context, policy),
+      result: scoreScorecard2(context, policy),
     });
     expect(Buffer.from(scored.records[n] as Uint8Array)).toEqual(Buffer.from(canonicalBytes(expected)));
     expect(records[n].salt).toMatch(/^[A-Za-z0-9_-]{43}$/);

@@ -1,5 +1,5 @@
 import type { Problem, Run, RunItemResult, RunResultList, ScoreRequest } from '@scenario-scoring/api-types';
-import { cidOfBytes, effectivePolicy, scoreContext } from '@scenario-scoring/engine';
+import { cidOfBytes, effectivePolicy, scoreScorecard2 } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
@@ -51,7 +51,7 @@ forEachDatabase('batch scoring runs over HTTP', ({ storage }) => {
 
     const run = await waitForRunEnd(server, key, queued.id);
     const expected = items.map((it) => ({
-      result: scoreContext(it.context, effectivePolicy(it.context.jurisdiction)),
+      result: scoreScorecard2(it.context, effectivePolicy(it.context.jurisdiction)),
     }));
     expect(run).toMatchObject({ status: 'completed', error: null, item_count: 1000 });
     expect(run.counts.succeeded).toBe(1000);

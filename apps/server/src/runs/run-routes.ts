@@ -1,6 +1,7 @@
 import type { Clock } from '../common/clock.js';
 import { replyCreated } from '../http/created-reply.js';
 import type { OperationHandler } from '../http/operation-route.js';
+import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
 import {
   createRun,
   DEFAULT_RESULTS_LIMIT,
@@ -13,9 +14,18 @@ import { decodeResultsCursor } from './run-view.js';
 /**
  * `POST /v1/scoring/runs`: the items were validated against the contract (each error names its index);
  * the run is stored `queued` with its Idempotency-Key record, and this instance's run workers are woken.
+ * A deployment that refuses jurisdictions without a policy of their own refuses the run (422
+ * `unknown_jurisdiction`, naming the first such item) before anything is stored.
  */
-export function createRunRoute(deps: RunServiceDeps, clock: Clock): OperationHandler<'createRun'> {
+export function createRunRoute(
+  deps: RunServiceDeps,
+  clock: Clock,
+  unknownJurisdiction: UnknownJurisdictionMode = 'default',
+): OperationHandler<'createRun'> {
   return async (req, res) => {
+    if (unknownJurisdiction === 'refuse')
+      for (const [index, item] of req.body.items.entries())
+        scoringPolicy(item.context.jurisdiction, unknownJurisdiction, index);
     const { tenantId, keyId } = res.locals.apiKey;
     const caller = { tenantId, keyId, idempotencyKey: req.get('Idempotency-Key') };
     const run = await createRun(deps, caller, req.body, clock.now());

@@ -56,12 +56,25 @@ export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
   };
 }
 
-/** A result as the log record holds it (RFC 8785 sorts keys) in the order the API documents. */
+/**
+ * A result as the log record holds it (RFC 8785 sorts keys) in the order the API documents; its reasons
+ * (records of scorecard-2) as recorded, statements in English.
+ */
 function apiOrder(result: RunItemResult['result']): RunItemResult['result'] {
-  return {
+  const ordered: RunItemResult['result'] = {
     scenarios: result.scenarios.map(({ name, score, explain }) => ({ name, score, explain })),
     levers: result.levers.map(({ name, direction, delta, step }) => ({ name, direction, delta, step })),
   };
+  if (result.reasons !== undefined)
+    ordered.reasons = result.reasons.map(({ code, factor, rank, points_below_max, statement, lever }) => ({
+      code,
+      factor,
+      rank,
+      points_below_max,
+      statement,
+      ...(lever !== undefined && { lever }),
+    }));
+  return ordered;
 }
 
 const CURSOR_PATTERN = /^i:(\d{1,4})$/;

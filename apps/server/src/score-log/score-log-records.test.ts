@@ -6,7 +6,7 @@ import {
   buildLogRecordV2,
   canonicalBytes,
   effectivePolicy,
-  scoreContext,
+  scoreScorecard2,
 } from '@scenario-scoring/engine';
 import { NoteSigner, recordHash } from '@scenario-scoring/tlog';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -81,7 +81,7 @@ forEachDatabase('score-log/2: every scoring its own record and leaf', ({ storage
 
   it('when someone guesses a record without its salt, then its leaf hash is in no tile', async () => {
     const policy = effectivePolicy(REQUEST.context.jurisdiction);
-    const result = scoreContext(REQUEST.context, policy);
+    const result = scoreScorecard2(REQUEST.context, policy);
     const guesses = [
       // The score-log/1 form: a pure function of the input and output, which anyone could recompute.
       canonicalBytes(buildLogRecord({ policy_version: policy.policy_version, ...REQUEST, result })),

@@ -1,4 +1,4 @@
-import { effectivePolicy, scoreContext } from '@scenario-scoring/engine';
+import { effectivePolicy, scoreScorecard2 as scoreContext } from '@scenario-scoring/engine';
 import { describe, expect, it } from 'vitest';
 import { contractScoreResult } from './score-result.js';
 
@@ -22,5 +22,11 @@ describe('contractScoreResult', () => {
     const foreign = { name: 'history_length' as const, direction: '+' as const, delta: 1, step: 1 };
     const converted = contractScoreResult({ ...result, levers: [foreign, ...result.levers] });
     expect(converted.levers).toEqual(result.levers);
+  });
+
+  it('when the engine scores a subject, then its reasons come through, each naming its lever when it has one', () => {
+    const result = scoreContext(CONTEXT, effectivePolicy('DE'));
+    expect(result.reasons.some((r) => r.lever !== undefined)).toBe(true);
+    expect(contractScoreResult(result).reasons).toEqual(result.reasons);
   });
 });

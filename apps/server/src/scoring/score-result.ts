@@ -1,5 +1,5 @@
 import type { ScoreResponse } from '@scenario-scoring/api-types';
-import type { ScoreResult } from '@scenario-scoring/engine';
+import type { Reason, Scorecard2Result } from '@scenario-scoring/engine';
 
 /** A scoring result as the contract (the generated API types) declares it. */
 export type ContractScoreResult = ScoreResponse['result'];
@@ -25,12 +25,20 @@ function isLeverName(name: string): name is LeverName {
  * assigned as they are (so the engine's types must fit the contract's), and a lever keeps its place only
  * under a contract lever name (the engine types a name as any factor; only actionable ones have levers).
  */
-export function contractScoreResult(result: ScoreResult): ContractScoreResult {
+export function contractScoreResult(result: Scorecard2Result): ContractScoreResult {
   return {
     scenarios: result.scenarios,
     levers: result.levers.flatMap((lever) => {
       const { name } = lever;
       return isLeverName(name) ? [{ ...lever, name }] : [];
     }),
+    reasons: contractReasons(result.reasons),
   };
+}
+
+/** The engine's reasons in the contract's types: a reason names a lever only under a contract lever name. */
+export function contractReasons(reasons: readonly Reason[]): NonNullable<ContractScoreResult['reasons']> {
+  return reasons.map(({ lever, ...reason }) =>
+    lever !== undefined && isLeverName(lever) ? { ...reason, lever } : reason,
+  );
 }

@@ -5,7 +5,8 @@ import {
   canonicalBytes,
   cidOfBytes,
   effectivePolicy,
-  scoreContext,
+  restateReasons,
+  scoreScorecard2,
 } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawExchange } from '../../test/support/raw-http.js';
@@ -47,14 +48,27 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       expect(response.headers.get('content-type')).toMatch(/^application\/json/);
       const body = (await response.json()) as ScoreResponse;
       const policy = effectivePolicy('DE');
-      const result = scoreContext(FULL_FILE.context, policy);
-      expect(Object.keys(body)).toEqual(['id', 'status', 'result', 'log_cid']);
+      const result = scoreScorecard2(FULL_FILE.context, policy);
+      expect(result.reasons.length).toBeGreaterThan(0);
+      expect(Object.keys(body)).toEqual([
+        'id',
+        'status',
+        'result',
+        'model_version',
+        'policy_id',
+        'policy_version',
+        'log_cid',
+      ]);
       expect(body).toEqual({
         id: expect.stringMatching(REQUEST_ID),
         status: 'ok',
         result,
+        model_version: 'scorecard-2',
+        policy_id: 'DE',
+        policy_version: policy.policy_version,
         log_cid: expect.stringMatching(/^bafkrei[a-z2-7]{52}$/),
       });
+      expect(response.headers.get('content-language')).toBe('en');
       const bytes = new Uint8Array(
         await (await server.request(`/v1/logs/${body.log_cid}`, { key })).arrayBuffer(),
       );
@@ -64,7 +78,7 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
         identity: { kind: 'score', request_id: body.id },
         scored_at: record.scored_at,
         salt: record.salt,
-        model_version: 'scorecard-1',
+        model_version: 'scorecard-2',
         policy_id: 'DE',
         policy_version: policy.policy_version,
         ...FULL_FILE,
@@ -87,7 +101,67 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       const response = await score({ subject: 'applicant-0001', context: { jurisdiction: 'US-CA' } });
       expect(response.status).toBe(200);
       const body = (await response.json()) as ScoreResponse;
-      expect(body.result).toEqual(scoreContext({ jurisdiction: 'US-CA' }, effectivePolicy('US-CA')));
+      expect(body.result).toEqual(scoreScorecard2({ jurisdiction: 'US-CA' }, effectivePolicy('US-CA')));
+    });
+
+    it('when Accept-Language asks for German, then the statements are German and the record keeps English', async () => {
+      const response = await score(FULL_FILE, { 'accept-language': 'de-DE, en;q=0.5' });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-language')).toBe('de');
+      expect(response.headers.get('vary')).toMatch(/accept-language/i);
+      const body = (await response.json()) as ScoreResponse;
+      const english = scoreScorecard2(FULL_FILE.context, effectivePolicy('DE')).reasons;
+      expect(body.result.reasons).toEqual(restateReasons(english, 'de'));
+      expect(body.result.reasons?.[0]?.statement).toBe(
+        'Ein zu großer Teil des verfügbaren Kreditrahmens wird genutzt',
+      );
+      const record = JSON.parse(
+        new TextDecoder().decode(
+          await (await server.request(`/v1/logs/${body.log_cid}`, { key })).arrayBuffer(),
+        ),
+      );
+      expect(record.result.reasons).toEqual(english);
+    });
+
+    it('when Accept-Language names only languages the server lacks, then the answer is English, not an error', async () => {
+      const response = await score(FULL_FILE, { 'accept-language': 'fr-FR, ja;q=0.8' });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-language')).toBe('en');
+      const body = (await response.json()) as ScoreResponse;
+      expect(body.result.reasons?.[0]?.statement).toBe('Too much of the available credit is in use');
+    });
+
+    it('when a reason is below 0.05 points, then it is answered with points_below_max 0, as the contract allows', async () => {
+      // utilization 0.0001: d = 300 · 0.0001 / 0.9 = 0.0333…, above 0 to six decimals, 0 to one; every other
+      // input at its maximum, so it is the only reason.
+      const context = {
+        jurisdiction: 'FR',
+        utilization: 0.0001,
+        on_time_ratio: 1,
+        history_months: 120,
+        debt_to_income: 0,
+        inquiries_12m: 0,
+      };
+      const response = await score({ subject: 'a', context });
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as ScoreResponse;
+      expect(body.result.reasons).toEqual([
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 0,
+          statement: 'Too much of the available credit is in use',
+        },
+      ]);
+    });
+
+    it('when the jurisdiction has no policy of its own, then it is scored under default and the answer says so', async () => {
+      const response = await score({ subject: 'a', context: { jurisdiction: 'FR' } });
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as ScoreResponse;
+      expect(body.policy_id).toBe('default');
+      expect(body.model_version).toBe('scorecard-2');
     });
 
     it('generates an X-Request-Id and uses it as the body id', async () => {
@@ -359,5 +433,59 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       expect(problem.errors).toHaveLength(100);
       expect(problem.detail).toMatch(/^The request has 20000 invalid fields/);
     });
+  });
+});
+
+forEachDatabase('UNKNOWN_JURISDICTION=refuse', ({ storage }) => {
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage(), config: { unknownJurisdiction: 'refuse' } });
+    ({ key } = await testFeatures(storage()).keys.create('scoring'));
+  });
+  afterAll(() => server.close());
+
+  it('when a scoring names a jurisdiction without a policy, then 422 unknown_jurisdiction lists the known ones, and nothing is logged', async () => {
+    const response = await server.request('/v1/scoring/score', {
+      key,
+      body: { subject: 'a', context: { jurisdiction: 'FR' } },
+    });
+    expect(response.status).toBe(422);
+    const problem = (await response.json()) as Problem;
+    expect(problem.code).toBe('unknown_jurisdiction');
+    expect(problem.detail).toContain('FR has no scoring policy of its own');
+    expect(problem.detail).toContain('Known: DE (and its subdivisions), US (and its subdivisions), US-CA');
+    expect(problem.detail).toContain('GET /v1/scoring/policies/{jurisdiction}');
+  });
+
+  it('when a code is covered by its own or its country’s entry, then it is scored as before', async () => {
+    for (const [jurisdiction, policyId] of [
+      ['US-NY', 'US'],
+      ['US-CA', 'US-CA'],
+      ['DE', 'DE'],
+    ]) {
+      const response = await server.request('/v1/scoring/score', {
+        key,
+        body: { subject: 'a', context: { jurisdiction } },
+      });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as ScoreResponse).policy_id).toBe(policyId);
+    }
+  });
+
+  it('when a run has an item without a policy, then the run is refused naming the item', async () => {
+    const response = await server.request('/v1/scoring/runs', {
+      key,
+      body: {
+        items: [
+          { subject: 'a', context: { jurisdiction: 'DE' } },
+          { subject: 'b', context: { jurisdiction: 'ZZ' } },
+        ],
+      },
+    });
+    expect(response.status).toBe(422);
+    const problem = (await response.json()) as Problem;
+    expect(problem.code).toBe('unknown_jurisdiction');
+    expect(problem.detail).toMatch(/^Item 1: ZZ has no scoring policy/);
   });
 });

@@ -1,6 +1,7 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
-import { scoreAndLog } from '@scenario-scoring/engine';
+import { type ReasonLanguage, restateReasons, scoreAndLog } from '@scenario-scoring/engine';
 import { escalationEvent } from '../policies/policy-escalation.js';
+import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
 import { recordStamp } from '../score-log/record-stamp.js';
 import type { ScoreLogStore } from '../score-log/score-log-store.js';
 import { traced } from '../tracing/tracing.js';
@@ -12,10 +13,17 @@ export interface ScoringCaller {
   /** The `req_` id of the response, also kept with the log record. */
   requestId: string;
   now: Date;
+  /** The language of the answer's reason statements (the record holds them in English). */
+  language: ReasonLanguage;
+  /** What to do with a jurisdiction without a policy entry of its own. */
+  unknownJurisdiction: UnknownJurisdictionMode;
 }
 
 /**
- * Scores a valid request under its jurisdiction's policy and logs it durably before answering: the log
+ * Scores a valid request with the current model under its jurisdiction's policy (or `default`, or 422
+ * `unknown_jurisdiction` when the deployment refuses codes without an entry) and logs it durably before
+ * answering. The answer names the model and the policy; its reasons' statements are in `caller.language`,
+ * the record's in English (the record is the result as the model page gives it, whatever the language): the log
  * record's canonical bytes are appended, and `log_cid` is their CID, so no result exists without its record.
  * The record is score-log/2: this request's id, `caller.now` and a fresh salt make it a record of its own,
  * so a scoring repeated is logged again (a leaf each, with its time).
@@ -26,8 +34,9 @@ export async function scoreSubject(
   caller: ScoringCaller,
   request: ScoreRequest,
 ): Promise<ScoreResponse> {
+  const policy = scoringPolicy(request.context.jurisdiction, caller.unknownJurisdiction);
   const stamp = recordStamp({ kind: 'score', request_id: caller.requestId }, caller.now);
-  const scoring = traced('engine.score', () => scoreAndLog(request.subject, request.context, stamp));
+  const scoring = traced('engine.score', () => scoreAndLog(request.subject, request.context, stamp, policy));
   const event = escalationEvent(
     caller.tenantId,
     request.subject,
@@ -46,10 +55,18 @@ export async function scoreSubject(
       ...(event && { events: [event] }),
     }),
   );
+  const { result } = scoring;
+  const answered =
+    caller.language === 'en'
+      ? result
+      : { ...result, reasons: restateReasons(result.reasons, caller.language) };
   return {
     id: caller.requestId,
     status: 'ok',
-    result: contractScoreResult(scoring.result),
+    result: contractScoreResult(answered),
+    model_version: scoring.modelVersion,
+    policy_id: policy.policy_id,
+    policy_version: policy.policy_version,
     log_cid: scoring.logCid,
   };
 }

@@ -12,9 +12,17 @@ export type paths = {
         put?: never;
         /**
          * Score a subject
-         * @description Scores a subject under three scenarios (p10, p50, p90) with the `scorecard-1` model and the policy of
-         *     the context's jurisdiction, and returns the factors that explain each score and up to three levers
-         *     that would raise it.
+         * @description Scores a subject under three scenarios (p10, p50, p90) with the current model (`scorecard-2`) and the
+         *     policy of the context's jurisdiction, and returns the factors that explain each score, up to three
+         *     levers that would raise it, and the reasons the score was not higher (`result.reasons`, by points below
+         *     maximum; each names its lever when there is one). The answer names the `model_version`, `policy_id`
+         *     and `policy_version` that scored it: a jurisdiction without an entry of its own is scored under
+         *     `default` (`policy_id: "default"`), unless the deployment refuses such codes (`UNKNOWN_JURISDICTION=refuse`:
+         *     `422 unknown_jurisdiction`).
+         *
+         *     The reasons' statements follow `Accept-Language` (`en`, the default, or `de`; any other language
+         *     gets English, never an error), and `Content-Language` says which was used. The log record holds
+         *     them in English, whatever the answer's language, so it can be recomputed from the scoring-model guide.
          *
          *     Every scoring is logged before the response is sent, as a record of its own: the log record's bytes
          *     are the RFC 8785 canonical JSON of `{schema: "score-log/2", kind: "score", request_id, scored_at,
@@ -47,6 +55,49 @@ export type paths = {
          *     scoring model, a client can recompute every number of a scoring.
          */
         get: operations["getPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/scoring/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the scoring models
+         * @description Every released model version, the current one first: its status (`current` or `retired`), its factors,
+         *     its reason method (PMML `pointsBelow` from `max`, on p50) and its reason codes with their statements in
+         *     English and German. The server scores with the current version; retired ones are kept so every record
+         *     can be recomputed with the version it names.
+         */
+        get: operations["listModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/scoring/models/{model_version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a scoring model
+         * @description One released model version, as `GET /v1/scoring/models` lists it. An unknown version answers 404.
+         */
+        get: operations["getModel"];
         put?: never;
         post?: never;
         delete?: never;
@@ -145,6 +196,33 @@ export type paths = {
          *     stays in the log.
          */
         get: operations["getLogRecord"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/logs/{cid}/notice": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the notice of a scoring
+         * @description The key-factor disclosure a lender sends the person scored, built from the log record `cid`: the score
+         *     (p50) on its range 0–1000, the date scored, the model, and the reasons' statements in rank order, in
+         *     English or German (`Accept-Language`; any other language gets English). As JSON by default, or as a
+         *     printable, self-contained HTML page with `Accept: text/html`. The wording is illustrative, not legal
+         *     advice.
+         *
+         *     An unknown `cid`, or another tenant's, answers 404; an erased record 410 `log_record_erased`; a record
+         *     scored by `scorecard-1` (which gives no reasons) 422 `notice_unavailable`.
+         */
+        get: operations["getNotice"];
         put?: never;
         post?: never;
         delete?: never;
@@ -626,7 +704,8 @@ export type webhooks = {
          * A score was escalated
          * @description Sent when a jurisdiction's policy escalates a scored subject, synchronously or in a run: p50 below
          *     the policy's `review_threshold` (`below_threshold`), or p90 − p10 wider than `max_band`
-         *     (`high_uncertainty`). One event lists every reason.
+         *     (`high_uncertainty`). One event lists every reason, and `score_reasons` the scoring's own reasons
+         *     (why its score was not higher, statements in English as its log record holds them).
          */
         post: operations["onPolicyEscalated"];
         delete?: never;
@@ -773,18 +852,84 @@ export type components = {
              */
             step: number;
         };
-        /** @description The three scenarios, in the order p10, p50, p90, and up to three levers, best first. */
+        /**
+         * @description A reason code: the factor's two letters, then `1` when its input was present (too low) or `0` when it
+         *     was missing (a thin file). `GET /v1/scoring/models/{model_version}` lists each with its statements.
+         * @enum {string}
+         */
+        ReasonCode: "PH1" | "PH0" | "UT1" | "UT0" | "HL1" | "HL0" | "DI1" | "DI0" | "RI1" | "RI0";
+        /**
+         * @description One of the principal reasons the score was not higher (model `scorecard-2`): a factor's points below its
+         *     maximum at p50, dᵢ = wᵢ·(1 − xᵢ), ranked by dᵢ (rounded to 6 decimals) descending, ties by factor name.
+         *     At most four, and `recent_inquiries` fifth when it counts and is not among them. The scoring-model guide
+         *     shows how to recompute every reason by hand.
+         */
+        Reason: {
+            code: components["schemas"]["ReasonCode"];
+            /**
+             * @description The factor, as named in `explain`.
+             * @enum {string}
+             */
+            factor: "payment_history" | "utilization" | "history_length" | "debt_to_income" | "recent_inquiries";
+            /** @description 1 to 4, or 5 for `recent_inquiries` added beyond the four. */
+            rank: number;
+            /**
+             * @description dᵢ, the points the factor is below its maximum at p50, with one decimal place: 0 when dᵢ is above 0
+             *     (to six decimals, so it is a reason) but below 0.05.
+             * @example 53.3
+             */
+            points_below_max: number;
+            /**
+             * @description The catalog's statement of the code, in the answer's language (`Content-Language`: `en` or `de`,
+             *     following `Accept-Language`). The log record holds the English statement.
+             * @example Too few payments were made on time
+             */
+            statement: string;
+            /**
+             * @description The name of the result's lever for this factor, present only when the result has one.
+             * @enum {string}
+             */
+            lever?: "payment_history" | "utilization" | "debt_to_income" | "recent_inquiries";
+        };
+        /**
+         * @description The three scenarios, in the order p10, p50, p90, up to three levers, best first, and (model
+         *     `scorecard-2`) the reasons the score was not higher, rank order. A `scorecard-1` result, in records
+         *     logged before, has no reasons.
+         */
         ScoreResult: {
             scenarios: components["schemas"]["Scenario"][];
             levers: components["schemas"]["Lever"][];
+            /**
+             * @description The principal reasons the p50 score was not higher, by points below maximum (at most four, plus
+             *     `recent_inquiries` as a fifth). Present in every scoring by `scorecard-2`; empty only when every factor
+             *     is at its maximum.
+             */
+            reasons?: components["schemas"]["Reason"][];
         };
+        /**
+         * @description A released scoring model version. The server scores with the current one; records name the version
+         *     that scored them, and every released version is kept so any record can be recomputed.
+         * @example scorecard-2
+         */
+        ModelVersion: string;
+        /**
+         * @description The policy file entry that scored: the jurisdiction's own, its country's, or `default` when the code has
+         *     no entry of its own.
+         * @example DE
+         */
+        PolicyId: string;
+        /**
+         * @description The version of the policy file; part of every log record, so a policy change changes the CID.
+         * @example 2026-11-01
+         */
+        PolicyVersion: string;
         /**
          * @description The CIDv1 (raw codec 0x55, sha2-256, base32) of the exact bytes of a score log record, the same CID
          *     that IPFS tooling gives those bytes. Recompute it from `GET /v1/logs/{cid}` to verify a scoring.
          * @example bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e
          */
         LogCid: string;
-        /** @description A scoring's result and the content identifier of its log record. */
+        /** @description A scoring's result, the model and policy that scored it, and the content identifier of its log record. */
         ScoreResponse: {
             id: components["schemas"]["RequestId"];
             /**
@@ -793,6 +938,9 @@ export type components = {
              */
             status: "ok";
             result: components["schemas"]["ScoreResult"];
+            model_version: components["schemas"]["ModelVersion"];
+            policy_id: components["schemas"]["PolicyId"];
+            policy_version: components["schemas"]["PolicyVersion"];
             log_cid: components["schemas"]["LogCid"];
         };
         /**
@@ -800,7 +948,7 @@ export type components = {
          *     links to it. New codes may be added; existing codes never change meaning.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "log_record_erased" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed" | "quota_exceeded";
+        ErrorCode: "validation_failed" | "malformed_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "idempotent_replay_unavailable" | "unknown_event_type" | "webhook_url_refused" | "webhook_limit_reached" | "rate_limited" | "internal_error" | "service_unavailable" | "run_deadline_exceeded" | "storage_unavailable" | "checkpoint_not_found" | "log_record_not_sequenced" | "log_record_erased" | "tree_size_too_small" | "malformed_request" | "headers_too_large" | "request_timeout" | "expectation_failed" | "quota_exceeded" | "unknown_jurisdiction" | "notice_unavailable";
         /** @description One problem found in the request. Every problem is listed, not only the first. */
         ValidationError: {
             /**
@@ -855,11 +1003,6 @@ export type components = {
             /** @description Present when `code` is `validation_failed`; lists every problem found. */
             errors?: components["schemas"]["ValidationError"][];
         };
-        /**
-         * @description The version of the policy file; part of every log record, so a policy change changes the CID.
-         * @example 2026-11-01
-         */
-        PolicyVersion: string;
         /** @description The weight of each factor; the weights sum to 1000. A disabled factor has weight 0. */
         FactorWeights: {
             payment_history: number;
@@ -888,6 +1031,71 @@ export type components = {
              * @example 250
              */
             max_band: number;
+        };
+        /**
+         * @description A released model version: its factors, how it ranks reasons (PMML 4.4 Scorecard names), and its reason
+         *     codes with their statements in every language the server speaks. A released version never changes.
+         */
+        ScoringModel: {
+            model_version: components["schemas"]["ModelVersion"];
+            /**
+             * @description `current`: what the server scores with. `retired`: kept so its records can be recomputed.
+             * @enum {string}
+             */
+            status: "current" | "retired";
+            description: string;
+            /** @description The model's factors, in the scoring-model guide's order, with the model's own weights (before any policy). */
+            factors: {
+                /** @enum {string} */
+                name: "payment_history" | "utilization" | "history_length" | "debt_to_income" | "recent_inquiries";
+                /** @description The `context` input the factor reads. */
+                context_key: string;
+                weight: number;
+                /** @description Whether the factor can have a lever. */
+                actionable: boolean;
+            }[];
+            /** @description How the version ranks its reasons; `null` for a version without reasons (`scorecard-1`). */
+            reason_method: null | {
+                /**
+                 * @description PMML `reasonCodeAlgorithm`.
+                 * @constant
+                 */
+                reason_code_algorithm: "pointsBelow";
+                /**
+                 * @description PMML `baselineMethod`.
+                 * @constant
+                 */
+                baseline_method: "max";
+                /**
+                 * @description The scenario whose inputs the points below maximum are taken from.
+                 * @constant
+                 */
+                scenario: "p50";
+                max_reasons: number;
+                /** @description Whether `recent_inquiries` is added as a fifth reason when it counts and is not among the first. */
+                inquiries_as_fifth: boolean;
+            };
+            /** @description Every reason code of the version (none for `scorecard-1`). */
+            reason_codes: {
+                code: components["schemas"]["ReasonCode"];
+                /** @enum {string} */
+                factor: "payment_history" | "utilization" | "history_length" | "debt_to_income" | "recent_inquiries";
+                /**
+                 * @description Whether the code is given when the factor's input was present (too low) or missing (a thin file).
+                 * @enum {string}
+                 */
+                input: "present" | "missing";
+                /** @description The statement in each language (illustrative wording, not legal advice). */
+                statements: {
+                    en: string;
+                    de: string;
+                };
+            }[];
+        };
+        /** @description Every released model version, the current one first. */
+        ModelCatalog: {
+            note: string;
+            models: components["schemas"]["ScoringModel"][];
         };
         /** @description A batch of subjects to score asynchronously. */
         CreateRunRequest: {
@@ -1082,6 +1290,43 @@ export type components = {
          *     Tell the forms apart by `schema`.
          */
         LogRecord: components["schemas"]["ScoreLog2Record"] | components["schemas"]["ScoreLog1Record"];
+        /**
+         * @description The key-factor disclosure of one scoring, as a lender sends it to the person scored: the score (p50), its
+         *     range, when and by which model it was scored, and the reasons' statements in rank order. The wording is
+         *     illustrative, not legal advice.
+         */
+        Notice: {
+            log_cid: components["schemas"]["LogCid"];
+            /**
+             * @description The language of the statements (also `Content-Language`).
+             * @enum {string}
+             */
+            language: "en" | "de";
+            /** @description The p50 score of the record. */
+            score: number;
+            score_range: {
+                /** @constant */
+                min: 0;
+                /** @constant */
+                max: 1000;
+            };
+            /**
+             * Format: date-time
+             * @description When the record was scored (its `scored_at`).
+             */
+            scored_at: string;
+            model_version: components["schemas"]["ModelVersion"];
+            policy_id: components["schemas"]["PolicyId"];
+            policy_version: components["schemas"]["PolicyVersion"];
+            /** @description The record's reasons in rank order, their statements in `language`. */
+            reasons: {
+                rank: number;
+                code: components["schemas"]["ReasonCode"];
+                statement: string;
+            }[];
+            /** @description Says that the wording is illustrative, not legal advice. */
+            disclaimer: string;
+        };
         /**
          * @description The number of leaves of a tenant's log tree at a signed checkpoint.
          * @example 2
@@ -1511,6 +1756,11 @@ export type components = {
                     p50: number;
                     p90: number;
                 };
+                /**
+                 * @description The scoring's `result.reasons` (why its p50 score was not higher), statements in English as the
+                 *     log record holds them. (`reasons` above says why the policy escalated.)
+                 */
+                score_reasons: components["schemas"]["Reason"][];
                 log_cid: components["schemas"]["LogCid"];
                 /** @description The synchronous scoring request, or `null` for a run item. */
                 request_id: components["schemas"]["RequestId"] | null;
@@ -1609,6 +1859,19 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The jurisdiction has no policy entry of its own (nor its country) and the deployment refuses such codes
+         *     (`UNKNOWN_JURISDICTION=refuse`); the problem lists the known ones.
+         */
+        UnknownJurisdiction: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Too many requests for this API key (or, without one, from this client address); wait for `Retry-After` seconds. */
         TooManyRequests: {
             headers: {
@@ -1642,16 +1905,6 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The `Idempotency-Key` was used with another body. */
-        IdempotencyKeyReused: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
         /** @description The API key is valid but its scope does not allow this operation (a `log:read` key outside the audit reads). */
         InsufficientScope: {
             headers: {
@@ -1674,6 +1927,16 @@ export type components = {
         };
         /** @description The record was erased (its leaf, index, tiles and checkpoints stay); the problem names the erasure. */
         LogRecordErased: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The record has no reasons (it was scored by `scorecard-1`), so there is no notice to give. */
+        NoticeUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1713,8 +1976,24 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The `Idempotency-Key` was used with another body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
+        /**
+         * @description The language of the reasons' statements (RFC 9110 §12.5.4): `en` (the default) or `de`, with quality
+         *     values honoured (`de-DE, en;q=0.5` is German). A language the server does not have gets English, never
+         *     an error; `Content-Language` says which was used.
+         */
+        "Accept-Language": string;
         /**
          * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
          *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
@@ -1722,6 +2001,8 @@ export type components = {
         "X-Request-Id": string;
         /** @description The jurisdiction code. */
         Jurisdiction: components["schemas"]["Jurisdiction"];
+        /** @description A model version, e.g. `scorecard-2`. */
+        ModelVersion: string;
         /**
          * @description Makes a create safe to retry (Stripe semantics): a repeat with the same key and the same body replays
          *     the first response, with `Idempotent-Replayed: true`; the same key with another body is refused with
@@ -1759,6 +2040,8 @@ export type components = {
     headers: {
         /** @description The request's id; echoes a valid incoming `X-Request-Id`, otherwise a new `req_…` id. */
         "X-Request-Id": string;
+        /** @description The language of the answer's statements, `en` or `de` (chosen from `Accept-Language`). */
+        "Content-Language": "en" | "de";
         /**
          * @description The rate limit that applies to the API key (IETF RateLimit header fields): `q` requests per window of
          *     `w` seconds.
@@ -1784,15 +2067,21 @@ export type ScoreRequest = components['schemas']['ScoreRequest'];
 export type RequestId = components['schemas']['RequestId'];
 export type Scenario = components['schemas']['Scenario'];
 export type Lever = components['schemas']['Lever'];
+export type ReasonCode = components['schemas']['ReasonCode'];
+export type Reason = components['schemas']['Reason'];
 export type ScoreResult = components['schemas']['ScoreResult'];
+export type ModelVersion = components['schemas']['ModelVersion'];
+export type PolicyId = components['schemas']['PolicyId'];
+export type PolicyVersion = components['schemas']['PolicyVersion'];
 export type LogCid = components['schemas']['LogCid'];
 export type ScoreResponse = components['schemas']['ScoreResponse'];
 export type ErrorCode = components['schemas']['ErrorCode'];
 export type ValidationError = components['schemas']['ValidationError'];
 export type Problem = components['schemas']['Problem'];
-export type PolicyVersion = components['schemas']['PolicyVersion'];
 export type FactorWeights = components['schemas']['FactorWeights'];
 export type Policy = components['schemas']['Policy'];
+export type ScoringModel = components['schemas']['ScoringModel'];
+export type ModelCatalog = components['schemas']['ModelCatalog'];
 export type CreateRunRequest = components['schemas']['CreateRunRequest'];
 export type RunId = components['schemas']['RunId'];
 export type RunStatus = components['schemas']['RunStatus'];
@@ -1807,6 +2096,7 @@ export type ScoreLog2RunItemRecord = components['schemas']['ScoreLog2RunItemReco
 export type ScoreLog2Record = components['schemas']['ScoreLog2Record'];
 export type ScoreLog1Record = components['schemas']['ScoreLog1Record'];
 export type LogRecord = components['schemas']['LogRecord'];
+export type Notice = components['schemas']['Notice'];
 export type TreeSize = components['schemas']['TreeSize'];
 export type LogHash = components['schemas']['LogHash'];
 export type LogCheckpoint = components['schemas']['LogCheckpoint'];
@@ -1856,18 +2146,22 @@ export type ResponseUnauthorized = components['responses']['Unauthorized'];
 export type ResponseScopeOrQuota = components['responses']['ScopeOrQuota'];
 export type ResponsePayloadTooLarge = components['responses']['PayloadTooLarge'];
 export type ResponseUnsupportedMediaType = components['responses']['UnsupportedMediaType'];
+export type ResponseUnknownJurisdiction = components['responses']['UnknownJurisdiction'];
 export type ResponseTooManyRequests = components['responses']['TooManyRequests'];
 export type ResponseInternalServerError = components['responses']['InternalServerError'];
 export type ResponseBadRequest = components['responses']['BadRequest'];
-export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
 export type ResponseInsufficientScope = components['responses']['InsufficientScope'];
 export type ResponseNotFound = components['responses']['NotFound'];
 export type ResponseLogRecordErased = components['responses']['LogRecordErased'];
+export type ResponseNoticeUnavailable = components['responses']['NoticeUnavailable'];
 export type ResponseCheckpointNotFound = components['responses']['CheckpointNotFound'];
 export type ResponseLogRecordNotSequenced = components['responses']['LogRecordNotSequenced'];
 export type ResponseTreeSizeTooSmall = components['responses']['TreeSizeTooSmall'];
+export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
+export type ParameterAcceptLanguage = components['parameters']['Accept-Language'];
 export type ParameterXRequestId = components['parameters']['X-Request-Id'];
 export type ParameterJurisdiction = components['parameters']['Jurisdiction'];
+export type ParameterModelVersion = components['parameters']['ModelVersion'];
 export type ParameterIdempotencyKey = components['parameters']['Idempotency-Key'];
 export type ParameterRunId = components['parameters']['RunId'];
 export type ParameterRunResultsLimit = components['parameters']['RunResultsLimit'];
@@ -1881,6 +2175,7 @@ export type ParameterWebhookIdHeader = components['parameters']['WebhookIdHeader
 export type ParameterWebhookTimestampHeader = components['parameters']['WebhookTimestampHeader'];
 export type ParameterWebhookSignatureHeader = components['parameters']['WebhookSignatureHeader'];
 export type HeaderXRequestId = components['headers']['X-Request-Id'];
+export type HeaderContentLanguage = components['headers']['Content-Language'];
 export type HeaderRateLimitPolicy = components['headers']['RateLimit-Policy'];
 export type HeaderRateLimit = components['headers']['RateLimit'];
 export type HeaderWwwAuthenticate = components['headers']['WWW-Authenticate'];
@@ -1893,6 +2188,12 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description The language of the reasons' statements (RFC 9110 §12.5.4): `en` (the default) or `de`, with quality
+                 *     values honoured (`de-DE, en;q=0.5` is German). A language the server does not have gets English, never
+                 *     an error; `Content-Language` says which was used.
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
                 /**
                  * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
                  *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
@@ -1908,10 +2209,11 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The scores, their explanations and levers, and the log record's CID. */
+            /** @description The scores, their explanations, levers and reasons, what scored them, and the log record's CID. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Content-Language": components["headers"]["Content-Language"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -1925,6 +2227,7 @@ export interface operations {
             403: components["responses"]["ScopeOrQuota"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnknownJurisdiction"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -1961,6 +2264,83 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model catalog. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelCatalog"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getModel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description A model version, e.g. `scorecard-2`. */
+                model_version: components["parameters"]["ModelVersion"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model version. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoringModel"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such model version. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -2009,7 +2389,19 @@ export interface operations {
             403: components["responses"]["ScopeOrQuota"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
+            /**
+             * @description The `Idempotency-Key` was used with another body (`idempotency_key_reused`), or an item's
+             *     jurisdiction has no policy of its own and the deployment refuses such codes (`unknown_jurisdiction`).
+             */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -2129,6 +2521,53 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             410: components["responses"]["LogRecordErased"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getNotice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The language of the reasons' statements (RFC 9110 §12.5.4): `en` (the default) or `de`, with quality
+                 *     values honoured (`de-DE, en;q=0.5` is German). A language the server does not have gets English, never
+                 *     an error; `Content-Language` says which was used.
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The `log_cid` of a scoring. */
+                cid: components["parameters"]["Cid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The notice, as JSON or as an HTML page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Content-Language": components["headers"]["Content-Language"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notice"];
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            410: components["responses"]["LogRecordErased"];
+            422: components["responses"]["NoticeUnavailable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };

@@ -55,6 +55,8 @@ const PROBLEM_TITLES: Record<string, string> = {
   headers_too_large: 'Headers too large',
   request_timeout: 'Request timeout',
   expectation_failed: 'Expectation failed',
+  unknown_jurisdiction: 'Unknown jurisdiction',
+  notice_unavailable: 'Notice unavailable',
 } satisfies Record<ProblemCode, string>;
 
 const escapeSegment = (segment: string) => segment.replaceAll('~', '~0').replaceAll('/', '~1');

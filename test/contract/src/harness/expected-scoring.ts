@@ -3,13 +3,22 @@ import { expect } from 'vitest';
 import { expectedPolicyId } from './expected-policies.js';
 import { GOLDEN_POLICY_VERSION, GOLDEN_SCORINGS, type GoldenScoring } from './scoring-golden.js';
 
+/** The model the server scores with, which the golden scorings implement from the scoring-model page. */
+export const GOLDEN_MODEL_VERSION = 'scorecard-2';
+
 /** What the API must answer for a scoring, as the published model predicts: the result, and its record. */
 export interface ExpectedScoring {
   /**
    * The response body without its `id` and `log_cid`: the CID names a score-log/2 record, salted with
    * random bytes, so it is no literal; `expectServedRecord` checks the record it names.
    */
-  response: { status: 'ok'; result: ScoreResult };
+  response: {
+    status: 'ok';
+    result: ScoreResult;
+    model_version: string;
+    policy_id: string;
+    policy_version: string;
+  };
   golden: GoldenScoring;
 }
 
@@ -35,13 +44,23 @@ export function expectedScoring(request: ScoreRequest): ExpectedScoring {
       `no golden scoring of ${JSON.stringify(request)}: add it to test/contract/scripts/scorecard-1-golden.py`,
     );
   }
-  return { response: { status: 'ok', result: golden.result }, golden };
+  return {
+    response: {
+      status: 'ok',
+      result: golden.result,
+      model_version: GOLDEN_MODEL_VERSION,
+      policy_id: expectedPolicyId(request.context.jurisdiction),
+      policy_version: GOLDEN_POLICY_VERSION,
+    },
+    golden,
+  };
 }
 
 /**
  * Expects `bytes`, served for `cid`, to be the score-log/2 record the scoring-model page predicts for
  * `request` answered as `identity`: bytes whose CID is `cid`, in RFC 8785 canonical form, holding the
- * literal golden result, subject, context, model and policy, a salt of 32 bytes, and a `scored_at` within
+ * literal golden result (its reasons' statements in English, whatever the answer's language), subject,
+ * context, model and policy, a salt of 32 bytes, and a `scored_at` within
  * `window` (the time the request was sent and answered) when one is given.
  */
 export async function expectServedRecord(
@@ -60,7 +79,7 @@ export async function expectServedRecord(
     ...identity,
     scored_at: expect.stringMatching(SCORED_AT),
     salt: expect.stringMatching(SALT),
-    model_version: 'scorecard-1',
+    model_version: GOLDEN_MODEL_VERSION,
     policy_id: expectedPolicyId(request.context.jurisdiction),
     policy_version: GOLDEN_POLICY_VERSION,
     subject: request.subject,

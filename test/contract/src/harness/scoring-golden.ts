@@ -3,11 +3,13 @@
 // examples (openapi/paths/scoring_score.yaml), which the mock answers.
 import type { ScoreRequest, ScoreResult } from '@scenario-scoring/client';
 
-/** A scoring as the published model predicts it: the request, the result and its log record's CID. */
+/**
+ * A scoring as the published model predicts it: the request and the result (scorecard-2, with its reasons,
+ * statements in English). Its log record is salted, so its CID is no literal; the record is checked instead.
+ */
 export interface GoldenScoring {
   request: ScoreRequest;
   result: ScoreResult;
-  log_cid: string;
 }
 
 /** The policy version of every golden scoring, which the log record names. */
@@ -66,8 +68,40 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         { name: 'utilization', direction: '-', delta: 33.4, step: 0.09 },
         { name: 'debt_to_income', direction: '-', delta: 11.2, step: 0.06 },
       ],
+      reasons: [
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 129.6,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 2,
+          points_below_max: 77.8,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 51.9,
+          statement: 'Debt is too high relative to income',
+          lever: 'debt_to_income',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'The credit history is too short',
+        },
+      ],
     },
-    log_cid: 'bafkreiayofhlaqkaph3jjsfs6wjoujxsu665s7ehdjfl443rszjeaj77vu',
   },
   // the ThinFile example: μ = 500.000000, sd = 128.695377
   {
@@ -106,8 +140,44 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 200,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 125,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreidh6qxfbrateyz2dpeusdzziwrozlod2dwycm5jkrwvoypbi6f6he',
   },
   // the full file without on_time_ratio: μ = 574.074074, sd = 99.147602
   {
@@ -158,8 +228,39 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         { name: 'utilization', direction: '-', delta: 33.3, step: 0.09 },
         { name: 'debt_to_income', direction: '-', delta: 11.1, step: 0.06 },
       ],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 129.6,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 51.9,
+          statement: 'Debt is too high relative to income',
+          lever: 'debt_to_income',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'The credit history is too short',
+        },
+      ],
     },
-    log_cid: 'bafkreiamiyn6kbtyyh3u5chwaqciwnfmztjzaimbksmqc265ajla5qovau',
   },
   // the full file without utilization: μ = 653.703704, sd = 86.155902
   {
@@ -210,8 +311,39 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         { name: 'payment_history', direction: '+', delta: 38.9, step: 0.02 },
         { name: 'debt_to_income', direction: '-', delta: 11.1, step: 0.06 },
       ],
+      reasons: [
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 2,
+          points_below_max: 77.8,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 51.9,
+          statement: 'Debt is too high relative to income',
+          lever: 'debt_to_income',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'The credit history is too short',
+        },
+      ],
     },
-    log_cid: 'bafkreidlp2vajmnsap6wk4cf7bn4l35gysoyfhdpdneufonmu57tckt7de',
   },
   // the full file without history_months: μ = 657.407407, sd = 49.222348
   {
@@ -263,8 +395,40 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         { name: 'utilization', direction: '-', delta: 33.3, step: 0.09 },
         { name: 'debt_to_income', direction: '-', delta: 11.1, step: 0.06 },
       ],
+      reasons: [
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 129.6,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 2,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 3,
+          points_below_max: 77.8,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 51.9,
+          statement: 'Debt is too high relative to income',
+          lever: 'debt_to_income',
+        },
+      ],
     },
-    log_cid: 'bafkreicgeiww5fimix5y727cixjew67tfvkiym5qzlhfzwgolsuhovfxmm',
   },
   // the full file without debt_to_income: μ = 687.037037, sd = 38.689967
   {
@@ -315,8 +479,39 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         { name: 'payment_history', direction: '+', delta: 38.9, step: 0.02 },
         { name: 'utilization', direction: '-', delta: 33.4, step: 0.09 },
       ],
+      reasons: [
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 129.6,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 2,
+          points_below_max: 77.8,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'The credit history is too short',
+        },
+      ],
     },
-    log_cid: 'bafkreieptrrqqm3frba65nx7e2vsob44czc6js3celah6ofbhljho5yjpq',
   },
   // the full file without inquiries_12m: μ = 690.740741, sd = 27.498597
   {
@@ -368,8 +563,40 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         { name: 'utilization', direction: '-', delta: 33.4, step: 0.09 },
         { name: 'debt_to_income', direction: '-', delta: 11.2, step: 0.06 },
       ],
+      reasons: [
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 129.6,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 2,
+          points_below_max: 77.8,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 51.9,
+          statement: 'Debt is too high relative to income',
+          lever: 'debt_to_income',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'The credit history is too short',
+        },
+      ],
     },
-    log_cid: 'bafkreieu7fcbetdmfusw4zzf5pv67wngkrjklxrneoqp72uux2pwv7mdwa',
   },
   // DE with only on_time_ratio: μ = 616.666667, sd = 99.147602
   {
@@ -408,8 +635,38 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'payment_history', direction: '+', delta: 38.9, step: 0.02 }],
+      reasons: [
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 2,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 3,
+          points_below_max: 77.8,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreib7n4yesorl43eth5lj47ol6p5lby6pkxwgeqdxshlnpodyiaymuu',
   },
   // DE with only utilization: μ = 537.037037, sd = 110.623932
   {
@@ -448,8 +705,38 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 33.4, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 129.6,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreifh5w5b3se2l6rmbhzh3o4nfeqpvoru2uj7cwa5r6snb3nybhq3r4',
   },
   // DE with only history_months: μ = 533.333333, sd = 131.292248
   {
@@ -488,8 +775,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'The credit history is too short',
+        },
+      ],
     },
-    log_cid: 'bafkreiekcj7kayeu3invab6f6adgybc53t3bmkjwnpeiys3gqzd2ukbjm4',
   },
   // DE with only debt_to_income: μ = 503.703704, sd = 134.772327
   {
@@ -528,8 +844,38 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'debt_to_income', direction: '-', delta: 11.1, step: 0.06 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 51.9,
+          statement: 'Debt is too high relative to income',
+          lever: 'debt_to_income',
+        },
+      ],
     },
-    log_cid: 'bafkreiautn4vdtzscmscve6kpvq5hgreqbilq6ysvfh3vcdorvbuacgnpy',
   },
   // DE with only inquiries_12m: μ = 500.000000, sd = 137.492985
   {
@@ -568,8 +914,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreif3nokq2ap5hk2hllr5bz7vvlme5ok6uhkvozvgwq5nf6bfzalhyu',
   },
   // DE with on_time_ratio at 0: μ = 305.555556, sd = 99.147602
   {
@@ -608,8 +983,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 388.9,
+          statement: 'Too few payments were made on time',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreicxowmevhi7nm5wnb76ihvbnpa44pweudztabxdsldin5rfgxfdea',
   },
   // DE with on_time_ratio at 1: μ = 694.444444, sd = 99.147602
   {
@@ -648,8 +1052,30 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 2,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreifyatb5iwksfr225gzdkpcggie6ulx7iaundhrdm66riuod3tutwu',
   },
   // DE with utilization at 0: μ = 666.666667, sd = 110.623932
   {
@@ -688,8 +1114,30 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 2,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreidbm6zyajeqivz75ztyublu36vu7yy5uc4dqme56ynmiavozmr2ei',
   },
   // DE with utilization at 10: μ = 333.333333, sd = 110.623932
   {
@@ -728,8 +1176,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 1,
+          points_below_max: 333.3,
+          statement: 'Too much of the available credit is in use',
+        },
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 2,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreie5rfpfnk4e2xvuv75xs52ygvhv6ly3ztijsovaehyzg6bhg34s24',
   },
   // DE with history_months at 0: μ = 416.666667, sd = 131.292248
   {
@@ -768,8 +1245,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'The credit history is too short',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 3,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreiduphgsliuywox3yjuczmd47ssbhscdgugvuy6z2mdfgxcsu4rsiy',
   },
   // DE with history_months at 1200: μ = 583.333333, sd = 131.292248
   {
@@ -808,8 +1314,30 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreicz4hmexd5setlhvjzvimfuhholaatc3gh46ick5le64mttkb3upm',
   },
   // DE with debt_to_income at 0: μ = 555.555556, sd = 134.772327
   {
@@ -848,8 +1376,30 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+      ],
     },
-    log_cid: 'bafkreihky2ozoxtmaqz3rcj2s3e6b4zfhix26ifwsk3zpiuxjnuuznllcm',
   },
   // DE with debt_to_income at 10: μ = 444.444444, sd = 134.772327
   {
@@ -888,8 +1438,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 111.1,
+          statement: 'Debt is too high relative to income',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+      ],
     },
-    log_cid: 'bafkreieyces4esp2xhssqg6l7dl62r7chmu2vuniop7gmya6kwn35f5b44',
   },
   // DE with inquiries_12m at 0: μ = 500.000000, sd = 137.492985
   {
@@ -928,8 +1507,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreieaftqhcbcgg77jnxxamvackgulmtdqhzidaj2e254jphwzvqv7ju',
   },
   // DE with inquiries_12m at 100: μ = 500.000000, sd = 137.492985
   {
@@ -968,8 +1576,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreigdpn6my6dbnb7552hatnvydk4qe2oolat6txbfsuqeoux72fve2y',
   },
   // DE with history_months at 84.0: μ = 533.333333, sd = 131.292248
   {
@@ -1008,8 +1645,37 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 3,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'The credit history is too short',
+        },
+      ],
     },
-    log_cid: 'bafkreidfwizzsa4jrkvfyi3wrq772cikjeuoaq4gcdxm6e5gxbhvdwwgey',
   },
   // FR without inputs, an unusual subject: μ = 500.000000, sd = 126.243812
   {
@@ -1048,8 +1714,44 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 150,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreiemvuv3symijicmmbfjm45kevwbn27pquiyc2q52ydahf7chprbdm',
   },
   // FR without inputs, an unusual subject: μ = 500.000000, sd = 126.243812
   {
@@ -1092,8 +1794,44 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 150,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreigpzvpi66z3izh2dxvco7eltgk2ztsyjivsz4tl37bobee6slpegu',
   },
   // FR without inputs, an unusual subject: μ = 500.000000, sd = 126.243812
   {
@@ -1132,8 +1870,290 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 150,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreidlpipxnhdhfgxi34kn5n6fy53ccyph3cy4uhtevsiiqavibvk3sy',
+  },
+  // FR with on_time_ratio 0.9: a float tie at 0, ranked by name in scorecard-2: μ = 500.000000, sd = 92.668765
+  {
+    request: { subject: 'tie', context: { jurisdiction: 'FR', on_time_ratio: 0.9 } },
+    result: {
+      scenarios: [
+        {
+          name: 'p10',
+          score: 381.2,
+          explain: [
+            'factor:utilization⇊',
+            'factor:history_length↓',
+            'factor:debt_to_income≈',
+            'factor:recent_inquiries≈',
+          ],
+        },
+        {
+          name: 'p50',
+          score: 500,
+          explain: [
+            'factor:debt_to_income≈',
+            'factor:history_length≈',
+            'factor:payment_history≈',
+            'factor:recent_inquiries≈',
+          ],
+        },
+        {
+          name: 'p90',
+          score: 618.8,
+          explain: [
+            'factor:utilization⇈',
+            'factor:history_length↑',
+            'factor:debt_to_income≈',
+            'factor:recent_inquiries≈',
+          ],
+        },
+      ],
+      levers: [{ name: 'payment_history', direction: '+', delta: 35, step: 0.02 }],
+      reasons: [
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 150,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
+    },
+  },
+  // FR with history_months 72: an attribution of exactly 15, marked up: μ = 515.000000, sd = 120.778723
+  {
+    request: { subject: 'fifteen', context: { jurisdiction: 'FR', history_months: 72 } },
+    result: {
+      scenarios: [
+        {
+          name: 'p10',
+          score: 360.2,
+          explain: [
+            'factor:payment_history⇊',
+            'factor:utilization↓',
+            'factor:history_length≈',
+            'factor:debt_to_income≈',
+          ],
+        },
+        {
+          name: 'p50',
+          score: 515,
+          explain: [
+            'factor:history_length↑',
+            'factor:debt_to_income≈',
+            'factor:payment_history≈',
+            'factor:recent_inquiries≈',
+          ],
+        },
+        {
+          name: 'p90',
+          score: 669.8,
+          explain: [
+            'factor:payment_history⇈',
+            'factor:utilization↑',
+            'factor:history_length↑',
+            'factor:debt_to_income≈',
+          ],
+        },
+      ],
+      levers: [],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT0',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 150,
+          statement: 'Not enough information about credit in use',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 60,
+          statement: 'The credit history is too short',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
+    },
+  },
+  // FR with one inquiry and every input present: inquiries as the fifth reason: μ = 516.666667, sd = 25.248762
+  {
+    request: {
+      subject: 'inquiries',
+      context: {
+        jurisdiction: 'FR',
+        on_time_ratio: 0.9,
+        utilization: 0.5,
+        history_months: 60,
+        debt_to_income: 0.3,
+        inquiries_12m: 1,
+      },
+    },
+    result: {
+      scenarios: [
+        {
+          name: 'p10',
+          score: 484.3,
+          explain: [
+            'factor:recent_inquiries↑',
+            'factor:utilization↓',
+            'factor:payment_history↓',
+            'factor:history_length≈',
+          ],
+        },
+        {
+          name: 'p50',
+          score: 516.7,
+          explain: [
+            'factor:recent_inquiries↑',
+            'factor:utilization↓',
+            'factor:debt_to_income≈',
+            'factor:history_length≈',
+          ],
+        },
+        {
+          name: 'p90',
+          score: 549,
+          explain: [
+            'factor:recent_inquiries↑',
+            'factor:payment_history↑',
+            'factor:utilization≈',
+            'factor:history_length≈',
+          ],
+        },
+      ],
+      levers: [
+        { name: 'payment_history', direction: '+', delta: 35, step: 0.02 },
+        { name: 'utilization', direction: '-', delta: 30, step: 0.09 },
+        { name: 'recent_inquiries', direction: '-', delta: 16.6, step: 1 },
+      ],
+      reasons: [
+        {
+          code: 'PH1',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Too few payments were made on time',
+          lever: 'payment_history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL1',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'The credit history is too short',
+        },
+        {
+          code: 'DI1',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Debt is too high relative to income',
+        },
+        {
+          code: 'RI1',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 16.7,
+          statement: 'Too many recent applications for credit',
+          lever: 'recent_inquiries',
+        },
+      ],
+    },
   },
   // US (policy US) with utilization 0.5: μ = 483.333333, sd = 102.652326
   {
@@ -1172,8 +2192,45 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 30, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreige6sslbpnvziaxynfgmk3vbzsrbsornjwx3tskekaeqiwc3pssba',
   },
   // US-NY (policy US) with utilization 0.5: μ = 483.333333, sd = 102.652326
   {
@@ -1212,8 +2269,45 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 30, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreiddunx7ji2ej7giegldeamzvv6varrsvlbir5fwcu2mgjqpyfcrzm',
   },
   // US-CA (policy US-CA) with utilization 0.5: μ = 486.111111, sd = 113.192314
   {
@@ -1252,8 +2346,45 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 25, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 200,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 138.9,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreig5zqspmq5akxcz6s5vce7nm36sswpyag3opugzcq5ytqnx3l4uvm',
   },
   // GB (policy default) with utilization 0.5: μ = 483.333333, sd = 102.652326
   {
@@ -1292,8 +2423,45 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 30, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreicwhccsxw644ftdefzpb25vxs6dyzzggrfmbdpunzgidwwayx4bem',
   },
   // DE (policy DE) with utilization 0.5: μ = 481.481481, sd = 110.623932
   {
@@ -1332,8 +2500,38 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 33.3, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 194.4,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 185.2,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 83.3,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 55.6,
+          statement: 'Not enough information about debt and income',
+        },
+      ],
     },
-    log_cid: 'bafkreidwryrqnhxja3gmpni6ifn24tgni2fzdweg23ztd7imnzsizucity',
   },
   // FR-75C (policy default) with utilization 0.5: μ = 483.333333, sd = 102.652326
   {
@@ -1372,8 +2570,45 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 30, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreigvkoerzxbgkemmwlzkponxerzmabbj5dfppzve5ba5atmdylvoci',
   },
   // CN-BJ (policy default) with utilization 0.5: μ = 483.333333, sd = 102.652326
   {
@@ -1412,7 +2647,44 @@ export const GOLDEN_SCORINGS: readonly GoldenScoring[] = [
         },
       ],
       levers: [{ name: 'utilization', direction: '-', delta: 30, step: 0.09 }],
+      reasons: [
+        {
+          code: 'PH0',
+          factor: 'payment_history',
+          rank: 1,
+          points_below_max: 175,
+          statement: 'Not enough information about payment history',
+        },
+        {
+          code: 'UT1',
+          factor: 'utilization',
+          rank: 2,
+          points_below_max: 166.7,
+          statement: 'Too much of the available credit is in use',
+          lever: 'utilization',
+        },
+        {
+          code: 'HL0',
+          factor: 'history_length',
+          rank: 3,
+          points_below_max: 75,
+          statement: 'Not enough information about the length of credit history',
+        },
+        {
+          code: 'DI0',
+          factor: 'debt_to_income',
+          rank: 4,
+          points_below_max: 50,
+          statement: 'Not enough information about debt and income',
+        },
+        {
+          code: 'RI0',
+          factor: 'recent_inquiries',
+          rank: 5,
+          points_below_max: 50,
+          statement: 'Not enough information about recent applications for credit',
+        },
+      ],
     },
-    log_cid: 'bafkreibzqz56chxngjw5sfg34h4jx5cn6ywhlv2szo3n3u64223zsgnwca',
   },
 ];
