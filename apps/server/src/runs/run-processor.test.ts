@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import type { RunCompletedEvent, ScoreRequest } from '@scenario-scoring/api-types';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testRunWorker } from '../../test/support/test-run-worker.js';
+import { createTestWebhook } from '../../test/support/test-webhooks.js';
 import { newId } from '../common/ids.js';
+import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import { scoreBatch } from './run-batch.js';
 import type { RunOutcome } from './run-processor.js';
 import { insertRun } from './run-store.js';
@@ -39,6 +42,12 @@ forEachDatabase('processing a run', ({ storage }) => {
     await storage()
       .db.transaction()
       .execute((trx) => insertRun(trx, { id, tenantId: tenant, items, now, deadlineAt: null }));
+    // Escalation events are written only for a tenant with a webhook taking them.
+    await createTestWebhook(storage(), new SecretBox(randomBytes(32)), {
+      tenantId: tenant,
+      url: 'https://example.com/hook',
+      events: ['policy.escalated'],
+    });
     let outcome: RunOutcome | undefined;
     const worker = testRunWorker(storage(), {
       pool: scramblingPool(3),

@@ -1,11 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import type { Problem, RunCompletedEvent, RunFailedEvent, ScoreRequest } from '@scenario-scoring/api-types';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { failingCommits, heldCommit, testRunWorker } from '../../test/support/test-run-worker.js';
+import { createTestWebhook } from '../../test/support/test-webhooks.js';
 import type { Clock } from '../common/clock.js';
 import { newId } from '../common/ids.js';
 import { OutboxSignal } from '../events/event-outbox.js';
+import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import type { RunOutcome } from './run-processor.js';
 import { createRunStore, insertRun, type RunStore } from './run-store.js';
 
@@ -153,6 +156,12 @@ forEachDatabase('the run worker', ({ storage }) => {
     const { store: freezing, state, release } = heldCommit(createRunStore(storage()), 3);
     const outcomes: Record<string, RunOutcome> = {};
     const id = await queueRun(tenant, 50);
+    // Escalation events are written only for a tenant with a webhook taking them.
+    await createTestWebhook(storage(), new SecretBox(randomBytes(32)), {
+      tenantId: tenant,
+      url: 'https://example.com/hook',
+      events: ['policy.escalated'],
+    });
     const a = testRunWorker(storage(), {
       store: freezing,
       workerId: 'wrk_a',

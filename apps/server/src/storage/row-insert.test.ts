@@ -97,7 +97,7 @@ forEachDatabase('insertRows', ({ storage }) => {
     await insertRows(db, LOG_INSERT, rows, shared);
     const stored = await db
       .selectFrom('log_records')
-      .selectAll()
+      .select(['tenant_id', 'cid', 'bytes', 'request_id', 'created_at'])
       .where('tenant_id', '=', tenant)
       .where('cid', 'like', 'cid_s%')
       .orderBy('cid')
