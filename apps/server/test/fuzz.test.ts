@@ -56,6 +56,8 @@ function validBodies(receiverUrl: string) {
     update: of('UpdateWebhookRequest'),
     rotate: of('RotateSecretRequest'),
     jurisdiction: of('Jurisdiction') as fc.Arbitrary<string>,
+    erasure: of('CreateErasureRequest'),
+    subjectRecords: of('SubjectRecordsRequest'),
   };
 }
 
@@ -197,6 +199,9 @@ for (const kind of DATABASE_KINDS) {
     const CONSISTENCY = op('get', '/v1/log/proofs/consistency');
     const TILE = op('get', '/v1/log/tiles/{level}/{index}');
     const VERIFIER_KEY = op('get', '/log/verifier-key');
+    const ERASE = op('post', '/v1/erasures');
+    const ERASURE = op('get', '/v1/erasures/{id}');
+    const SUBJECT_RECORDS = op('post', '/v1/subjects/records');
 
     /** The record's inclusion proof, waited for until a signed checkpoint holds it; records the sizes seen. */
     const sequenced = async (cid: string) => {
@@ -338,6 +343,29 @@ for (const kind of DATABASE_KINDS) {
       );
       await check(
         fc.asyncProperty(fc.constant(0), () => expectStatus(get(MODELS, '/v1/scoring/models'), 200)) as never,
+      );
+      const subjects = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/);
+      await check(
+        fc.asyncProperty(subjects, fc.option(fc.integer({ min: 1, max: 100 })), (subject, limit) =>
+          expectStatus(
+            post(SUBJECT_RECORDS, '/v1/subjects/records', limit ? { subject, limit } : { subject }),
+            200,
+          ),
+        ) as never,
+      );
+      await check(
+        fc.asyncProperty(subjects, fc.option(fc.uuid()), async (subject, key) => {
+          // Subjects no scoring used: an erasure of nothing completes with zero counts, harming no other check.
+          const erasure = await post(
+            ERASE,
+            '/v1/erasures',
+            { subject: `fuzz-erasure-${subject}` },
+            key ? { 'idempotency-key': key } : undefined,
+          );
+          expect(erasure.status).toBe(202);
+          const id = (erasure.body as { id: string }).id;
+          await expectStatus(get(ERASURE, `/v1/erasures/${id}`), 200);
+        }) as never,
       );
       await check(
         fc.asyncProperty(fc.constantFrom('scorecard-1', 'scorecard-2'), (version) =>
@@ -509,6 +537,8 @@ for (const kind of DATABASE_KINDS) {
         [SCORE, '/v1/scoring/score', 'POST', bodies.score],
         [RUNS_OP, '/v1/scoring/runs', 'POST', bodies.run],
         [REGISTER, '/v1/webhooks/register', 'POST', bodies.register],
+        [ERASE, '/v1/erasures', 'POST', bodies.erasure],
+        [SUBJECT_RECORDS, '/v1/subjects/records', 'POST', bodies.subjectRecords],
         [PATCH, `/v1/webhooks/${ids.webhookForPatch}`, 'PATCH', bodies.update],
         [
           ROTATE,
@@ -537,6 +567,7 @@ for (const kind of DATABASE_KINDS) {
       await refusedGet(LOG, (s) => `/v1/logs/${s}`);
       await refusedGet(NOTICE, (s) => `/v1/logs/${s}/notice`);
       await refusedGet(MODEL, (s) => `/v1/scoring/models/${s}`);
+      await refusedGet(ERASURE, (s) => `/v1/erasures/${s}`);
       const unknownKey = await send({
         operation: MODELS,
         url: MODELS.path,
