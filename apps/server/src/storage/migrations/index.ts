@@ -11,6 +11,7 @@ import * as keyScopesIdempotencyExpiry from './0009-key-scopes-idempotency-expir
 import * as erasure from './0010-erasure.js';
 import * as tenantUsage from './0011-tenant-usage.js';
 import * as deploymentKeys from './0012-deployment-keys.js';
+import * as webhookOperations from './0014-webhook-operations.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -30,4 +31,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0010-erasure': erasure,
   '0011-tenant-usage': tenantUsage,
   '0012-deployment-keys': deploymentKeys,
+  '0014-webhook-operations': webhookOperations,
 };
