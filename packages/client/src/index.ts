@@ -44,6 +44,7 @@ export {
   getPolicy,
   type RegisterWebhookBody,
   registerWebhook,
+  replayWebhookEvents,
   scoreSubject,
   type WebhookEventFilter,
 } from './typed-calls.js';
