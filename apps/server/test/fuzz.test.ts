@@ -191,6 +191,7 @@ for (const kind of DATABASE_KINDS) {
     const DELETE = op('delete', '/v1/webhooks/{id}');
     const ROTATE = op('post', '/v1/webhooks/{id}/rotate-secret');
     const TEST = op('post', '/v1/webhooks/{id}/test');
+    const REPLAY = op('post', '/v1/webhooks/{id}/replay');
     const DELIVERIES = op('get', '/v1/webhooks/{id}/deliveries');
     const ATTEMPTS = op('get', '/v1/webhooks/{id}/deliveries/{delivery_id}/attempts');
     const REDELIVER = op('post', '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver');
@@ -420,6 +421,21 @@ for (const kind of DATABASE_KINDS) {
         ) as never,
       );
       await check(
+        fc.asyncProperty(fc.integer({ min: 1, max: 7 * 24 * 60 }), fc.option(fc.uuid()), (minutes, key) => {
+          const until = new Date();
+          const since = new Date(until.getTime() - minutes * 60_000);
+          return expectStatus(
+            post(
+              REPLAY,
+              `/v1/webhooks/${ids.webhook}/replay`,
+              { since: since.toISOString(), until: until.toISOString() },
+              key ? { 'idempotency-key': key } : undefined,
+            ),
+            202,
+          );
+        }) as never,
+      );
+      await check(
         fc.asyncProperty(fc.option(fc.integer({ min: 1, max: 100 })), (limit) =>
           expectStatus(
             get(DELIVERIES, `/v1/webhooks/${ids.webhook}/deliveries${limit ? `?limit=${limit}` : ''}`),
@@ -539,6 +555,15 @@ for (const kind of DATABASE_KINDS) {
         [REGISTER, '/v1/webhooks/register', 'POST', bodies.register],
         [ERASE, '/v1/erasures', 'POST', bodies.erasure],
         [SUBJECT_RECORDS, '/v1/subjects/records', 'POST', bodies.subjectRecords],
+        [
+          REPLAY,
+          `/v1/webhooks/${ids.webhook}/replay`,
+          'POST',
+          fc.constant({
+            since: new Date(Date.now() - 3_600_000).toISOString(),
+            until: new Date().toISOString(),
+          }),
+        ],
         [PATCH, `/v1/webhooks/${ids.webhookForPatch}`, 'PATCH', bodies.update],
         [
           ROTATE,

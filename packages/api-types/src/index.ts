@@ -16,6 +16,8 @@ export interface EventPayloads {
   'policy.escalated': components['schemas']['PolicyEscalatedEvent'];
   'webhook.test': components['schemas']['WebhookTestEvent'];
   'subject.erased': components['schemas']['SubjectErasedEvent'];
+  'webhook.disabled': components['schemas']['WebhookDisabledEvent'];
+  'delivery.exhausted': components['schemas']['DeliveryExhaustedEvent'];
 }
 
 /** Any event a webhook receives. */

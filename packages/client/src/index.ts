@@ -45,6 +45,7 @@ export {
   getPolicy,
   type RegisterWebhookBody,
   registerWebhook,
+  replayWebhookEvents,
   scoreSubject,
   type WebhookEventFilter,
 } from './typed-calls.js';

@@ -9,7 +9,7 @@ import {
 } from '../test/scripted-fetch.js';
 import type { Problem, ScoreResponse } from './api-types.js';
 import { createClient } from './client-factory.js';
-import { registerWebhook, scoreSubject } from './typed-calls.js';
+import { registerWebhook, replayWebhookEvents, scoreSubject } from './typed-calls.js';
 
 const WEBHOOK = {
   id: 'wh_01JZ4V8Q6Y3M2N5P7R9S1T3V5X',
@@ -52,6 +52,32 @@ describe('typed calls', () => {
     await client.POST('/v1/scoring/score', {
       body: { subject: 'a', context: { jurisdiction: 'DE', utilisation: 0.3 } },
     });
+  });
+
+  it('replayWebhookEvents sends the range as RFC 3339 with the Idempotency-Key, and answers the counts', async () => {
+    const queued = {
+      webhook_id: WEBHOOK.id,
+      since: '2026-11-22T08:00:00.000Z',
+      until: '2026-11-22T12:00:00.000Z',
+      events: 3,
+      queued: 2,
+    };
+    const { fetch, sent } = scriptedFetch(
+      jsonResponse(queued, 202),
+      problemResponse(400, 'validation_failed'),
+    );
+    const client = createClient({ baseUrl: BASE_URL, apiKey: API_KEY, fetch, retries: false });
+    const range = { since: new Date('2026-11-22T08:00:00Z'), until: '2026-11-22T12:00:00Z' };
+    const ok = await replayWebhookEvents(client, WEBHOOK.id, range, { idempotencyKey: 'replay-1' });
+    expect(ok.data).toEqual(queued);
+    expect(sent[0]).toMatchObject({ method: 'POST', url: `${BASE_URL}/v1/webhooks/${WEBHOOK.id}/replay` });
+    expect(sent[0]?.headers.get('idempotency-key')).toBe('replay-1');
+    expect(JSON.parse(sent[0]?.body ?? '')).toEqual({
+      since: '2026-11-22T08:00:00.000Z',
+      until: '2026-11-22T12:00:00Z',
+    });
+    const refused = await replayWebhookEvents(client, WEBHOOK.id, range);
+    expect(refused.error?.code).toBe('validation_failed');
   });
 
   it('registerWebhook types the event names and sends the Idempotency-Key', async () => {

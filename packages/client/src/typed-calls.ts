@@ -4,6 +4,7 @@ import type {
   paths,
   RegisteredWebhook,
   RegisterWebhookRequest,
+  ReplayQueued,
   ScoreRequest,
   ScoreResponse,
 } from './api-types.js';
@@ -67,6 +68,27 @@ export async function registerWebhook(
 ): Promise<RunCallResult<RegisteredWebhook>> {
   const { data, error, response } = await client.POST('/v1/webhooks/register', {
     body: body as RegisterWebhookRequest,
+    ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
+    ...(options.signal && { signal: options.signal }),
+  });
+  return data ? { data, response } : { error, response };
+}
+
+/**
+ * `POST /v1/webhooks/{id}/replay`: queues the webhook's events created in [`since`, `until`) again (at most
+ * 7 days and 10,000 events; an event already pending is not queued twice). Answers the counts, or the
+ * problem (`validation_failed` naming `since` or `until`, `not_found`). Pass an `idempotencyKey` to retry safely.
+ */
+export async function replayWebhookEvents(
+  client: Client<paths>,
+  webhookId: string,
+  range: { since: Date | string; until: Date | string },
+  options: CallOptions & { idempotencyKey?: string } = {},
+): Promise<RunCallResult<ReplayQueued>> {
+  const iso = (at: Date | string) => (typeof at === 'string' ? at : at.toISOString());
+  const { data, error, response } = await client.POST('/v1/webhooks/{id}/replay', {
+    params: { path: { id: webhookId } },
+    body: { since: iso(range.since), until: iso(range.until) },
     ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
     ...(options.signal && { signal: options.signal }),
   });

@@ -33,7 +33,13 @@ describe('handleWebhookEvent', () => {
 
   it('narrows each handler to its own event type', () => {
     expectTypeOf<WebhookEventType>().toEqualTypeOf<
-      'run.completed' | 'run.failed' | 'policy.escalated' | 'subject.erased' | 'webhook.test'
+      | 'run.completed'
+      | 'run.failed'
+      | 'policy.escalated'
+      | 'webhook.test'
+      | 'subject.erased'
+      | 'webhook.disabled'
+      | 'delivery.exhausted'
     >();
     expectTypeOf<WebhookEventOf<'run.completed'>>().toEqualTypeOf<RunCompletedEvent>();
     expectTypeOf<WebhookEventOf<'policy.escalated'>>().toEqualTypeOf<PolicyEscalatedEvent>();

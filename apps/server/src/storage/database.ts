@@ -110,6 +110,10 @@ export interface WebhooksTable {
   updated_at: IsoTimestamp;
   /** Soft delete: a deleted webhook answers 404 and receives nothing. */
   deleted_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+  /** The most attempts per second it receives; null: no cap. */
+  max_deliveries_per_second: ColumnType<number | null, number | null | undefined, number | null>;
+  /** When its next attempt may start under its cap (Unix ms; bigint: read it through Number()). */
+  rate_next_at_ms: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** A webhook's signing secrets, encrypted; the current one has `expires_at` null. */

@@ -8,7 +8,12 @@ export const EVENT_TYPES: readonly EventType[] = [
   'run.failed',
   'policy.escalated',
   'webhook.test',
+  'webhook.disabled',
+  'delivery.exhausted',
 ];
+
+/** The operational events: a delivery of one that gives up raises no `delivery.exhausted` of its own. */
+export const OPERATIONAL_EVENT_TYPES: readonly EventType[] = ['webhook.disabled', 'delivery.exhausted'];
 
 /** Every type, present and future. */
 export const ALL_EVENTS = '*';

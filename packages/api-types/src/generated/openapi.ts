@@ -605,6 +605,35 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay a time range of events
+         * @description Queues a manual attempt, due now, of every event of your tenant created at or after `since` and before
+         *     `until` that this webhook takes (its event filter), for example after the receiver's outage. Each
+         *     carries its original event id (`webhook-id`), so a receiver that already processed it can recognise
+         *     it. An event whose delivery to this webhook is already pending is not queued twice; a delivered,
+         *     failed or cancelled one is queued again, as `redeliver` would.
+         *
+         *     Bounded: the range is at most 7 days long and holds at most 10,000 such events; a range over either
+         *     bound, or `since` after `until`, is refused with `400 validation_failed` naming the field. Narrow the
+         *     range, or replay it in parts. A disabled webhook is re-enabled with `PATCH` first: its deliveries wait
+         *     until then. Safe to retry with an `Idempotency-Key`.
+         */
+        post: operations["replayWebhookEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -749,6 +778,52 @@ export type webhooks = {
          *     subject; fetch the erased CIDs with `GET /v1/erasures/{id}`.
          */
         post: operations["onSubjectErased"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A webhook was disabled for failing
+         * @description Sent to the tenant's other webhooks that take it when one of its webhooks is disabled for failing: it
+         *     answered `410 Gone`, or its deliveries had only failed for 5 days. The disabled webhook itself does not
+         *     receive it (it receives nothing until re-enabled with `PATCH`). A webhook disabled with `PATCH` raises
+         *     no event.
+         */
+        post: operations["onWebhookDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "delivery.exhausted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A delivery gave up
+         * @description Sent to the tenant's webhooks that take it when a delivery's last scheduled attempt failed: the
+         *     delivery is `failed` and stays listed for manual redelivery. The failing webhook receives it too if it
+         *     takes it (as its next delivery, with its own retries). A delivery of a `delivery.exhausted` or
+         *     `webhook.disabled` event that gives up raises none, so a failing endpoint never feeds a chain of them.
+         */
+        post: operations["onDeliveryExhausted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1424,11 +1499,21 @@ export type components = {
          * @example Production run notifications
          */
         WebhookDescription: string | null;
+        /**
+         * @description The most delivery attempts per second this webhook receives, across every server instance; `null` (the
+         *     default) for no cap beyond the tenant's fair share. Attempts to a capped webhook start at least
+         *     `1 / max_deliveries_per_second` seconds apart (to the millisecond); deliveries beyond that wait their turn,
+         *     in order, and their retry schedule does not advance. Set it at registration or with `PATCH` (`null`
+         *     removes it).
+         * @example 5
+         */
+        MaxDeliveriesPerSecond: number | null;
         /** @description The endpoint to register and the events it receives. */
         RegisterWebhookRequest: {
             url: components["schemas"]["WebhookUrl"];
             events: components["schemas"]["EventFilter"];
             description?: components["schemas"]["WebhookDescription"];
+            max_deliveries_per_second?: components["schemas"]["MaxDeliveriesPerSecond"];
         };
         /**
          * @description A webhook id, `wh_` followed by a ULID.
@@ -1452,6 +1537,7 @@ export type components = {
             /** Format: date-time */
             created_at: string;
             secret: components["schemas"]["WebhookSecret"];
+            max_deliveries_per_second?: components["schemas"]["MaxDeliveriesPerSecond"];
         };
         /** @description The subject whose data to erase. */
         CreateErasureRequest: {
@@ -1550,6 +1636,7 @@ export type components = {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            max_deliveries_per_second?: components["schemas"]["MaxDeliveriesPerSecond"];
         };
         /** @description A page of webhooks, newest first. */
         WebhookList: {
@@ -1561,6 +1648,7 @@ export type components = {
             events?: components["schemas"]["EventFilter"];
             description?: components["schemas"]["WebhookDescription"];
             status?: components["schemas"]["WebhookStatus"];
+            max_deliveries_per_second?: components["schemas"]["MaxDeliveriesPerSecond"];
         };
         /** @description How long the old secret keeps signing beside the new one. */
         RotateSecretRequest: {
@@ -1594,7 +1682,7 @@ export type components = {
          * @description The type of an event.
          * @enum {string}
          */
-        EventType: "run.completed" | "run.failed" | "policy.escalated" | "webhook.test" | "subject.erased";
+        EventType: "run.completed" | "run.failed" | "policy.escalated" | "webhook.test" | "subject.erased" | "webhook.disabled" | "delivery.exhausted";
         /**
          * @description `pending` while attempts remain, `succeeded` after a 2xx, `failed` after the last scheduled attempt
          *     (it can still be redelivered), `cancelled` when its webhook was deleted or disabled.
@@ -1669,6 +1757,37 @@ export type components = {
         AttemptList: {
             data: components["schemas"]["Attempt"][];
             next_cursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * @description The time range whose events to deliver again: events created at or after `since` and before `until`
+         *     (RFC 3339). At most 7 days long, and at most 10,000 events.
+         */
+        ReplayRequest: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T08:00:00Z
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T12:00:00Z
+             */
+            until: string;
+        };
+        /** @description What a replay queued. */
+        ReplayQueued: {
+            webhook_id: components["schemas"]["WebhookId"];
+            /** Format: date-time */
+            since: string;
+            /** Format: date-time */
+            until: string;
+            /** @description The events in the range that the webhook takes (its event filter). */
+            events: number;
+            /**
+             * @description The deliveries queued for a manual attempt: `events` less those already pending for this webhook
+             *     (they are not queued twice).
+             */
+            queued: number;
         };
         /** @description The process is alive. */
         Health: {
@@ -1800,6 +1919,56 @@ export type components = {
                 counts: components["schemas"]["ErasureCounts"];
                 /** Format: date-time */
                 erased_at: string;
+            };
+        };
+        /** @description A webhook was disabled for failing. */
+        WebhookDisabledEvent: {
+            id: components["schemas"]["EventId"];
+            /** @constant */
+            type: "webhook.disabled";
+            /**
+             * Format: date-time
+             * @description When the event happened.
+             */
+            timestamp: string;
+            data: {
+                webhook_id: components["schemas"]["WebhookId"];
+                /**
+                 * @description `endpoint_gone`: the endpoint answered `410 Gone`; `failing`: its deliveries had only failed for
+                 *     5 days.
+                 * @enum {string}
+                 */
+                reason: "endpoint_gone" | "failing";
+                /**
+                 * Format: date-time
+                 * @description The first failure since the last success; `null` when a 410 disabled it at once.
+                 */
+                failing_since: string | null;
+                /** Format: date-time */
+                disabled_at: string;
+                /** @description The pending deliveries cancelled by the disabling. */
+                cancelled_deliveries: number;
+            };
+        };
+        /** @description A delivery gave up after the last attempt of its retry schedule. */
+        DeliveryExhaustedEvent: {
+            id: components["schemas"]["EventId"];
+            /** @constant */
+            type: "delivery.exhausted";
+            /**
+             * Format: date-time
+             * @description When the event happened.
+             */
+            timestamp: string;
+            data: {
+                webhook_id: components["schemas"]["WebhookId"];
+                delivery_id: components["schemas"]["DeliveryId"];
+                event_id: components["schemas"]["EventId"];
+                event_type: components["schemas"]["EventType"];
+                /** @description Every attempt the delivery made, manual ones included. */
+                attempt_count: number;
+                /** @description The last attempt's HTTP status; 0 for a network error or a timeout. */
+                last_status_code: number;
             };
         };
     };
@@ -2107,6 +2276,7 @@ export type LogVerifierKey = components['schemas']['LogVerifierKey'];
 export type WebhookUrl = components['schemas']['WebhookUrl'];
 export type EventFilter = components['schemas']['EventFilter'];
 export type WebhookDescription = components['schemas']['WebhookDescription'];
+export type MaxDeliveriesPerSecond = components['schemas']['MaxDeliveriesPerSecond'];
 export type RegisterWebhookRequest = components['schemas']['RegisterWebhookRequest'];
 export type WebhookId = components['schemas']['WebhookId'];
 export type WebhookSecret = components['schemas']['WebhookSecret'];
@@ -2133,6 +2303,8 @@ export type DeliveryList = components['schemas']['DeliveryList'];
 export type AttemptId = components['schemas']['AttemptId'];
 export type Attempt = components['schemas']['Attempt'];
 export type AttemptList = components['schemas']['AttemptList'];
+export type ReplayRequest = components['schemas']['ReplayRequest'];
+export type ReplayQueued = components['schemas']['ReplayQueued'];
 export type Health = components['schemas']['Health'];
 export type Readiness = components['schemas']['Readiness'];
 export type RunCompletedEvent = components['schemas']['RunCompletedEvent'];
@@ -2141,6 +2313,8 @@ export type EscalationReason = components['schemas']['EscalationReason'];
 export type PolicyEscalatedEvent = components['schemas']['PolicyEscalatedEvent'];
 export type WebhookTestEvent = components['schemas']['WebhookTestEvent'];
 export type SubjectErasedEvent = components['schemas']['SubjectErasedEvent'];
+export type WebhookDisabledEvent = components['schemas']['WebhookDisabledEvent'];
+export type DeliveryExhaustedEvent = components['schemas']['DeliveryExhaustedEvent'];
 export type ResponseBadRequestWithBody = components['responses']['BadRequestWithBody'];
 export type ResponseUnauthorized = components['responses']['Unauthorized'];
 export type ResponseScopeOrQuota = components['responses']['ScopeOrQuota'];
@@ -3358,6 +3532,70 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    replayWebhookEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a create safe to retry (Stripe semantics): a repeat with the same key and the same body replays
+                 *     the first response, with `Idempotent-Replayed: true`; the same key with another body is refused with
+                 *     `idempotency_key_reused`. Keys are kept for 24 hours, per API key.
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The webhook's id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description The range's deliveries, queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayQueued"];
+                };
+            };
+            /**
+             * @description The request or its body is invalid; `errors` names each field: `since` or `until` not RFC 3339,
+             *     `until` before `since` or more than 7 days after it, or more than 10,000 events in the range.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeOrQuota"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -3584,6 +3822,78 @@ export interface operations {
         };
         responses: {
             /** @description Any 2xx acknowledges the event. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onWebhookDisabled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry and redelivery, so receivers can deduplicate. */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /** @description The attempt's time, in Unix seconds. Refuse deliveries more than 5 minutes off your clock. */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the secret's key (the
+                 *     base64-decoded part after `whsec_`). During a secret rotation, one signature per valid secret,
+                 *     separated by spaces.
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDisabledEvent"];
+            };
+        };
+        responses: {
+            /**
+             * @description Received. Any 2xx within 15 seconds counts as success; the body is ignored. Any other answer is
+             *     retried on the schedule in the webhook guide, except 410 Gone, which disables the webhook at once.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onDeliveryExhausted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry and redelivery, so receivers can deduplicate. */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /** @description The attempt's time, in Unix seconds. Refuse deliveries more than 5 minutes off your clock. */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` under the secret's key (the
+                 *     base64-decoded part after `whsec_`). During a secret rotation, one signature per valid secret,
+                 *     separated by spaces.
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeliveryExhaustedEvent"];
+            };
+        };
+        responses: {
+            /**
+             * @description Received. Any 2xx within 15 seconds counts as success; the body is ignored. Any other answer is
+             *     retried on the schedule in the webhook guide, except 410 Gone, which disables the webhook at once.
+             */
             200: {
                 headers: {
                     [name: string]: unknown;

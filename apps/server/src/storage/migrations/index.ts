@@ -12,6 +12,7 @@ import * as erasure from './0010-erasure.js';
 import * as tenantUsage from './0011-tenant-usage.js';
 import * as deploymentKeys from './0012-deployment-keys.js';
 import * as eventTraceparent from './0013-event-traceparent.js';
+import * as webhookOperations from './0014-webhook-operations.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -32,4 +33,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0011-tenant-usage': tenantUsage,
   '0012-deployment-keys': deploymentKeys,
   '0013-event-traceparent': eventTraceparent,
+  '0014-webhook-operations': webhookOperations,
 };

@@ -3,6 +3,7 @@ import { replyCreated } from '../../http/created-reply.js';
 import { readPageRequest } from '../../http/list-cursor.js';
 import type { OperationHandler, OperationRoutes } from '../../http/operation-route.js';
 import { listAttempts, listDeliveries, redeliver, sendTestEvent } from './delivery-history-service.js';
+import { replayEvents } from './webhook-replay.js';
 import {
   deleteWebhook,
   listWebhooks,
@@ -13,6 +14,12 @@ import {
   type WebhookServiceDeps,
 } from './webhook-service.js';
 import { toWebhook } from './webhook-views.js';
+
+/** 202 with the body's JSON bytes as first sent, and `Idempotent-Replayed: true` on a replay. */
+function replyAccepted(res: Response, accepted: { bodyJson: string; replayed: boolean }): void {
+  if (accepted.replayed) res.set('Idempotent-Replayed', 'true');
+  res.status(202).type('application/json').send(accepted.bodyJson);
+}
 
 type DeliveryParams = { id: string; delivery_id: string };
 
@@ -60,6 +67,12 @@ export function webhookRoutes(deps: WebhookServiceDeps): OperationRoutes {
   const redeliverOne: OperationHandler<'redeliverDelivery'> = async (req, res) => {
     res.status(202).json(await redeliver(deps, tenant(res), deliveryIds(req.params)));
   };
+  const replay: OperationHandler<'replayWebhookEvents'> = async (req, res) => {
+    const caller = { tenantId: tenant(res), keyId: res.locals.apiKey.keyId };
+    const request = { webhookId: req.params.id, body: req.body, idempotencyKey: req.get('Idempotency-Key') };
+    const queued = await replayEvents(deps, caller, request);
+    replyAccepted(res, queued);
+  };
   return {
     registerWebhook: register,
     listWebhooks: list,
@@ -71,5 +84,6 @@ export function webhookRoutes(deps: WebhookServiceDeps): OperationRoutes {
     listWebhookDeliveries: deliveries,
     listDeliveryAttempts: attempts,
     redeliverDelivery: redeliverOne,
+    replayWebhookEvents: replay,
   };
 }

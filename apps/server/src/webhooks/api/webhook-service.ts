@@ -131,7 +131,13 @@ export async function registerWebhook(
     const secret = generateWebhookSecret();
     const row = await insertNewWebhook(
       trx,
-      { tenantId: caller.tenantId, url: canonicalUrl, events: body.events, description: body.description },
+      {
+        tenantId: caller.tenantId,
+        url: canonicalUrl,
+        events: body.events,
+        description: body.description,
+        maxDeliveriesPerSecond: body.max_deliveries_per_second,
+      },
       deps.secretBox.seal(secret),
       now,
     );
@@ -171,6 +177,8 @@ export async function updateWebhook(
     const changes: Parameters<typeof updateWebhookRow>[2] = { updated_at: at };
     if (body.events !== undefined) changes.events = JSON.stringify(body.events);
     if (body.description !== undefined) changes.description = body.description;
+    if (body.max_deliveries_per_second !== undefined)
+      changes.max_deliveries_per_second = body.max_deliveries_per_second;
     if (body.status === 'active' && row.status !== 'active') {
       Object.assign(changes, { status: 'active', disabled_reason: null, failing_since: null });
     }

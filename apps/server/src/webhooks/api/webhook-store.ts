@@ -69,6 +69,8 @@ export interface NewWebhook {
   /** Event types, or `["*"]`. */
   events: readonly string[];
   description?: string | null;
+  /** Its cap on attempts per second; none when absent or null. */
+  maxDeliveriesPerSecond?: number | null;
 }
 
 /**
@@ -94,6 +96,8 @@ export async function insertNewWebhook(
     created_at: at,
     updated_at: at,
     deleted_at: null,
+    max_deliveries_per_second: webhook.maxDeliveriesPerSecond ?? null,
+    rate_next_at_ms: null,
   };
   await trx.insertInto('webhooks').values(row).execute();
   await trx

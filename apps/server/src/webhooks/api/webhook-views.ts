@@ -14,6 +14,7 @@ export function toWebhook(row: WebhookRow): Webhook {
     disabled_reason: row.status === 'disabled' ? row.disabled_reason : null,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    max_deliveries_per_second: row.max_deliveries_per_second,
   };
 }
 

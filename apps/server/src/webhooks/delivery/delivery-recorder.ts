@@ -1,10 +1,12 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { newId } from '../../common/ids.js';
+import { insertEvents, newEvent, type OutboxEvent } from '../../events/event-outbox.js';
 import { rowBytes, UsageTally } from '../../quota/tenant-usage.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Database } from '../../storage/database.js';
 import { insertRows, type RowInsert } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
+import { OPERATIONAL_EVENT_TYPES } from '../event-filter.js';
 import { cancelPendingDeliveries } from '../webhook-registry.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
 import type { SentAttempt } from './delivery-sender.js';
@@ -95,7 +97,9 @@ export async function recordDeliveryWrites(
     for (const chunk of chunks(writes, ROWS_PER_STATEMENT)) {
       await trx.executeQuery(updateDeliveries(trx, chunk, options.workerId, nowIso));
     }
-    await applyWebhookEffects(trx, attempts, nowIso, options);
+    const raised = await applyWebhookEffects(trx, attempts, nowIso, options);
+    raised.push(...(await exhaustedEvents(trx, attempts, options.now)));
+    await insertEvents(trx, raised);
     for (const query of attemptsUsage(attempts).upserts(trx, options.now)) await trx.executeQuery(query);
   });
 }
@@ -252,14 +256,15 @@ function updateText(db: Kysely<Database>, rows: number): string {
 /**
  * A 410 disables the webhook at once (`endpoint_gone`). Any success resets `failing_since`; a failure sets
  * it if unset; a webhook failing since `disableAfterFailingMs` or longer is disabled (`failing`). Disabling
- * cancels the webhook's pending deliveries.
+ * cancels the webhook's pending deliveries and raises `webhook.disabled` (returned, for the caller to
+ * insert in the same transaction; the disabled webhook itself, no longer active, is not sent it).
  */
 async function applyWebhookEffects(
   db: Kysely<Database>,
   attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[],
   nowIso: string,
   options: { now: Date; disableAfterFailingMs: number },
-): Promise<void> {
+): Promise<OutboxEvent[]> {
   const gone = new Set<string>();
   // Per webhook, in the order the attempts ended: whether one succeeded, and the first failure after that.
   const health = new Map<string, { succeeded: boolean; failingSince: string | undefined }>();
@@ -291,30 +296,102 @@ async function applyWebhookEffects(
         .execute();
     }
   }
-  const disabled: string[] = [];
+  const disabled: DisabledWebhook[] = [];
   if (gone.size > 0) disabled.push(...(await disable(db, [...gone], 'endpoint_gone', nowIso)));
   if (failing.length > 0) {
     const cutoff = new Date(options.now.getTime() - options.disableAfterFailingMs).toISOString();
     disabled.push(...(await disable(db, failing, 'failing', nowIso, cutoff)));
   }
-  if (disabled.length > 0) await cancelPendingDeliveries(db, disabled, nowIso);
+  const events: OutboxEvent[] = [];
+  for (const webhook of disabled) {
+    const cancelled = await cancelPendingDeliveries(db, [webhook.id], nowIso);
+    const data = {
+      webhook_id: webhook.id,
+      reason: webhook.reason,
+      failing_since: webhook.reason === 'endpoint_gone' ? null : webhook.failingSince,
+      disabled_at: nowIso,
+      cancelled_deliveries: cancelled,
+    };
+    events.push(newEvent(webhook.tenantId, 'webhook.disabled', data, options.now));
+  }
+  return events;
 }
 
-/** Disables the active ones of `webhookIds` (only those failing since `failingBefore`, if given); returns their ids. */
+/** A webhook the attempts disabled. */
+interface DisabledWebhook {
+  id: string;
+  tenantId: string;
+  reason: 'endpoint_gone' | 'failing';
+  failingSince: string | null;
+}
+
+/** Disables the active ones of `webhookIds` (only those failing since `failingBefore`, if given); returns them. */
 async function disable(
   db: Kysely<Database>,
   webhookIds: string[],
   reason: 'endpoint_gone' | 'failing',
   nowIso: string,
   failingBefore?: string,
-): Promise<string[]> {
+): Promise<DisabledWebhook[]> {
   const rows = await db
     .updateTable('webhooks')
     .set({ status: 'disabled', disabled_reason: reason, updated_at: nowIso })
     .where('id', 'in', webhookIds)
     .where('status', '=', 'active')
     .$if(failingBefore !== undefined, (query) => query.where('failing_since', '<=', failingBefore as string))
-    .returning('id')
+    .returning(['id', 'tenant_id', 'failing_since'])
     .execute();
-  return rows.map((row) => row.id);
+  return rows.map((row) => ({
+    id: row.id,
+    tenantId: row.tenant_id,
+    reason,
+    failingSince: row.failing_since,
+  }));
+}
+
+/**
+ * `delivery.exhausted` for each delivery whose last scheduled attempt failed in this batch and that is
+ * now `failed` (its write landed: the claim was still this worker's). A 410 raises none (its webhook's
+ * `webhook.disabled` says more), nor does a delivery of an operational event, so a failing endpoint
+ * subscribed to them never feeds a chain of events about itself.
+ */
+async function exhaustedEvents(
+  db: Kysely<Database>,
+  attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[],
+  now: Date,
+): Promise<OutboxEvent[]> {
+  const last = new Map(
+    attempts
+      .filter(
+        (write) =>
+          write.trigger === 'scheduled' &&
+          write.next.status === 'failed' &&
+          write.verdict.kind !== 'gone' &&
+          write.verdict.kind !== 'succeeded',
+      )
+      .map((write) => [write.claim.deliveryId, write]),
+  );
+  if (last.size === 0) return [];
+  const rows = await db
+    .selectFrom('deliveries')
+    .select(['id', 'tenant_id', 'webhook_id', 'event_id', 'event_type', 'attempt_count'])
+    .where('id', 'in', [...last.keys()])
+    .where('status', '=', 'failed')
+    .where('event_type', 'not in', OPERATIONAL_EVENT_TYPES)
+    .execute();
+  return rows.map((row) =>
+    newEvent(
+      row.tenant_id,
+      'delivery.exhausted',
+      {
+        webhook_id: row.webhook_id,
+        delivery_id: row.id,
+        event_id: row.event_id,
+        event_type: row.event_type as OutboxEvent['type'],
+        attempt_count: row.attempt_count,
+        last_status_code: last.get(row.id)?.sent.statusCode ?? 0,
+      },
+      now,
+    ),
+  );
 }

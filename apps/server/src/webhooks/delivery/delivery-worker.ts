@@ -24,12 +24,16 @@ import { createDeliveryAgent, createDeliverySender, type DeliverySender } from '
 import type { EndpointOutcome } from './endpoint-throttle.js';
 import { DISPATCH_BATCH, dispatchEvents } from './event-dispatcher.js';
 import { recordIsolated } from './isolated-recorder.js';
+import { reserveRateSlots } from './rate-cap.js';
 
 /**
  * Outcomes are recorded at most once per this many ms (one transaction, one disk flush each): the slot
  * of an attempt is free as soon as the attempt ends, so the wait delays no delivery, only its listing.
  */
 const RECORD_LINGER_MS = 10;
+
+/** How far ahead a capped webhook's attempt slots are reserved (the rest go back, due at their slot). */
+const RATE_HORIZON_MS = 1_000;
 
 /** What a delivery worker is built from. */
 export interface DeliveryWorkerOptions {
@@ -78,6 +82,8 @@ export class DeliveryWorker implements BackgroundWorker {
   #dispatchDue = true;
   /** Something woke the loop while it was busy: it looks again before sleeping. */
   #signalled = false;
+  /** The start time (Unix ms) reserved for a claimed delivery to a capped webhook, by delivery id. */
+  readonly #slots = new Map<string, number>();
 
   constructor(options: DeliveryWorkerOptions) {
     this.#options = options;
@@ -173,7 +179,7 @@ export class DeliveryWorker implements BackgroundWorker {
             tenantCap: plan.tenantCap,
             held: plan.held,
           });
-          this.#scheduler.accept(claimed, plan);
+          this.#scheduler.accept(await this.#underRateCaps(claimed), plan);
           atCapacity = plan.newcomers || claimed.length === plan.limit;
           this.#claimsHealthy = true;
         } catch (error) {
@@ -231,7 +237,8 @@ export class DeliveryWorker implements BackgroundWorker {
       });
       // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
       if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;
-      this.#scheduler.accept(await withSigningSecrets(storage, secretBox, fanOut.claimed, now), plan);
+      const claimed = await withSigningSecrets(storage, secretBox, fanOut.claimed, now);
+      this.#scheduler.accept(await this.#underRateCaps(claimed), plan);
       this.#dispatchHealthy = true;
     } catch (error) {
       this.#dispatchHealthy = false;
@@ -241,6 +248,26 @@ export class DeliveryWorker implements BackgroundWorker {
     } finally {
       this.#scheduler.settle(plan);
     }
+  }
+
+  /**
+   * The claimed deliveries that may start within the rate horizon (see reserveRateSlots), their slots
+   * noted for #attempt to wait for; the others are given back due at their webhook's next free slot.
+   */
+  async #underRateCaps(claimed: ClaimedDelivery[]): Promise<ClaimedDelivery[]> {
+    if (claimed.length === 0) return claimed;
+    const { storage, clock, config } = this.#options;
+    const nowMs = clock.now().getTime();
+    const horizonMs = Math.min(RATE_HORIZON_MS, config.leaseMs / 2);
+    const admission = await reserveRateSlots(storage, claimed, nowMs, horizonMs);
+    const byId = new Map(claimed.map((delivery) => [delivery.id, delivery]));
+    for (const [atMs, ids] of admission.later)
+      this.#defer(
+        ids.map((id) => byId.get(id) as ClaimedDelivery),
+        atMs,
+      );
+    for (const { delivery, atMs } of admission.start) if (atMs > nowMs) this.#slots.set(delivery.id, atMs);
+    return admission.start.map(({ delivery }) => delivery);
   }
 
   /** Gives claims back at once (if that fails, their leases expire and they are claimed again then). */
@@ -273,6 +300,13 @@ export class DeliveryWorker implements BackgroundWorker {
   /** Makes the attempt (or the cancellation) and queues its write; returns what it says of the endpoint. */
   async #attempt(delivery: ClaimedDelivery): Promise<EndpointOutcome> {
     const { clock, config, logger, metrics } = this.#options;
+    const slot = this.#slots.get(delivery.id);
+    if (slot !== undefined) {
+      this.#slots.delete(delivery.id);
+      // A timer may fire a millisecond early: never start before the slot.
+      for (let waitMs = slot - clock.now().getTime(); waitMs > 0; waitMs = slot - clock.now().getTime())
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
     const { write, outcome } = delivery.webhookActive
       ? await attemptDelivery(delivery, { send: this.#send, clock, config, metrics })
       : { write: cancellation(delivery), outcome: 'neutral' as const };

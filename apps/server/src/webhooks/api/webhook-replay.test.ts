@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import type { Problem, RegisteredWebhook, ReplayQueued } from '@scenario-scoring/api-types';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase } from '../../../test/support/test-databases.js';
+import { testFeatures } from '../../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../../test/support/test-server.js';
+import { commitTestEvents } from '../../../test/support/test-webhooks.js';
+
+forEachDatabase('replaying a time range of a webhook’s events', ({ storage }) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage() });
+  });
+  afterAll(() => server.close());
+
+  const newTenant = async () => {
+    const tenant = `replay-${randomBytes(6).toString('hex')}`;
+    return { tenant, key: (await testFeatures(storage()).keys.create(tenant)).key };
+  };
+  const register = async (key: string, events: string[]) => {
+    const response = await server.request('/v1/webhooks/register', {
+      key,
+      body: { url: 'http://127.0.0.1:9/hook', events, max_deliveries_per_second: 50 },
+    });
+    expect(response.status, await response.clone().text()).toBe(201);
+    return (await response.json()) as RegisteredWebhook;
+  };
+  const replay = (key: string, id: string, body: unknown, idempotencyKey?: string) =>
+    server.request(`/v1/webhooks/${id}/replay`, {
+      key,
+      body,
+      ...(idempotencyKey && { headers: { 'Idempotency-Key': idempotencyKey } }),
+    });
+  const deliveriesOf = (webhookId: string) =>
+    storage().db.selectFrom('deliveries').selectAll().where('webhook_id', '=', webhookId).execute();
+
+  it('queues the range’s events the webhook takes once, leaves those pending alone, and replays a retry', async () => {
+    const { tenant, key } = await newTenant();
+    const webhook = await register(key, ['run.completed']);
+    expect(webhook.max_deliveries_per_second).toBe(50);
+    const at = (ms: number) => new Date(Date.now() + ms);
+    const inRange = await commitTestEvents(storage(), tenant, {
+      count: 3,
+      type: 'run.completed',
+      now: at(1_000),
+    });
+    await commitTestEvents(storage(), tenant, { count: 2, type: 'run.failed', now: at(1_000) });
+    await commitTestEvents(storage(), tenant, { count: 1, type: 'run.completed', now: at(60_000) });
+    // No worker runs: the fan-out has not made these deliveries; the replay does.
+    const range = { since: at(500).toISOString(), until: at(30_000).toISOString() };
+
+    const first = await replay(key, webhook.id, range, 'replay-1');
+    expect(first.status, await first.clone().text()).toBe(202);
+    expect((await first.json()) as ReplayQueued).toMatchObject({
+      webhook_id: webhook.id,
+      events: 3,
+      queued: 3,
+    });
+    const rows = await deliveriesOf(webhook.id);
+    expect(rows.map((row) => row.event_id).sort()).toEqual([...inRange].sort());
+    expect(rows.every((row) => row.status === 'pending' && row.next_trigger === 'manual')).toBe(true);
+
+    const retried = await replay(key, webhook.id, range, 'replay-1');
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    // Again under another key: every event is already pending, so none is queued twice.
+    const again = await replay(key, webhook.id, range);
+    expect((await again.json()) as ReplayQueued).toMatchObject({ events: 3, queued: 0 });
+    expect(await deliveriesOf(webhook.id)).toHaveLength(3);
+
+    // A delivered one is queued again, as redeliver would.
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'succeeded' })
+      .where('webhook_id', '=', webhook.id)
+      .execute();
+    const replayed = await replay(key, webhook.id, range);
+    expect((await replayed.json()) as ReplayQueued).toMatchObject({ events: 3, queued: 3 });
+    expect(await deliveriesOf(webhook.id)).toHaveLength(3);
+  });
+
+  it('refuses since after until and a range over 7 days with 400 validation_failed naming the field', async () => {
+    const { key } = await newTenant();
+    const webhook = await register(key, ['*']);
+    const backwards = await replay(key, webhook.id, {
+      since: '2026-11-22T12:00:00Z',
+      until: '2026-11-22T08:00:00Z',
+    });
+    expect(backwards.status).toBe(400);
+    expect((await backwards.json()) as Problem).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '/body/since' }],
+    });
+    const tooLong = await replay(key, webhook.id, {
+      since: '2026-11-01T00:00:00Z',
+      until: '2026-11-08T00:00:01Z',
+    });
+    expect(tooLong.status).toBe(400);
+    expect((await tooLong.json()) as Problem).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '/body/until' }],
+    });
+    const notADate = await replay(key, webhook.id, { since: 'yesterday', until: '2026-11-08T00:00:00Z' });
+    expect(notADate.status).toBe(400);
+    const unknown = await replay(key, 'wh_01JZ4VD5E7F9G1H3J5K7M9N1P3', {
+      since: '2026-11-01T00:00:00Z',
+      until: '2026-11-02T00:00:00Z',
+    });
+    expect(unknown.status).toBe(404);
+  });
+});
