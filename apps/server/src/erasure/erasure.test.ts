@@ -45,13 +45,19 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
   const erasureWorker = () =>
     new ErasureWorker({
       storage: storage(),
-      config: { retention: undefined, pollIntervalMs: 1000, retentionCheckIntervalMs: 1000 },
+      // Several batches per phase, as a large erasure has.
+      config: {
+        retention: undefined,
+        pollIntervalMs: 1000,
+        retentionCheckIntervalMs: 1000,
+        batchSize: 2,
+        leaseMs: 60_000,
+      },
       subjectKey: testFeatures(storage()).subjectKey,
       erasureQueue: new OutboxSignal(),
       outbox: testFeatures(storage()).outbox,
       clock: systemClock,
       logger: silentLogger,
-      batchSize: 2, // several batches per phase, as a large erasure has
     });
 
   beforeAll(async () => {
