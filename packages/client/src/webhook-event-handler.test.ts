@@ -33,7 +33,7 @@ describe('handleWebhookEvent', () => {
 
   it('narrows each handler to its own event type', () => {
     expectTypeOf<WebhookEventType>().toEqualTypeOf<
-      'run.completed' | 'run.failed' | 'policy.escalated' | 'webhook.test'
+      'run.completed' | 'run.failed' | 'policy.escalated' | 'subject.erased' | 'webhook.test'
     >();
     expectTypeOf<WebhookEventOf<'run.completed'>>().toEqualTypeOf<RunCompletedEvent>();
     expectTypeOf<WebhookEventOf<'policy.escalated'>>().toEqualTypeOf<PolicyEscalatedEvent>();
