@@ -18,9 +18,11 @@ import { testFeatures } from '../../test/support/test-features.js';
 import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { type Clock, systemClock } from '../common/clock.js';
+import { EnvReader } from '../config/env-reader.js';
 import { OutboxSignal } from '../events/event-outbox.js';
 import { silentLogger } from '../request-logging/logger.js';
-import { parseRetention } from './erasure-config.js';
+import { loadConfig } from '../server-config.js';
+import { parseRetention, readErasureConfig } from './erasure-config.js';
 import { ErasureWorker } from './erasure-worker.js';
 
 /** Every file under `dir`, recursively. */
@@ -405,4 +407,14 @@ it('parses LOG_RETENTION durations with a unit', () => {
   expect(parseRetention('760d')).toEqual({ count: 760, unit: 'd' });
   expect(parseRetention('25')).toBeUndefined();
   expect(parseRetention('2w')).toBeUndefined();
+});
+
+it('reads ERASURE_BATCH_SIZE (500) and ERASURE_LEASE (60s), refusing values out of range', () => {
+  expect(readErasureConfig(new EnvReader({}))).toMatchObject({ batchSize: 500, leaseMs: 60_000 });
+  expect(readErasureConfig(new EnvReader({ ERASURE_BATCH_SIZE: '2', ERASURE_LEASE: '500ms' }))).toMatchObject(
+    { batchSize: 2, leaseMs: 500 },
+  );
+  expect(() => loadConfig({ ERASURE_BATCH_SIZE: '0', ERASURE_LEASE: 'soon' })).toThrow(
+    /ERASURE_BATCH_SIZE must be an integer from 1 to 10000[\s\S]*ERASURE_LEASE must be a duration/,
+  );
 });
