@@ -14,6 +14,14 @@ export {
   type ScoringClient,
 } from './client-factory.js';
 export { CLIENT_VERSION } from './client-version.js';
+export {
+  type ErasureCallResult,
+  eraseSubject,
+  getErasure,
+  listSubjectRecords,
+  type WaitForErasureOptions,
+  waitForErasure,
+} from './erasure-calls.js';
 export { auditLog, type LogAuditOptions, type LogAuditResult } from './log-auditor.js';
 export {
   type InclusionProofFields,

@@ -14,6 +14,10 @@ export interface ErasureConfig {
   pollIntervalMs: number;
   /** `LOG_RETENTION_CHECK_INTERVAL` (1h): how often expired records are looked for. */
   retentionCheckIntervalMs: number;
+  /** `ERASURE_BATCH_SIZE` (500): rows handled per transaction. */
+  batchSize: number;
+  /** `ERASURE_LEASE` (60s): how long a worker's claim on an erasure lasts; each batch renews it. */
+  leaseMs: number;
 }
 
 const RETENTION_PATTERN = /^([1-9][0-9]{0,5})(h|d|mo|y)$/;
@@ -45,7 +49,10 @@ export function retentionCutoff(retention: Retention, now: Date): Date {
   return cutoff;
 }
 
-/** Reads `LOG_RETENTION` (off), `ERASURE_POLL_INTERVAL` (1s), `LOG_RETENTION_CHECK_INTERVAL` (1h). */
+/**
+ * Reads `LOG_RETENTION` (off), `ERASURE_POLL_INTERVAL` (1s), `LOG_RETENTION_CHECK_INTERVAL` (1h),
+ * `ERASURE_BATCH_SIZE` (500), `ERASURE_LEASE` (60s).
+ */
 export function readErasureConfig(reader: EnvReader): ErasureConfig {
   const raw = reader.raw('LOG_RETENTION');
   let retention: Retention | undefined;
@@ -61,5 +68,7 @@ export function readErasureConfig(reader: EnvReader): ErasureConfig {
     retention,
     pollIntervalMs: reader.durationMs('ERASURE_POLL_INTERVAL', 1000, 10),
     retentionCheckIntervalMs: reader.durationMs('LOG_RETENTION_CHECK_INTERVAL', 60 * 60 * 1000, 10),
+    batchSize: reader.integer('ERASURE_BATCH_SIZE', 500, 1, 10_000),
+    leaseMs: reader.durationMs('ERASURE_LEASE', 60_000, 100),
   };
 }

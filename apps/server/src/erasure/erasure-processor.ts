@@ -26,6 +26,8 @@ export interface ErasureContext {
   outbox: Pick<OutboxSignal, 'notify'>;
   now: () => Date;
   batchSize?: number;
+  /** The worker's claim, renewed by every batch so a long erasure is not taken over while it progresses. */
+  lease?: { workerId: string; ms: number };
   /** True once the worker is stopping: the erasure is left where it is, to resume. */
   stopping?: () => boolean;
 }
@@ -68,6 +70,13 @@ export async function processErasure(erasure: ErasureRow, context: ErasureContex
   }
 }
 
+/** The renewed end of the worker's claim, when it holds one. */
+function leaseUntil(context: ErasureContext): { workerId: string; until: string } | undefined {
+  const { lease } = context;
+  if (!lease) return undefined;
+  return { workerId: lease.workerId, until: new Date(context.now().getTime() + lease.ms).toISOString() };
+}
+
 const PHASES = ['wait', 'records', 'items', 'inputs', 'unkeyed', 'events', 'idempotency', 'log'] as const;
 
 function nextPhase(phase: string): string {
@@ -100,7 +109,7 @@ async function step(
     work: (trx: Transaction<Database>) => Promise<Partial<Record<ErasureCountColumn, number>>>,
   ) => {
     await db.transaction().execute(async (trx) => {
-      await advanceErasure(trx, erasure.id, progress, await work(trx));
+      await advanceErasure(trx, erasure.id, progress, await work(trx), leaseUntil(context));
     });
     return progress;
   };
@@ -424,7 +433,7 @@ async function unkeyedStep(
         }
       }
       const erased = await eraseLogRecords(trx, tenantId, doomed, erasure.id);
-      await advanceErasure(trx, erasure.id, progress, { log_records: erased });
+      await advanceErasure(trx, erasure.id, progress, { log_records: erased }, leaseUntil(context));
     });
     return progress;
   }
@@ -463,7 +472,13 @@ async function unkeyedStep(
     const cids = doomed.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
     const records = await eraseLogRecords(trx, tenantId, cids, erasure.id);
     const items = await eraseRunItems(trx, doomed, erasure.id);
-    await advanceErasure(trx, erasure.id, progress, { log_records: records, run_items: items });
+    await advanceErasure(
+      trx,
+      erasure.id,
+      progress,
+      { log_records: records, run_items: items },
+      leaseUntil(context),
+    );
   });
   return progress;
 }

@@ -195,17 +195,24 @@ export async function eraseEvents(
   return Number(attempts.numUpdatedRows);
 }
 
-/** Adds to an erasure's counts and moves its progress on, in the caller's transaction. */
+/**
+ * Adds to an erasure's counts and moves its progress on, in the caller's transaction; with `lease`, renews the
+ * claim of the worker that holds it.
+ */
 export async function advanceErasure(
   trx: Transaction<Database>,
   id: string,
   progress: string,
   counts: Partial<Record<ErasureCountColumn, number>>,
+  lease?: { workerId: string; until: string },
 ): Promise<void> {
   await trx
     .updateTable('erasures')
     .set((eb) => {
       const set: Record<string, unknown> = { progress };
+      if (lease) {
+        set.locked_until = sql`case when locked_by = ${lease.workerId} then ${lease.until} else locked_until end`;
+      }
       for (const [column, count] of Object.entries(counts)) {
         if (count) set[column] = eb(eb.ref(column as ErasureCountColumn), '+', count);
       }

@@ -11,9 +11,6 @@ import { retentionCutoff } from './erasure-config.js';
 import { processErasure } from './erasure-processor.js';
 import { claimErasure, insertErasure, releaseErasure } from './erasure-store.js';
 
-/** How long a worker holds an erasure before another instance may take it over. */
-const ERASURE_LEASE_MS = 60_000;
-
 export interface ErasureWorkerOptions {
   storage: Pick<Storage, 'db' | 'kind' | 'transact'>;
   config: ErasureConfig;
@@ -24,7 +21,6 @@ export interface ErasureWorkerOptions {
   outbox: OutboxSignal;
   clock: Clock;
   logger: Logger;
-  batchSize?: number;
 }
 
 /**
@@ -67,13 +63,13 @@ export class ErasureWorker implements BackgroundWorker {
 
   /** Completes what it can now: every open erasure not waiting for a run; resolves with how many completed. */
   async runOnce(): Promise<number> {
-    const { storage, clock } = this.#options;
+    const { storage, clock, config } = this.#options;
     await this.#checkRetention();
     let completed = 0;
     const waiting = new Set<string>();
     for (;;) {
       if (!this.#running && this.#loop !== undefined) break;
-      const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), ERASURE_LEASE_MS);
+      const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), config.leaseMs);
       if (!erasure) break;
       if (waiting.has(erasure.id)) {
         await releaseErasure(storage.db, erasure.id, this.#workerId);
@@ -84,7 +80,8 @@ export class ErasureWorker implements BackgroundWorker {
         subjectKey: this.#options.subjectKey,
         outbox: this.#options.outbox,
         now: () => clock.now(),
-        ...(this.#options.batchSize !== undefined && { batchSize: this.#options.batchSize }),
+        batchSize: config.batchSize,
+        lease: { workerId: this.#workerId, ms: config.leaseMs },
         stopping: () => this.#stopping.signal.aborted,
       });
       if (outcome === 'completed') completed += 1;

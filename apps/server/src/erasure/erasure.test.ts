@@ -12,14 +12,17 @@ import type {
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { testSequencer } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { systemClock } from '../common/clock.js';
+import { type Clock, systemClock } from '../common/clock.js';
+import { EnvReader } from '../config/env-reader.js';
 import { OutboxSignal } from '../events/event-outbox.js';
 import { silentLogger } from '../request-logging/logger.js';
-import { parseRetention } from './erasure-config.js';
+import { loadConfig } from '../server-config.js';
+import { parseRetention, readErasureConfig } from './erasure-config.js';
 import { ErasureWorker } from './erasure-worker.js';
 
 /** Every file under `dir`, recursively. */
@@ -42,16 +45,22 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
   let alice: string;
   let bob: string;
   const subject = `erase-me-${randomBytes(6).toString('hex')}`;
-  const erasureWorker = () =>
+  const erasureWorker = (erasureQueue = new OutboxSignal()) =>
     new ErasureWorker({
       storage: storage(),
-      config: { retention: undefined, pollIntervalMs: 1000, retentionCheckIntervalMs: 1000 },
+      // Several batches per phase, as a large erasure has.
+      config: {
+        retention: undefined,
+        pollIntervalMs: 1000,
+        retentionCheckIntervalMs: 1000,
+        batchSize: 2,
+        leaseMs: 60_000,
+      },
       subjectKey: testFeatures(storage()).subjectKey,
-      erasureQueue: new OutboxSignal(),
+      erasureQueue,
       outbox: testFeatures(storage()).outbox,
       clock: systemClock,
       logger: silentLogger,
-      batchSize: 2, // several batches per phase, as a large erasure has
     });
 
   beforeAll(async () => {
@@ -219,6 +228,55 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
     }
   });
 
+  it("erases every record of the subject created up to the erasure's start and keeps every one created after, with scorings racing it", async () => {
+    const racer = `race-${randomBytes(6).toString('hex')}`;
+    const worker = erasureWorker();
+    worker.start();
+    const cids: string[] = [];
+    let erasure: Erasure | undefined;
+    try {
+      // Waves of scorings of the subject; the erasure is asked for in the middle of a wave, and the worker
+      // processes it while the later waves are scored.
+      for (let wave = 0; wave < 8; wave += 1) {
+        const scorings = Array.from({ length: 6 }, (_, i) =>
+          score(alice, racer, { ...PLAIN, utilization: (wave * 6 + i) / 100 }),
+        );
+        if (wave === 3) {
+          const accepted = await server.request('/v1/erasures', { key: alice, body: { subject: racer } });
+          expect(accepted.status).toBe(202);
+          erasure = (await accepted.json()) as Erasure;
+        }
+        cids.push(...(await Promise.all(scorings)));
+      }
+      const id = (erasure as Erasure).id;
+      const deadline = Date.now() + 20_000;
+      while ((await getErasure(id)).status !== 'completed' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await worker.stop();
+    }
+    const done = await getErasure((erasure as Erasure).id);
+    expect(done.status).toBe('completed');
+    const rows = await storage()
+      .db.selectFrom('log_records')
+      .select(['cid', 'created_at', 'erasure_id'])
+      .where('cid', 'in', cids)
+      .execute();
+    expect(rows).toHaveLength(cids.length);
+    const before = rows.filter((row) => row.created_at <= done.created_at);
+    const after = rows.filter((row) => row.created_at > done.created_at);
+    // Both sides of the race are exercised.
+    expect(before.length).toBeGreaterThan(0);
+    expect(after.length).toBeGreaterThan(0);
+    expect(before.filter((row) => row.erasure_id !== done.id)).toEqual([]);
+    expect(after.filter((row) => row.erasure_id !== null)).toEqual([]);
+    expect(done.counts.log_records).toBe(before.length);
+    expect([...done.log_cids].sort()).toEqual(before.map((row) => row.cid).sort());
+    for (const row of after)
+      expect((await server.request(`/v1/logs/${row.cid}`, { key: alice })).status).toBe(200);
+  });
+
   it('completes an erasure of a subject with no records, with zero counts', async () => {
     const accepted = await server.request('/v1/erasures', { key: alice, body: { subject: 'never-scored' } });
     const { id } = (await accepted.json()) as Erasure;
@@ -256,9 +314,115 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
   });
 });
 
+forEachDatabase('retention', ({ storage }) => {
+  let server: TestServer;
+  let carol: string;
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage() });
+    ({ key: carol } = await testFeatures(storage()).keys.create('carol'));
+  });
+  afterAll(() => server.close());
+
+  it('erases the records older than LOG_RETENTION by a retention erasure, logged like any erasure, and keeps younger ones', async () => {
+    const score = async (subject: string, context: object) => {
+      const response = await server.request('/v1/scoring/score', { key: carol, body: { subject, context } });
+      expect(response.status).toBe(200);
+      return ((await response.json()) as ScoreResponse).log_cid;
+    };
+    const old = [
+      await score('old-1', PLAIN),
+      await score('old-2', ESCALATED),
+      await score('old-1', { ...PLAIN, utilization: 0.3 }),
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const cutoff = new Date();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const young = [await score('young-1', PLAIN), await score('old-1', { ...PLAIN, utilization: 0.4 })];
+    await testSequencer(storage()).sequencer.sequenceOnce();
+
+    // 48 hours on, with LOG_RETENTION=48h: the cutoff falls between the old and the young records.
+    const later: Clock = { now: () => new Date(cutoff.getTime() + 48 * 60 * 60 * 1000) };
+    const worker = () =>
+      new ErasureWorker({
+        storage: storage(),
+        config: {
+          retention: parseRetention('48h'),
+          pollIntervalMs: 1000,
+          retentionCheckIntervalMs: 1000,
+          batchSize: 2,
+          leaseMs: 60_000,
+        },
+        subjectKey: testFeatures(storage()).subjectKey,
+        erasureQueue: new OutboxSignal(),
+        outbox: testFeatures(storage()).outbox,
+        clock: later,
+        logger: silentLogger,
+      });
+    expect(await worker().runOnce()).toBe(1);
+    const erasure = await storage()
+      .db.selectFrom('erasures')
+      .selectAll()
+      .where('kind', '=', 'retention')
+      .executeTakeFirstOrThrow();
+    expect(erasure).toMatchObject({ status: 'completed', before: cutoff.toISOString() });
+    const done = (await (
+      await server.request(`/v1/erasures/${erasure.id}`, { key: carol })
+    ).json()) as Erasure;
+    expect(done).toMatchObject({ kind: 'retention', status: 'completed' });
+    expect(done.counts.log_records).toBe(old.length);
+    expect(done.counts.events).toBe(1); // the escalated old record's policy.escalated payload
+    expect(done.log_cids).toEqual([...old].sort());
+    for (const cid of old) {
+      const response = await server.request(`/v1/logs/${cid}`, { key: carol });
+      expect(response.status).toBe(410);
+      expect(((await response.json()) as Problem).code).toBe('log_record_erased');
+    }
+    for (const cid of young)
+      expect((await server.request(`/v1/logs/${cid}`, { key: carol })).status).toBe(200);
+
+    // Logged the same way as a subject's erasure: an erasure-log/1 record, and subject.erased.
+    const logged = await storage()
+      .db.selectFrom('log_records')
+      .select('bytes')
+      .where('request_id', '=', erasure.id)
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(Buffer.from(logged.bytes).toString())).toMatchObject({
+      schema: 'erasure-log/1',
+      erasure_id: erasure.id,
+      log_cids: done.log_cids,
+    });
+    const event = await storage()
+      .db.selectFrom('events')
+      .select('payload')
+      .where('type', '=', 'subject.erased')
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(event.payload).data).toMatchObject({ erasure_id: erasure.id, kind: 'retention' });
+
+    // Nothing newly expired: the next check accepts no erasure.
+    const next = worker();
+    expect(await next.runOnce()).toBe(0);
+    const retentions = await storage()
+      .db.selectFrom('erasures')
+      .select('id')
+      .where('kind', '=', 'retention')
+      .execute();
+    expect(retentions).toHaveLength(1);
+  });
+});
+
 it('parses LOG_RETENTION durations with a unit', () => {
   expect(parseRetention('25mo')).toEqual({ count: 25, unit: 'mo' });
   expect(parseRetention('760d')).toEqual({ count: 760, unit: 'd' });
   expect(parseRetention('25')).toBeUndefined();
   expect(parseRetention('2w')).toBeUndefined();
+});
+
+it('reads ERASURE_BATCH_SIZE (500) and ERASURE_LEASE (60s), refusing values out of range', () => {
+  expect(readErasureConfig(new EnvReader({}))).toMatchObject({ batchSize: 500, leaseMs: 60_000 });
+  expect(readErasureConfig(new EnvReader({ ERASURE_BATCH_SIZE: '2', ERASURE_LEASE: '500ms' }))).toMatchObject(
+    { batchSize: 2, leaseMs: 500 },
+  );
+  expect(() => loadConfig({ ERASURE_BATCH_SIZE: '0', ERASURE_LEASE: 'soon' })).toThrow(
+    /ERASURE_BATCH_SIZE must be an integer from 1 to 10000[\s\S]*ERASURE_LEASE must be a duration/,
+  );
 });
