@@ -138,7 +138,13 @@ forEachDatabase('GET /v1/logs/{cid}/notice', ({ storage, kind }) => {
     expect(erasure.status).toBe(202);
     const worker = new ErasureWorker({
       storage: storage(),
-      config: { retention: undefined, pollIntervalMs: 1000, retentionCheckIntervalMs: 1000 },
+      config: {
+        retention: undefined,
+        pollIntervalMs: 1000,
+        retentionCheckIntervalMs: 1000,
+        batchSize: 500,
+        leaseMs: 60_000,
+      },
       subjectKey: testFeatures(storage()).subjectKey,
       erasureQueue: new OutboxSignal(),
       outbox: testFeatures(storage()).outbox,
