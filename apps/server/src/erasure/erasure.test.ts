@@ -324,6 +324,12 @@ forEachDatabase('retention', ({ storage }) => {
   afterAll(() => server.close());
 
   it('erases the records older than LOG_RETENTION by a retention erasure, logged like any erasure, and keeps younger ones', async () => {
+    // Escalation events (which carry the subject) are written only for a tenant with a webhook taking them.
+    const hook = await server.request('/v1/webhooks/register', {
+      key: carol,
+      body: { url: 'http://127.0.0.1:9/hook', events: ['policy.escalated'] },
+    });
+    expect(hook.status).toBe(201);
     const score = async (subject: string, context: object) => {
       const response = await server.request('/v1/scoring/score', { key: carol, body: { subject, context } });
       expect(response.status).toBe(200);

@@ -110,6 +110,15 @@ export function subscribedEventInserts(
 }
 
 /**
+ * Whether an event's stored payload is an erasure's tombstone (`{id, type, timestamp, erasure_id}`, written by
+ * erasure/erasure-store.ts in place of a payload that held an erased subject): every event the API raises
+ * has `data`, a tombstone has none. Such an event is never sent again, by a retry, a redelivery or a replay.
+ */
+export function isErasedEventPayload(payload: string): boolean {
+  return !payload.includes('"data":') && payload.includes('"erasure_id":');
+}
+
+/**
  * Wakes this process's delivery workers as soon as events are committed, so the first attempt does not
  * wait for the next poll. Other instances find the events by polling.
  */

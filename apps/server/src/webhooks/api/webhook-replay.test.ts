@@ -77,6 +77,24 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ storage }) 
     const replayed = await replay(key, webhook.id, range);
     expect((await replayed.json()) as ReplayQueued).toMatchObject({ events: 3, queued: 3 });
     expect(await deliveriesOf(webhook.id)).toHaveLength(3);
+    // An erased event (its payload an erasure's tombstone, with no data) is never sent again.
+    const [erased] = [...inRange].sort();
+    await storage()
+      .db.updateTable('events')
+      .set({
+        payload: JSON.stringify({ id: erased, type: 'run.completed', timestamp: 'x', erasure_id: 'era_x' }),
+      })
+      .where('id', '=', erased as string)
+      .execute();
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'succeeded' })
+      .where('webhook_id', '=', webhook.id)
+      .execute();
+    const withoutErased = await replay(key, webhook.id, range);
+    expect((await withoutErased.json()) as ReplayQueued).toMatchObject({ events: 2, queued: 2 });
+    const pending = (await deliveriesOf(webhook.id)).filter((row) => row.status === 'pending');
+    expect(pending.map((row) => row.event_id)).not.toContain(erased);
   });
 
   it('refuses since after until and a range over 7 days with 400 validation_failed naming the field', async () => {

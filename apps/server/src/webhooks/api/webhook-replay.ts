@@ -2,6 +2,7 @@ import type { ReplayQueued, ReplayRequest } from '@scenario-scoring/api-types';
 import { newId } from '../../common/ids.js';
 import { AppError } from '../../errors/app-error.js';
 import { validationDetail } from '../../errors/validation-detail.js';
+import { isErasedEventPayload } from '../../events/event-outbox.js';
 import { type IdempotentResult, idempotentCreate } from '../../idempotency/idempotent-create.js';
 import { chunks } from '../../storage/chunks.js';
 import { ALL_EVENTS } from '../event-filter.js';
@@ -56,7 +57,7 @@ export async function replayEvents(
     const from = since.toISOString() > webhook.created_at ? since.toISOString() : webhook.created_at;
     const events = await trx
       .selectFrom('events')
-      .select(['id', 'type'])
+      .select(['id', 'type', 'payload'])
       .where('tenant_id', '=', caller.tenantId)
       .where('created_at', '>=', from)
       .where('created_at', '<', until.toISOString())
@@ -67,8 +68,10 @@ export async function replayEvents(
       .execute();
     if (events.length > MAX_REPLAY_EVENTS)
       throw invalid('until', `the range holds more than ${MAX_REPLAY_EVENTS} events; narrow it`);
+    // An erased event (its payload an erasure's tombstone) is not sent again.
+    const replayable = events.filter((event) => !isErasedEventPayload(event.payload));
     let queued = 0;
-    for (const chunk of chunks(events, IDS_PER_STATEMENT)) {
+    for (const chunk of chunks(replayable, IDS_PER_STATEMENT)) {
       const existing = await trx
         .selectFrom('deliveries')
         .select(['id', 'event_id', 'status'])
@@ -121,7 +124,7 @@ export async function replayEvents(
       webhook_id: webhook.id,
       since: since.toISOString(),
       until: until.toISOString(),
-      events: events.length,
+      events: replayable.length,
       queued,
     };
     return queuedReply;

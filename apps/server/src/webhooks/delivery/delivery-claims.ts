@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
+import { isErasedEventPayload } from '../../events/event-outbox.js';
 import { leaseWrite, type Storage } from '../../storage/storage.js';
 import { fairShare } from '../../workers/fair-share.js';
 import type { SecretBox } from '../outbound/secret-box.js';
@@ -143,7 +144,12 @@ function claimedDelivery(
     succeededBefore: Boolean(row.succeeded_before),
     dueAt: row.next_attempt_at ?? nowIso,
     url: row.url ?? '',
-    webhookActive: row.webhook_status === 'active' && row.webhook_deleted_at === null && row.payload !== null,
+    // A delivery of an erased event (its payload a tombstone) is cancelled like one to a gone webhook.
+    webhookActive:
+      row.webhook_status === 'active' &&
+      row.webhook_deleted_at === null &&
+      row.payload !== null &&
+      !isErasedEventPayload(row.payload),
     payload: row.payload ?? '',
     ...(row.traceparent && { traceparent: row.traceparent }),
   };
