@@ -15,8 +15,8 @@ Commands:
                                 Create an API key for tenant NAME (created if new) and print it once.
                                 NAME matches ${TENANT_NAME_PATTERN.source}. SCOPE is what the key
                                 may do: full (every operation, the default) or log:read (only the
-                                audit reads: log records, checkpoints, proofs, tiles and the scoring
-                                policies; for auditors).
+                                audit reads: log records and their notices, checkpoints, proofs,
+                                tiles, the scoring policies and models; for auditors).
   list-keys [--tenant NAME] [--active]
                                 List keys: id, tenant, scope, creation time, status. Never the keys
                                 themselves (only their SHA-256 hashes are stored).
