@@ -30,7 +30,15 @@ const bundle = JSON.parse(
   ),
 ) as Bundle;
 const schema = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
-const EVENT_TYPES = ['run.completed', 'run.failed', 'policy.escalated', 'webhook.test'];
+const EVENT_TYPES = [
+  'run.completed',
+  'run.failed',
+  'policy.escalated',
+  'webhook.test',
+  'subject.erased',
+  'webhook.disabled',
+  'delivery.exhausted',
+];
 
 /** Request bodies valid for the contract and accepted by the server's semantics (a reachable URL, known event types). */
 function validBodies(receiverUrl: string) {

@@ -8,6 +8,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   'run.failed',
   'policy.escalated',
   'webhook.test',
+  'subject.erased',
   'webhook.disabled',
   'delivery.exhausted',
 ];

@@ -60,7 +60,7 @@ forEachDatabase('webhook refusals', ({ storage }) => {
       expect(status).toBe(422);
       expect(problem.code).toBe('unknown_event_type');
       expect(problem.detail).toBe(
-        "'run.finished', 'score.done' are not event types; use run.completed, run.failed, policy.escalated, webhook.test or '*'.",
+        "'run.finished', 'score.done' are not event types; use run.completed, run.failed, policy.escalated, webhook.test, subject.erased, webhook.disabled, delivery.exhausted or '*'.",
       );
     });
 
