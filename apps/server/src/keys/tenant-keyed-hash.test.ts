@@ -25,3 +25,22 @@ describe('TenantKeyedHash', () => {
     expect(() => new TenantKeyedHash(randomBytes(16))).toThrow(RangeError);
   });
 });
+
+describe('TenantKeyedHash, against createHmac', () => {
+  it('equals HMAC-SHA256 under the derived key for any value, text or bytes, each time', async () => {
+    const { default: fc } = await import('fast-check');
+    const secret = randomBytes(32);
+    const hashes = new TenantKeyedHash(secret);
+    fc.assert(
+      fc.property(fc.string(), fc.uint8Array(), fc.string({ minLength: 1 }), (text, bytes, tenant) => {
+        const key = createHmac('sha256', secret).update(`scenario-scoring/subject/v1\n${tenant}`).digest();
+        expect(hashes.hash('subject', tenant, text)).toBe(
+          createHmac('sha256', key).update(text).digest('hex'),
+        );
+        expect(hashes.hash('subject', tenant, bytes)).toBe(
+          createHmac('sha256', key).update(bytes).digest('hex'),
+        );
+      }),
+    );
+  });
+});
