@@ -1,7 +1,7 @@
 import type { Client } from 'openapi-fetch';
 import type { Erasure, paths, SubjectRecord } from './api-types.js';
 import type { Problem } from './problem-guard.js';
-import { backoffMs, retryAfterMs } from './retry-delay.js';
+import { type PollOptions, pollUntil } from './resource-polling.js';
 
 /** A result of the erasure helpers: data, or the problem the server answered with (never both). */
 export type ErasureCallResult<T> =
@@ -40,37 +40,7 @@ export async function getErasure(
 }
 
 /** How {@link waitForErasure} polls. Every field has a default. */
-export interface WaitForErasureOptions {
-  /** Stops waiting: the returned promise rejects with the signal's reason. */
-  signal?: AbortSignal;
-  /** The first wait between polls, in ms; it doubles after each poll. Default 250. */
-  initialDelayMs?: number;
-  /** The longest wait between polls, in ms (a longer `Retry-After` is still honoured). Default 5000. */
-  maxDelayMs?: number;
-  /** Waits `ms`, or rejects when `signal` aborts. Injected by tests; defaults to a timer. */
-  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
-  /** The current time in ms since the epoch, for `Retry-After` dates. Default `Date.now`. */
-  now?: () => number;
-  /** A number in [0, 1) for jitter. Default `Math.random`. */
-  random?: () => number;
-}
-
-const TRY_AGAIN = new Set([429, 503]);
-
-function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+export type WaitForErasureOptions = PollOptions;
 
 /**
  * Polls `GET /v1/erasures/{id}` until the erasure is `completed` and answers it (with its counts and the
@@ -78,28 +48,17 @@ function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<vo
  * what `Retry-After` asks. Any other error (such as 404 for an unknown erasure, or another tenant's) is
  * answered as `error`. Aborting `signal` rejects with its reason.
  */
-export async function waitForErasure(
+export function waitForErasure(
   client: Client<paths>,
   erasureId: string,
   options: WaitForErasureOptions = {},
 ): Promise<ErasureCallResult<Erasure>> {
-  const { signal } = options;
-  const initialDelayMs = options.initialDelayMs ?? 250;
-  const maxDelayMs = options.maxDelayMs ?? 5000;
-  const sleep = options.sleep ?? abortableSleep;
-  const now = options.now ?? Date.now;
-  const random = options.random ?? Math.random;
-  for (let poll = 0; ; poll++) {
-    signal?.throwIfAborted();
-    const { data, error, response } = await client.GET('/v1/erasures/{id}', {
-      params: { path: { id: erasureId } },
-      ...(signal && { signal }),
-    });
-    if (data?.status === 'completed') return { data, response };
-    if (!data && !TRY_AGAIN.has(response.status)) return { error, response };
-    const asked = retryAfterMs(response.headers.get('Retry-After'), now());
-    await sleep(asked ?? backoffMs(poll, initialDelayMs * 2, maxDelayMs, random()), signal);
-  }
+  return pollUntil(
+    (signal) =>
+      client.GET('/v1/erasures/{id}', { params: { path: { id: erasureId } }, ...(signal && { signal }) }),
+    (erasure) => erasure.status === 'completed',
+    options,
+  );
 }
 
 /**
