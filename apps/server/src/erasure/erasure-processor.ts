@@ -1,5 +1,5 @@
 import { cidOfBytes } from '@scenario-scoring/engine';
-import { sql, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { eventInserts, newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import type { Database } from '../storage/database.js';
@@ -301,19 +301,7 @@ async function step(
       const cids = events.map(
         (event) => (JSON.parse(event.payload) as { data?: { log_cid?: string } }).data?.log_cid ?? '',
       );
-      const erased = new Set(
-        cids.length === 0
-          ? []
-          : (
-              await db
-                .selectFrom('log_records')
-                .select('cid')
-                .where('tenant_id', '=', tenantId)
-                .where('erasure_id', 'is not', null)
-                .where('cid', 'in', cids)
-                .execute()
-            ).map((row) => row.cid),
-      );
+      const erased = await erasedAmong(db, tenantId, cids, null);
       const chosen = events.filter((_, i) => !bySubject || erased.has(cids[i] as string));
       const last = events.at(-1);
       return move(events.length < limit || !last ? nextPhase(phase) : `events:${last.id}`, async (trx) => ({
@@ -351,19 +339,7 @@ async function step(
         }
       };
       const cids = rows.map((row) => cidOf(row.response_body)).filter((cid) => cid !== '');
-      const erased = new Set(
-        cids.length === 0
-          ? []
-          : (
-              await db
-                .selectFrom('log_records')
-                .select('cid')
-                .where('tenant_id', '=', tenantId)
-                .where('erasure_id', '=', erasure.id)
-                .where('cid', 'in', cids)
-                .execute()
-            ).map((row) => row.cid),
-      );
+      const erased = await erasedAmong(db, tenantId, cids, erasure.id);
       const doomed = rows.filter((row) => erased.has(cidOf(row.response_body)));
       const last = rows.at(-1);
       return move(
@@ -592,4 +568,25 @@ export async function compact(storage: Pick<Storage, 'db' | 'kind'>): Promise<vo
       storage.db,
     );
   }
+}
+
+/**
+ * Which of `cids` are erased records of the tenant: by any erasure (`erasureId` null) or by the one named.
+ * Empty CIDs (a payload or answer that names none) match nothing.
+ */
+async function erasedAmong(
+  db: Kysely<Database>,
+  tenantId: string,
+  cids: readonly string[],
+  erasureId: string | null,
+): Promise<Set<string>> {
+  if (cids.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('log_records')
+    .select('cid')
+    .where('tenant_id', '=', tenantId)
+    .where('erasure_id', erasureId === null ? 'is not' : '=', erasureId)
+    .where('cid', 'in', cids)
+    .execute();
+  return new Set(rows.map((row) => row.cid));
 }
