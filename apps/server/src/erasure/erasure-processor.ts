@@ -28,6 +28,8 @@ export interface ErasureContext {
   batchSize?: number;
   /** The worker's claim, renewed by every batch so a long erasure is not taken over while it progresses. */
   lease?: { workerId: string; ms: number };
+  /** Called when the erased bytes could not yet be compacted off the disk: the worker tries again later. */
+  compactionPending?: () => void;
   /** True once the worker is stopping: the erasure is left where it is, to resume. */
   stopping?: () => boolean;
 }
@@ -62,7 +64,7 @@ export async function processErasure(erasure: ErasureRow, context: ErasureContex
     const next = await step(row, phase, cursor, context);
     if (next === 'waiting') return 'waiting';
     if (next === 'completed') {
-      await compact(context.storage);
+      if (!(await compact(context.storage))) context.compactionPending?.();
       return 'completed';
     }
     row = { ...row, progress: next };
@@ -557,16 +559,30 @@ function holdsSubject(items: string, subject: string): boolean {
 
 /**
  * The erased bytes leave the disk: SQLite overwrites freed content (`secure_delete`, set on its connection)
- * and its WAL is checkpointed and truncated; PostgreSQL's dead row versions are vacuumed (outside a
- * transaction). What WAL archives and backups keep is said in docs/personal-data.md.
+ * and its WAL is checkpointed into the main file and truncated; PostgreSQL's dead row versions are vacuumed
+ * (outside a transaction). What WAL archives and backups keep is said in docs/personal-data.md.
+ *
+ * On SQLite the zeroed pages reach the main file only when the checkpoint completes: one that reports
+ * itself busy (a reader on an older snapshot, the checkpointer thread's own PASSIVE round) has copied only
+ * part of the WAL, so the main file may still hold the old pages. It is tried again, with a short backoff,
+ * until it reports every frame copied and the WAL truncated, for at most `attempts` rounds (each waits up to
+ * the connection's busy timeout for readers); resolves with whether it completed (the worker tries again on
+ * its next round when it did not).
  */
-export async function compact(storage: Pick<Storage, 'db' | 'kind'>): Promise<void> {
-  if (storage.kind === 'sqlite') {
-    await sql`pragma wal_checkpoint(TRUNCATE)`.execute(storage.db);
-  } else {
+export async function compact(storage: Pick<Storage, 'db' | 'kind'>, attempts = 4): Promise<boolean> {
+  if (storage.kind !== 'sqlite') {
     await sql`vacuum log_records, run_items, runs, events, delivery_attempts, idempotency_keys, erasures`.execute(
       storage.db,
     );
+    return true;
+  }
+  for (let attempt = 1; ; attempt += 1) {
+    const { rows } = await sql<{ busy: number; log: number; checkpointed: number }>`
+      pragma wal_checkpoint(TRUNCATE)`.execute(storage.db);
+    const result = rows[0];
+    if (result && Number(result.busy) === 0 && Number(result.log) <= 0) return true;
+    if (attempt >= attempts) return false;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(25 * attempt, 250)));
   }
 }
 

@@ -8,7 +8,7 @@ import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { ErasureConfig } from './erasure-config.js';
 import { retentionCutoff } from './erasure-config.js';
-import { processErasure } from './erasure-processor.js';
+import { compact, processErasure } from './erasure-processor.js';
 import { claimErasure, insertErasure, releaseErasure } from './erasure-store.js';
 
 export interface ErasureWorkerOptions {
@@ -39,6 +39,8 @@ export class ErasureWorker implements BackgroundWorker {
   #loop: Promise<void> | undefined;
   #unsubscribe: (() => void) | undefined;
   #lastRetentionCheck = 0;
+  /** An erasure completed but its bytes are not yet compacted off the disk (see compact()). */
+  #compactionPending = false;
 
   constructor(options: ErasureWorkerOptions) {
     this.#options = options;
@@ -65,6 +67,10 @@ export class ErasureWorker implements BackgroundWorker {
   async runOnce(): Promise<number> {
     const { storage, clock, config } = this.#options;
     await this.#checkRetention();
+    if (this.#compactionPending) {
+      this.#compactionPending = false;
+      if (!(await compact(storage))) this.#markCompactionPending();
+    }
     let completed = 0;
     const waiting = new Set<string>();
     for (;;) {
@@ -83,6 +89,7 @@ export class ErasureWorker implements BackgroundWorker {
         batchSize: config.batchSize,
         lease: { workerId: this.#workerId, ms: config.leaseMs },
         stopping: () => this.#stopping.signal.aborted,
+        compactionPending: () => this.#markCompactionPending(),
       });
       if (outcome === 'completed') completed += 1;
       else {
@@ -92,6 +99,11 @@ export class ErasureWorker implements BackgroundWorker {
       }
     }
     return completed;
+  }
+
+  #markCompactionPending(): void {
+    this.#compactionPending = true;
+    this.#options.logger.error('erased bytes not yet compacted off the disk (WAL checkpoint busy); retrying next round');
   }
 
   /**
