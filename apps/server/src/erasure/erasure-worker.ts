@@ -103,7 +103,9 @@ export class ErasureWorker implements BackgroundWorker {
 
   #markCompactionPending(): void {
     this.#compactionPending = true;
-    this.#options.logger.error('erased bytes not yet compacted off the disk (WAL checkpoint busy); retrying next round');
+    this.#options.logger.error(
+      'erased bytes not yet compacted off the disk (WAL checkpoint busy); retrying next round',
+    );
   }
 
   /**
