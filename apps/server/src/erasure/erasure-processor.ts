@@ -181,7 +181,7 @@ async function step(
         progress = rows.length < limit || !last ? nextPhase(phase) : `records:${last.created_at}|${last.cid}`;
       }
       return move(progress, async (trx) => ({
-        log_records: await eraseLogRecords(trx, tenantId, cids, erasure.id),
+        log_records: await eraseLogRecords(trx, tenantId, cids, erasure.id, context.now()),
       }));
     }
     case 'items': {
@@ -198,7 +198,7 @@ async function step(
         return move(rows.length < limit ? nextPhase(phase) : phase, async (trx) => {
           const cids = rows.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
           return {
-            log_records: await eraseLogRecords(trx, tenantId, cids, erasure.id),
+            log_records: await eraseLogRecords(trx, tenantId, cids, erasure.id, context.now()),
             run_items: await eraseRunItems(trx, rows, erasure.id),
           };
         });
@@ -230,6 +230,7 @@ async function step(
             tenantId,
             rows.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid])),
             erasure.id,
+            context.now(),
           );
           items += await eraseRunItems(trx, rows, erasure.id);
           if (run.items !== '[]') {
@@ -410,7 +411,7 @@ async function unkeyedStep(
             .execute();
         }
       }
-      const erased = await eraseLogRecords(trx, tenantId, doomed, erasure.id);
+      const erased = await eraseLogRecords(trx, tenantId, doomed, erasure.id, context.now());
       await advanceErasure(trx, erasure.id, progress, { log_records: erased }, leaseUntil(context));
     });
     return progress;
@@ -448,7 +449,7 @@ async function unkeyedStep(
         .execute();
     }
     const cids = doomed.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
-    const records = await eraseLogRecords(trx, tenantId, cids, erasure.id);
+    const records = await eraseLogRecords(trx, tenantId, cids, erasure.id, context.now());
     const items = await eraseRunItems(trx, doomed, erasure.id);
     await advanceErasure(
       trx,

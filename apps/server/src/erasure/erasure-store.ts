@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { usageUpserts } from '../quota/tenant-usage.js';
 import type { Database, ErasuresTable } from '../storage/database.js';
 
 /** An erasure row as the worker and the API read it. */
@@ -117,14 +118,24 @@ export async function releaseErasure(db: Kysely<Database>, id: string, workerId:
 /**
  * Empties records of the tenant (bytes, salt and all: the row, its leaf, index, tiles and checkpoints
  * stay), marking them erased by `erasureId`; returns how many it emptied (those already erased are left).
+ * The emptied bytes are credited back to the tenant's storage usage in the same transaction (the row
+ * overhead stays counted: the row stays).
  */
 export async function eraseLogRecords(
   trx: Transaction<Database>,
   tenantId: string,
   cids: readonly string[],
   erasureId: string,
+  now: Date,
 ): Promise<number> {
   if (cids.length === 0) return 0;
+  const freed = await trx
+    .selectFrom('log_records')
+    .select(sql<number | string>`coalesce(sum(length(bytes)), 0)`.as('bytes'))
+    .where('tenant_id', '=', tenantId)
+    .where('cid', 'in', cids)
+    .where('erasure_id', 'is', null)
+    .executeTakeFirst();
   const result = await trx
     .updateTable('log_records')
     .set({ bytes: new Uint8Array(0), subject_key: null, erasure_id: erasureId })
@@ -132,6 +143,9 @@ export async function eraseLogRecords(
     .where('cid', 'in', cids)
     .where('erasure_id', 'is', null)
     .executeTakeFirst();
+  for (const statement of usageUpserts(trx, tenantId, -Number(freed?.bytes ?? 0), now)) {
+    await trx.executeQuery(statement);
+  }
   return Number(result.numUpdatedRows);
 }
 

@@ -20,6 +20,7 @@ import { startTestServer, type TestServer } from '../../test/support/test-server
 import { type Clock, systemClock } from '../common/clock.js';
 import { EnvReader } from '../config/env-reader.js';
 import { OutboxSignal } from '../events/event-outbox.js';
+import { readTenantUsage } from '../quota/tenant-usage.js';
 import { silentLogger } from '../request-logging/logger.js';
 import { loadConfig } from '../server-config.js';
 import { parseRetention, readErasureConfig } from './erasure-config.js';
@@ -293,6 +294,26 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
       },
       log_cids: [],
     });
+  });
+
+  it("credits the erased records' bytes back to the tenant's storage usage", async () => {
+    const { key: carol } = await testFeatures(storage()).keys.create(`carol-${kind}`);
+    const cids = [await score(carol, 'credited', PLAIN), await score(carol, 'credited', PLAIN)];
+    await score(carol, 'kept', PLAIN);
+    const records = await storage()
+      .db.selectFrom('log_records')
+      .select('bytes')
+      .where('cid', 'in', cids)
+      .execute();
+    const recordBytes = records.reduce((sum, row) => sum + row.bytes.byteLength, 0);
+    expect(recordBytes).toBeGreaterThan(0);
+    const before = await readTenantUsage(storage().db, `carol-${kind}`);
+    expect((await server.request('/v1/erasures', { key: carol, body: { subject: 'credited' } })).status).toBe(
+      202,
+    );
+    expect(await erasureWorker().runOnce()).toBe(1);
+    // The erasure's own erasure-log/1 record is the operator's proof, not the tenant's data: not counted.
+    expect(await readTenantUsage(storage().db, `carol-${kind}`)).toBe(before - recordBytes);
   });
 
   it("answers another tenant's erasure 404, and refuses an erased record's rewrite", async () => {
