@@ -56,5 +56,12 @@ forEachDatabase('GET /v1/scoring/models', ({ storage }) => {
     const problem = (await response.json()) as Problem;
     expect(problem.code).toBe('not_found');
     expect(problem.detail).toContain('GET /v1/scoring/models');
+    expect(problem.detail).toContain('"scorecard-9"');
+    // A control character in the path is quoted in the detail, never echoed raw.
+    const nul = await server.request('/v1/scoring/models/bad%00version', { key });
+    expect(nul.status).toBe(404);
+    const detail = ((await nul.json()) as Problem).detail ?? '';
+    expect(detail).toContain('"bad\\u0000version"');
+    expect(detail).not.toContain('\u0000');
   });
 });

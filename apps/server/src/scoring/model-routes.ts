@@ -14,7 +14,8 @@ export const getModelRoute: OperationHandler<'getModel'> = (req, res) => {
   const model = catalogModel(req.params.model_version);
   if (model === undefined) {
     throw new AppError('not_found', {
-      detail: `No model version ${req.params.model_version} exists; GET /v1/scoring/models lists the released ones.`,
+      // JSON-quoted: a path may carry control characters (`%00`), which the detail must not echo raw.
+      detail: `No model version ${JSON.stringify(req.params.model_version)} exists; GET /v1/scoring/models lists the released ones.`,
     });
   }
   res.json(model as unknown as ScoringModel);

@@ -97,7 +97,7 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ storage }) 
     expect(pending.map((row) => row.event_id)).not.toContain(erased);
   });
 
-  it('refuses since after until and a range over 7 days with 400 validation_failed naming the field', async () => {
+  it('refuses since after until, a range over 7 days and a day that does not exist with 400 validation_failed naming the field', async () => {
     const { key } = await newTenant();
     const webhook = await register(key, ['*']);
     const backwards = await replay(key, webhook.id, {
@@ -120,6 +120,16 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ storage }) 
     });
     const notADate = await replay(key, webhook.id, { since: 'yesterday', until: '2026-11-08T00:00:00Z' });
     expect(notADate.status).toBe(400);
+    // 30 February has the shape of a date-time; it is refused as what it is, not rolled over to March.
+    const noSuchDay = await replay(key, webhook.id, {
+      since: '2026-02-27T00:00:00Z',
+      until: '2026-02-30T00:00:00Z',
+    });
+    expect(noSuchDay.status).toBe(400);
+    expect((await noSuchDay.json()) as Problem).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '/body/until', message: 'must be a date and time that exists' }],
+    });
     const unknown = await replay(key, 'wh_01JZ4VD5E7F9G1H3J5K7M9N1P3', {
       since: '2026-11-01T00:00:00Z',
       until: '2026-11-02T00:00:00Z',

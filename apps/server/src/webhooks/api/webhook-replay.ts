@@ -1,4 +1,5 @@
 import type { ReplayQueued, ReplayRequest } from '@scenario-scoring/api-types';
+import { isCalendarDateTime } from '../../common/calendar-time.js';
 import { newId } from '../../common/ids.js';
 import { AppError } from '../../errors/app-error.js';
 import { validationDetail } from '../../errors/validation-detail.js';
@@ -46,6 +47,10 @@ export async function replayEvents(
     operation: `replayWebhookEvents ${request.webhookId}`,
     body: request.body,
     validate: () => {
+      for (const field of ['since', 'until'] as const) {
+        if (!isCalendarDateTime(request.body[field]))
+          throw invalid(field, 'must be a date and time that exists');
+      }
       if (since.getTime() > until.getTime()) throw invalid('since', 'must not be after until');
       if (until.getTime() - since.getTime() > MAX_REPLAY_RANGE_MS)
         throw invalid('until', 'must be at most 7 days after since');
