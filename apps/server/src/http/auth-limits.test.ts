@@ -159,3 +159,37 @@ describe('the limits on unknown keys and requests without a key', () => {
     expect(statuses.slice(20)).toEqual(Array(5).fill(429));
   });
 });
+
+describe('authenticate with a cached key', () => {
+  it('passes the request on at once, without a promise, and takes the slow path for anything else', async () => {
+    const owner: ApiKeyOwner = { tenantId: 'tenant', keyId: 'key_cached', scope: 'full' };
+    const cachedKey = generateApiKey();
+    const store: Pick<ApiKeyStore, 'find' | 'findCached'> = {
+      findCached: (key) => (key === cachedKey ? owner : undefined),
+      find: async () => undefined,
+    };
+    const handler = authenticate(store);
+    const call = (authorization: string | undefined) => {
+      const res = { locals: {} as Record<string, unknown> };
+      const next = vi.fn();
+      const req = {
+        headers: authorization === undefined ? {} : { authorization },
+        socket: {},
+        app: { get() {} },
+      };
+      const returned = (handler as (...args: unknown[]) => unknown)(req, res, next);
+      return { res, next, returned };
+    };
+    for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
+      const { res, next, returned } = call(`${scheme} ${cachedKey}`);
+      expect(returned).toBeUndefined();
+      expect(next).toHaveBeenCalledWith();
+      expect(res.locals.apiKey).toBe(owner);
+    }
+    // Another scheme with the same key is not accepted: the slow path refuses it (a promise).
+    const basic = call(`Basic ${cachedKey}`);
+    expect(basic.returned).toBeInstanceOf(Promise);
+    await expect(basic.returned).rejects.toMatchObject({ code: 'missing_api_key' });
+    expect(basic.res.locals.apiKey).toBeUndefined();
+  });
+});

@@ -21,7 +21,10 @@ export function quotaOperations(operations: readonly ContractOperation[]): Set<s
 export function enforceStorageQuota(quota: StorageQuota, marked: ReadonlySet<string>): RequestHandler {
   return (_req, res, next) => {
     const { operationId } = res.locals;
-    if (operationId === undefined || !marked.has(operationId) || quota.limitBytes === 0) return next();
-    quota.check(res.locals.apiKey.tenantId).then(() => next(), next);
+    if (operationId === undefined || !marked.has(operationId)) return next();
+    const { tenantId } = res.locals.apiKey;
+    // Nearly every request: the usage read within the refresh period is under the limit, decided at once.
+    if (quota.freshlyUnder(tenantId)) return next();
+    quota.check(tenantId).then(() => next(), next);
   };
 }

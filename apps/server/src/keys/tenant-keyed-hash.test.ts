@@ -43,4 +43,32 @@ describe('TenantKeyedHash, against createHmac', () => {
       }),
     );
   });
+
+  it('equals it too for values around the one-shot bound (4 KiB) and far past it, in any unit width', async () => {
+    const { default: fc } = await import('fast-check');
+    const secret = randomBytes(32);
+    const hashes = new TenantKeyedHash(secret);
+    const key = createHmac('sha256', secret).update('scenario-scoring/idempotency-request/v1\nt').digest();
+    const expectHmac = (value: string | Uint8Array) =>
+      expect(hashes.hash('idempotency-request', 't', value)).toBe(
+        createHmac('sha256', key).update(value).digest('hex'),
+      );
+    for (const length of [0, 1, 1365, 1366, 1367, 4095, 4096, 4097, 20_000]) {
+      expectHmac('a'.repeat(length));
+      expectHmac('é'.repeat(length));
+      expectHmac('😀'.repeat(length));
+      expectHmac(randomBytes(length));
+    }
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'grapheme', minLength: 1000, maxLength: 3000 }),
+        fc.uint8Array({ minLength: 4000, maxLength: 4200 }),
+        (text, bytes) => {
+          expectHmac(text);
+          expectHmac(bytes);
+        },
+      ),
+      { numRuns: 50 },
+    );
+  });
 });

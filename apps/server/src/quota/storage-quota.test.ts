@@ -4,6 +4,7 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { parseByteSize } from './quota-config.js';
+import { StorageQuota } from './storage-quota.js';
 import { listTenantUsage, ROW_OVERHEAD_BYTES, readTenantUsage } from './tenant-usage.js';
 
 /** A quota a few scorings fill (a record is about 1 KB). */
@@ -11,6 +12,25 @@ const QUOTA_BYTES = 16_000;
 const CONTEXT = { jurisdiction: 'FR', on_time_ratio: 0.95, utilization: 0.2, history_months: 48 };
 
 forEachDatabase('the storage quota', ({ storage }) => {
+  it('decides from a fresh cached usage without a promise, and only under the limit', async () => {
+    let now = 0;
+    const quota = new StorageQuota(storage().db, 1_000, { refreshMs: 100, now: () => now });
+    // Nothing read yet: only a read can tell.
+    expect(quota.freshlyUnder('fresh-tenant')).toBe(false);
+    await quota.check('fresh-tenant');
+    expect(quota.freshlyUnder('fresh-tenant')).toBe(true);
+    now = 100;
+    expect(quota.freshlyUnder('fresh-tenant')).toBe(false);
+    expect(new StorageQuota(storage().db, 0).freshlyUnder('fresh-tenant')).toBe(true);
+    // At the limit, the cached usage never passes at once: `check` refuses it.
+    await storage()
+      .db.insertInto('tenant_usage')
+      .values({ tenant_id: 'full-tenant', bytes: 1_000, updated_at: new Date().toISOString() })
+      .execute();
+    await expect(quota.check('full-tenant')).rejects.toMatchObject({ code: 'quota_exceeded' });
+    expect(quota.freshlyUnder('full-tenant')).toBe(false);
+  });
+
   let server: TestServer;
   let keyA: string;
   let keyB: string;

@@ -42,6 +42,20 @@ export class StorageQuota {
     }
   }
 
+  /**
+   * What `check` would decide from the cache alone, without a promise: `true` when `tenantId`'s usage was
+   * read less than `refreshMs` ago and is under the limit (or there is no limit), `false` otherwise (over
+   * it, or only a read can tell). The middleware passes such a request on at once; any other goes
+   * through `check`.
+   */
+  freshlyUnder(tenantId: string): boolean {
+    if (this.limitBytes === 0) return true;
+    const cached = this.#cache.get(tenantId);
+    return (
+      cached !== undefined && this.#now() - cached.readAt < this.#refreshMs && cached.bytes < this.limitBytes
+    );
+  }
+
   /** The tenant's usage, from the cache when it is fresh. */
   async usage(tenantId: string): Promise<number> {
     const now = this.#now();

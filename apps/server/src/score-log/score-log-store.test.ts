@@ -1,8 +1,9 @@
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
-import { openStorage } from '../storage/storage.js';
-import { createScoreLogStore, type StoredLogRecord } from './score-log-store.js';
+import { readTenantUsage, rowBytes } from '../quota/tenant-usage.js';
+import { openStorage, type Storage } from '../storage/storage.js';
+import { createScoreLogStore, insertLogRecords, type StoredLogRecord } from './score-log-store.js';
 
 let sequence = 0;
 function record(tenantId: string, text = `{"n":${sequence}}`): StoredLogRecord {
@@ -87,6 +88,36 @@ forEachDatabase('the score log', ({ storage, database }) => {
     const later = record('tenant_fail');
     await testFeatures(storage()).logs.append(later);
     expect(await testFeatures(storage()).logs.get('tenant_fail', later.cid)).toBeDefined();
+  });
+});
+
+forEachDatabase("the score log's storage usage", ({ storage }) => {
+  it("counts a batch's records in their tenants' usage, in one statement on PostgreSQL (one round trip) and one transaction on SQLite", async () => {
+    const steps: number[] = [];
+    const counted: Pick<Storage, 'db' | 'transact'> = {
+      db: storage().db,
+      transact: (written, options) => {
+        steps.push(written.length);
+        return storage().transact(written, options);
+      },
+    };
+    const records = [record('usage_a'), record('usage_b', '{"a longer record":true}'), record('usage_a')];
+    await insertLogRecords(counted, records);
+    expect(steps).toEqual([storage().kind === 'postgres' ? 1 : 2]);
+    const [a1, b, a2] = records.map((r) => rowBytes(r.bytes));
+    expect(await readTenantUsage(storage().db, 'usage_a')).toBe((a1 ?? 0) + (a2 ?? 0));
+    expect(await readTenantUsage(storage().db, 'usage_b')).toBe(b);
+    const rows = await storage()
+      .db.selectFrom('log_records')
+      .select('cid')
+      .where('tenant_id', 'in', ['usage_a', 'usage_b'])
+      .execute();
+    expect(rows.map((row) => row.cid).sort()).toEqual(records.map((r) => r.cid).sort());
+
+    // A second batch adds to the counts: the upsert of the one statement grows existing rows too.
+    const more = record('usage_b');
+    await insertLogRecords(counted, [more]);
+    expect(await readTenantUsage(storage().db, 'usage_b')).toBe((b ?? 0) + rowBytes(more.bytes));
   });
 });
 

@@ -120,7 +120,14 @@ function endClauses<Row>(insert: RowInsert<Row>): string {
   return insert.returning ? `${conflict} returning ${quoted(insert.returning)}` : conflict;
 }
 
-/** PostgreSQL's placeholders are `$1`, `$2`…; SQLite's are `?`. */
-function usesNumberedParameters(db: Kysely<Database>): boolean {
-  return sql`${0}`.compile(db).sql === '$1';
+const numbered = new WeakMap<Kysely<Database>, boolean>();
+
+/** Whether `db` speaks PostgreSQL's placeholders (`$1`, `$2`…) rather than SQLite's (`?`); asked once per `db`. */
+export function usesNumberedParameters(db: Kysely<Database>): boolean {
+  let answer = numbered.get(db);
+  if (answer === undefined) {
+    answer = sql`${0}`.compile(db).sql === '$1';
+    numbered.set(db, answer);
+  }
+  return answer;
 }
