@@ -45,6 +45,7 @@ import { getModelRoute, listModelsRoute } from './scoring/model-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
 import { tracing } from './tracing/tracing.js';
 import { verifiableLogRoutes } from './verifiable-log/verifiable-log-routes.js';
+import { selectOpenLogFaults } from './verifiable-log/verifiable-log-store.js';
 import { webhookRoutes } from './webhooks/api/webhook-routes.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
@@ -122,7 +123,12 @@ export async function createApp(options: AppOptions): Promise<Express> {
     getPolicy: policyRoute,
     getLogRecord: logRoute(features.logs),
     getHealth: healthRoute,
-    getReadiness: readinessRoute({ storage, workers, lifecycle }),
+    getReadiness: readinessRoute({
+      storage,
+      workers,
+      lifecycle,
+      logFaults: () => selectOpenLogFaults(storage.db),
+    }),
     ...webhookRoutes({
       storage,
       outbox: features.outbox,

@@ -664,8 +664,11 @@ export type paths = {
         /**
          * Check that the instance takes traffic
          * @description Answers 200 when the database is reachable, every migration is applied and the workers run; 503 while
-         *     the instance starts or drains for shutdown, so a load balancer sends it no new requests. No API key is
-         *     needed.
+         *     the instance starts or drains for shutdown, so a load balancer sends it no new requests. Also 503
+         *     (`unavailable`, `checks.log: false`) while the log sequencer refuses to sign a tenant's log because its
+         *     stored hashes no longer recompute its last signed checkpoint (the database was edited): `log_faults`
+         *     says which leaf range, and every instance on the database says the same until an operator clears the
+         *     fault (docs/operating.md). No API key is needed.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1805,7 +1808,24 @@ export type components = {
                 migrations: boolean;
                 /** @description The background workers are running. */
                 workers: boolean;
+                /** @description No tenant's log is stopped by a self-check fault (false also when the database does not answer). */
+                log: boolean;
             };
+            /**
+             * @description Present when `checks.log` is false: each fault the log sequencer's self-check found and no operator
+             *     has cleared yet. Names no tenant; the server's log and `cli.js log-faults` do.
+             */
+            log_faults?: {
+                /** @description What was found and what it stops. */
+                description: string;
+                /** @description The first leaf index of the range that holds an altered hash. */
+                first_index: number;
+                /** @description One past the last leaf index of that range. */
+                end_index: number;
+                tree_size: components["schemas"]["TreeSize"];
+                /** Format: date-time */
+                detected_at: string;
+            }[];
         };
         /** @description A run ended `completed`; every item was attempted. */
         RunCompletedEvent: {
