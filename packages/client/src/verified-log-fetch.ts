@@ -54,8 +54,9 @@ export type VerifiedLogRecordResult =
  * if (data) console.log(await verifyLogRecord(data, cid));
  * ```
  *
- * With `verifierKey` (the log's key you pinned), it also proves that the record is in your signed log:
- * it fetches `GET /v1/log/proofs/inclusion/{cid}`, verifies the checkpoint's signature and the inclusion
+ * With `verifierKey` (the log's key you pinned) and `origin` (your log's origin line,
+ * `<LOG_ORIGIN>/<tenant>`), it also proves that the record is in your signed log: it fetches
+ * `GET /v1/log/proofs/inclusion/{cid}`, verifies the checkpoint's signature and origin and the inclusion
  * of these exact bytes, and returns the leaf index and the checkpoint as `data.inclusion`. A record not
  * sequenced yet comes back as the 409 `log_record_not_sequenced` problem (retry after a second).
  *
@@ -65,10 +66,13 @@ export type VerifiedLogRecordResult =
 export async function fetchVerifiedLogRecord(
   client: Client<paths>,
   cid: string,
-  options: { signal?: AbortSignal; headers?: Record<string, string>; verifierKey?: string } = {},
+  options: {
+    signal?: AbortSignal;
+    headers?: Record<string, string>;
+  } & ({ verifierKey?: undefined; origin?: undefined } | { verifierKey: string; origin: string }) = {},
 ): Promise<VerifiedLogRecordResult> {
   const expected = parseCid(cid);
-  const { verifierKey, ...init } = options;
+  const { verifierKey, origin, ...init } = options;
   const { data, error, response } = await client.GET('/v1/logs/{cid}', {
     params: { path: { cid } },
     parseAs: 'arrayBuffer',
@@ -86,7 +90,9 @@ export async function fetchVerifiedLogRecord(
   const proof = await client.GET('/v1/log/proofs/inclusion/{cid}', { params: { path: { cid } }, ...init });
   if (proof.data === undefined) return { error: proof.error, response: proof.response };
   try {
-    const checkpoint = await verifyCheckpoint(proof.data.checkpoint.note, verifierKey);
+    const checkpoint = await verifyCheckpoint(proof.data.checkpoint.note, verifierKey, {
+      origin: origin as string,
+    });
     await verifyInclusion(bytes, proof.data, checkpoint);
     return { data: { bytes, record, inclusion: { leafIndex: proof.data.leaf_index, checkpoint } }, response };
   } catch (failure) {

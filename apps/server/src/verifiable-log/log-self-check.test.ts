@@ -92,7 +92,7 @@ forEachDatabase('the log self-check', ({ storage, kind, reopen }) => {
       await logRecords(storage(), own.slice(from, to));
       await log.sequenceOnce();
     }
-    const signed = await verified(await findCheckpoint(storage().db, tenant), signer);
+    const signed = await verified(await findCheckpoint(storage().db, tenant), signer, tenant);
     expect(signed.treeSize).toBe(300);
 
     // Leaf 276 (entry 20 of tile 0/1, the right edge the next append builds on) changes one bit.
@@ -146,7 +146,7 @@ forEachDatabase('the log self-check', ({ storage, kind, reopen }) => {
       await server.close();
     }
     expect(await log.sequenceOnce()).toEqual([{ tenantId: tenant, leaves: 8, treeSize: 308 }]);
-    const next = await verified(await findCheckpoint(restarted.db, tenant), signer);
+    const next = await verified(await findCheckpoint(restarted.db, tenant), signer, tenant);
     const proof = await proveConsistency(restarted.db, tenant, 300, 308);
     await verifyConsistency(
       signed,
