@@ -67,6 +67,7 @@ export function createWorkers({
       config: config.verifiableLog,
       clock,
       logger,
+      checkpoints: features.logCheckpoints,
       selfCheckFailures: metrics.logSelfCheckFailures,
     }),
     new IdempotencyPurge({ db: storage.db, clock, logger }),

@@ -1,5 +1,5 @@
 import type { Client } from 'openapi-fetch';
-import type { LogRecord, paths } from './api-types.js';
+import type { LogRecord, paths, ScoreResponse } from './api-types.js';
 import {
   LogProofError,
   type VerifiedCheckpoint,
@@ -99,4 +99,38 @@ export async function fetchVerifiedLogRecord(
     if (!(failure instanceof LogProofError)) throw failure;
     return { error: { code: 'log_proof_failed', detail: failure.message, cid }, response: proof.response };
   }
+}
+
+/**
+ * Verifies the proof a scoring answered with (`Prefer: log-inclusion`, `scoreSubject(…, { logInclusion:
+ * true })`): fetches the record's bytes (`GET /v1/logs/{cid}`) and checks they hash to `log_cid`, verifies
+ * `log_inclusion.checkpoint` with the pinned `verifierKey` and your log's `origin`, then the inclusion of
+ * those bytes at `log_inclusion.leaf_index`. Resolves with the verified checkpoint; throws a LogProofError
+ * saying what did not hold (an answer without `log_inclusion` included), or a problem's code and detail
+ * when the record cannot be fetched.
+ */
+export async function verifyScoreInclusion(
+  client: Client<paths>,
+  answer: Pick<ScoreResponse, 'log_cid' | 'log_inclusion'>,
+  options: { verifierKey: string; origin: string; signal?: AbortSignal },
+): Promise<VerifiedCheckpoint> {
+  const proof = answer.log_inclusion;
+  if (proof === undefined) throw new LogProofError('the answer carries no log_inclusion');
+  if (proof.log_cid !== answer.log_cid) {
+    throw new LogProofError(`the proof is for ${proof.log_cid}, not for the answer's ${answer.log_cid}`);
+  }
+  const fetched = await fetchVerifiedLogRecord(client, answer.log_cid, {
+    ...(options.signal && { signal: options.signal }),
+  });
+  if (fetched.data === undefined) {
+    const { error, response } = fetched;
+    throw new LogProofError(
+      `record ${answer.log_cid}: ${error ? `${error.code}: ${error.detail ?? ''}` : `HTTP ${response.status}`}`,
+    );
+  }
+  const checkpoint = await verifyCheckpoint(proof.checkpoint.note, options.verifierKey, {
+    origin: options.origin,
+  });
+  await verifyInclusion(fetched.data.bytes, proof, checkpoint);
+  return checkpoint;
 }

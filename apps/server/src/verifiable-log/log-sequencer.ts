@@ -57,6 +57,8 @@ export interface LogSequencerOptions {
   config: Pick<VerifiableLogConfig, 'origin' | 'checkpointIntervalMs' | 'maxBatch'>;
   clock: Clock;
   logger: Logger;
+  /** Told after each batch committed (checkpoint-signal.ts), so waiting scorings wake; none without it. */
+  checkpoints?: { notify(tenantId: string): void };
   /** Counts the self-check's refusals (metrics.ts `logSelfCheckFailures`); none counted without it. */
   selfCheckFailures?: { inc(): void };
 }
@@ -116,7 +118,10 @@ export class LogSequencer implements BackgroundWorker {
       if (faulted.has(tenantId)) continue;
       try {
         const batch = await this.sequenceTenant(tenantId);
-        if (batch) batches.push(batch);
+        if (batch) {
+          batches.push(batch);
+          this.#options.checkpoints?.notify(tenantId);
+        }
       } catch (error) {
         if (error instanceof LogForkRefusedError) await this.#refuse(tenantId, error);
         else logger.error('log sequencing failed', { tenantId, ...describeError(error) });
