@@ -44,10 +44,19 @@ import { logRoute } from './score-log/score-log-routes.js';
 import { getModelRoute, listModelsRoute } from './scoring/model-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
 import { tracing } from './tracing/tracing.js';
+import { awaitInclusion } from './verifiable-log/inclusion-wait.js';
 import { verifiableLogRoutes } from './verifiable-log/verifiable-log-routes.js';
+import { selectOpenLogFaults } from './verifiable-log/verifiable-log-store.js';
+import { inclusionProofView } from './verifiable-log/verifiable-log-views.js';
 import { webhookRoutes } from './webhooks/api/webhook-routes.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
+
+/**
+ * On PostgreSQL, how often a scoring waiting for its inclusion proof also looks again: another instance's
+ * sequencer may sign the checkpoint, and this instance's signal only hears its own.
+ */
+const INCLUSION_POLL_MS = 250;
 
 /** What the app is built from. */
 export interface AppOptions {
@@ -108,7 +117,22 @@ export async function createApp(options: AppOptions): Promise<Express> {
 
   // Operations not listed here are in the contract for a later version and answer 501.
   const implemented: OperationRoutes = {
-    scoreSubject: scoreRoute(features.logs, metrics, clock, config.unknownJurisdiction),
+    scoreSubject: scoreRoute(features.logs, metrics, clock, config.unknownJurisdiction, {
+      maxWaitMs: config.verifiableLog.inclusionMaxWaitMs,
+      await: async (tenantId, cid, waitMs) => {
+        const proof = await awaitInclusion(
+          {
+            db: storage.db,
+            checkpoints: features.logCheckpoints,
+            pollMs: storage.kind === 'postgres' ? INCLUSION_POLL_MS : undefined,
+          },
+          tenantId,
+          cid,
+          waitMs,
+        );
+        return proof && inclusionProofView(proof);
+      },
+    }),
     createRun: createRunRoute(
       { storage, runQueue: features.runQueue, keyedHash: features.keyedHash },
       clock,
@@ -122,7 +146,12 @@ export async function createApp(options: AppOptions): Promise<Express> {
     getPolicy: policyRoute,
     getLogRecord: logRoute(features.logs),
     getHealth: healthRoute,
-    getReadiness: readinessRoute({ storage, workers, lifecycle }),
+    getReadiness: readinessRoute({
+      storage,
+      workers,
+      lifecycle,
+      logFaults: () => selectOpenLogFaults(storage.db),
+    }),
     ...webhookRoutes({
       storage,
       outbox: features.outbox,

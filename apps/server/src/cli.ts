@@ -25,6 +25,14 @@ Commands:
   revoke-key KEY                Revoke a key, named by its id (key_…), a unique prefix of its id, or the
                                 key itself (sk_…). A server that used the key in the last
                                 ${API_KEY_CACHE_TTL_MS / 1000} s may accept it until its cache entry expires (at most ${API_KEY_CACHE_TTL_MS / 1000} s).
+  log-faults [--tenant NAME]    List the log self-check faults no operator has cleared: tenant, when,
+                                tree size, the leaf range holding an altered hash, what did not match.
+                                Exits 1 when there is one.
+  clear-log-fault --tenant NAME
+                                After restoring the tenant's log data: check its stored hashes against
+                                its last signed checkpoint (with the server's LOG_SIGNING_KEY or key
+                                file) and, only if they match, clear its faults so the sequencer signs
+                                its log again. Exits 1, clearing nothing, while they still do not.
 
 Options:
   -h, --help                    Show this help.
@@ -41,7 +49,9 @@ type Command =
   | { command: 'create-key'; tenant: string; scope: KeyScope }
   | { command: 'list-keys'; tenant: string | undefined; activeOnly: boolean }
   | { command: 'revoke-key'; reference: string }
-  | { command: 'usage'; tenant: string | undefined };
+  | { command: 'usage'; tenant: string | undefined }
+  | { command: 'log-faults'; tenant: string | undefined }
+  | { command: 'clear-log-fault'; tenant: string };
 
 function parseCommandLine(argv: string[]) {
   try {
@@ -78,8 +88,12 @@ function parse(argv: string[]): Command {
     return { command, reference: rest[0] as string };
   }
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
-  if (command === 'usage') {
+  if (command === 'usage' || command === 'log-faults') {
     return { command, tenant: values.tenant === undefined ? undefined : checkTenant(values.tenant) };
+  }
+  if (command === 'clear-log-fault') {
+    if (values.tenant === undefined) throw new UsageError('clear-log-fault needs --tenant NAME');
+    return { command, tenant: checkTenant(values.tenant) };
   }
   if (command === 'list-keys') {
     const tenant = values.tenant === undefined ? undefined : checkTenant(values.tenant);
@@ -129,6 +143,10 @@ async function run(argv: string[]): Promise<number> {
       console.log(formatUsageTable(usage, config.quota.tenantStorageQuotaBytes, request.tenant));
       return 0;
     }
+    if (request.command === 'log-faults' || request.command === 'clear-log-fault') {
+      const { runLogFaultCommand } = await import('./verifiable-log/log-fault-commands.js');
+      return await runLogFaultCommand(storage.db, config.verifiableLog, config.dataDir, request);
+    }
     return await runKeyCommand(features.keys, request);
   } finally {
     await features.close();
@@ -138,7 +156,10 @@ async function run(argv: string[]): Promise<number> {
 
 async function runKeyCommand(
   keys: ApiKeyStore,
-  request: Exclude<Command, { command: 'help' } | { command: 'usage' }>,
+  request: Exclude<
+    Command,
+    { command: 'help' } | { command: 'usage' } | { command: 'log-faults' } | { command: 'clear-log-fault' }
+  >,
 ): Promise<number> {
   switch (request.command) {
     case 'create-key': {

@@ -61,7 +61,15 @@ export function createWorkers({
       runQueue: features.runQueue,
       outbox: features.outbox,
     }),
-    new LogSequencer({ storage, signer: logSigner, config: config.verifiableLog, clock, logger }),
+    new LogSequencer({
+      storage,
+      signer: logSigner,
+      config: config.verifiableLog,
+      clock,
+      logger,
+      checkpoints: features.logCheckpoints,
+      selfCheckFailures: metrics.logSelfCheckFailures,
+    }),
     new IdempotencyPurge({ db: storage.db, clock, logger }),
     new ErasureWorker({
       storage,

@@ -3,6 +3,7 @@ import { type ApiKeyStore, createApiKeyStore } from './keys/api-key-store.js';
 import { TenantKeyedHash } from './keys/tenant-keyed-hash.js';
 import { createScoreLogStore, type ScoreLogStore, type SubjectKey } from './score-log/score-log-store.js';
 import type { Storage } from './storage/storage.js';
+import { CheckpointSignal } from './verifiable-log/checkpoint-signal.js';
 
 /**
  * What the features of one instance share on top of its storage: the stores that outlive a request and
@@ -25,6 +26,8 @@ export interface Features {
   readonly runQueue: OutboxSignal;
   /** Notified after an erasure is accepted, so this instance's erasure worker takes it at once. */
   readonly erasureQueue: OutboxSignal;
+  /** Notified by this instance's log sequencer after each tenant checkpoint it commits; scorings waiting for their proof listen. */
+  readonly logCheckpoints: CheckpointSignal;
   /** Flushes the log's pending appends. Call it before `storage.close()`. */
   close(): Promise<void>;
 }
@@ -52,6 +55,7 @@ export function wireFeatures(storage: Storage, options: FeatureOptions): Feature
     outbox,
     runQueue: new OutboxSignal(),
     erasureQueue: new OutboxSignal(),
+    logCheckpoints: new CheckpointSignal(),
     close: () => logs.close(),
   };
 }

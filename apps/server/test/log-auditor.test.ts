@@ -48,9 +48,11 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const audit = (args: string[] = [], key = verifierKey) =>
+  const origin = `${TEST_LOG_ORIGIN}/${tenant}`;
+  const audit = (args: string[] = [], key = verifierKey, pinnedOrigin: string | null = origin) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      const argv = [AUDITOR, '--url', server.url, '--key', key, '--state', state, ...args];
+      const pinned = pinnedOrigin === null ? [] : ['--origin', pinnedOrigin];
+      const argv = [AUDITOR, '--url', server.url, '--key', key, ...pinned, '--state', state, ...args];
       execFile(
         process.execPath,
         argv,
@@ -62,7 +64,7 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
   it('pins the first checkpoint, then accepts each one consistent with it, proving the CIDs given', async () => {
     await logRecords(storage(), records.slice(0, 10));
     await log.sequencer.sequenceOnce();
-    expect(await audit(['--origin', `${TEST_LOG_ORIGIN}/${tenant}`])).toMatchObject({
+    expect(await audit()).toMatchObject({
       code: 0,
       stdout: `OK ${TEST_LOG_ORIGIN}/${tenant} tree size 10 (first checkpoint, pinned)\n`,
     });
@@ -82,6 +84,21 @@ forEachDatabase('scenario-scoring-audit', ({ storage, kind }) => {
     const result = await audit([], other);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('FAIL latest checkpoint: the checkpoint has no valid signature by test-log\n');
+    expect(await readFile(state, 'utf8')).toBe(before);
+  });
+
+  it("exits 1 for another tenant's genuine checkpoint (signed by the same key) served as this one's, and needs --origin", async () => {
+    const before = await readFile(state, 'utf8');
+    // What the server answers the auditor is tenant `audited`'s log; pinned as tenant `other`'s, it is refused.
+    const result = await audit([], verifierKey, `${TEST_LOG_ORIGIN}/other`);
+    expect(result).toMatchObject({
+      code: 1,
+      stderr: `FAIL latest checkpoint: the checkpoint is for log ${origin}, not ${TEST_LOG_ORIGIN}/other\n`,
+    });
+    expect(await audit([], verifierKey, null)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--origin'),
+    });
     expect(await readFile(state, 'utf8')).toBe(before);
   });
 

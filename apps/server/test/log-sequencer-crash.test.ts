@@ -13,6 +13,8 @@ import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support
 
 type Schemas = components['schemas'];
 const SCORINGS = 400;
+/** The first key's tenant's log, under the default LOG_ORIGIN the built servers run with. */
+const DEFAULT_TENANT_ORIGIN = 'localhost/scenario-scoring/default';
 
 beforeAll(() => requireBuiltServer());
 
@@ -86,6 +88,7 @@ for (const kind of DATABASE_KINDS) {
           latest = await verifyCheckpoint(
             ((await response.json()) as Schemas['LogCheckpoint']).note,
             verifierKey,
+            { origin: DEFAULT_TENANT_ORIGIN },
           );
           if (latest.treeSize >= acknowledged.length) break;
           await new Promise((resolve) => setTimeout(resolve, 50));
@@ -137,7 +140,9 @@ for (const kind of DATABASE_KINDS) {
         }
 
         const checkpoints = (
-          await Promise.all([...notes].map((note) => verifyCheckpoint(note, verifierKey)))
+          await Promise.all(
+            [...notes].map((note) => verifyCheckpoint(note, verifierKey, { origin: DEFAULT_TENANT_ORIGIN })),
+          )
         ).sort((a, b) => a.treeSize - b.treeSize);
         expect(checkpoints.length).toBeGreaterThan(3);
         // Consecutive pairs, and each with the first: consistency composes, so every earlier one is covered.

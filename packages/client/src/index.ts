@@ -54,6 +54,7 @@ export {
   type RegisterWebhookBody,
   registerWebhook,
   replayWebhookEvents,
+  type ScoreCallOptions,
   scoreSubject,
   type WebhookEventFilter,
 } from './typed-calls.js';
@@ -63,6 +64,7 @@ export {
   type LogProofFailure,
   type LogRecordMismatch,
   type VerifiedLogRecordResult,
+  verifyScoreInclusion,
 } from './verified-log-fetch.js';
 export {
   handleWebhookEvent,

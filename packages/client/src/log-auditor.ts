@@ -14,8 +14,11 @@ export interface LogAuditOptions {
   apiKey: string;
   /** The verifier key pinned out of band (`<name>+<id>+<key>`). */
   verifierKey: string;
-  /** The origin line the checkpoints must carry, when known (`<LOG_ORIGIN>/<tenant>`). */
-  origin?: string;
+  /**
+   * The origin line the checkpoints must carry (`<LOG_ORIGIN>/<tenant>`), pinned like the key: every
+   * tenant's log is signed by the one key, so the key alone would accept another tenant's checkpoint.
+   */
+  origin: string;
   /** CIDs whose records must be in the log, unaltered. */
   cids?: readonly string[];
   /** The checkpoint note accepted last time, if any. */
@@ -32,7 +35,7 @@ export interface LogAuditResult {
 
 /**
  * Audits a tenant's log once, as a monitor run from cron does: verifies the latest checkpoint's signature
- * with the pinned key, proves it consistent with the one accepted last time (the log only grew), and
+ * with the pinned key and its origin line with the pinned origin, proves it consistent with the one accepted last time (the log only grew), and
  * proves each given CID's record (its exact bytes) in it. Never throws for what the log does wrong: each
  * failure is a line of `failures`.
  */
@@ -52,7 +55,7 @@ export async function auditLog(options: LogAuditOptions): Promise<LogAuditResult
   let checkpoint: VerifiedCheckpoint;
   try {
     checkpoint = await verifyCheckpoint(latestResponse.data.note, options.verifierKey, {
-      ...(options.origin !== undefined && { origin: options.origin }),
+      origin: options.origin,
     });
   } catch (error) {
     return { failures: [`latest checkpoint: ${messageOf(error)}`] };
@@ -61,7 +64,9 @@ export async function auditLog(options: LogAuditOptions): Promise<LogAuditResult
   let previous: VerifiedCheckpoint | undefined;
   if (options.previousNote !== undefined) {
     try {
-      previous = await verifyCheckpoint(options.previousNote, options.verifierKey);
+      previous = await verifyCheckpoint(options.previousNote, options.verifierKey, {
+        origin: options.origin,
+      });
       await proveGrowth(client, previous, checkpoint);
     } catch (error) {
       failures.push(messageOf(error));

@@ -19,6 +19,8 @@ function exampleValue<T>(name: string): T {
 type Checkpoint = { note: string; tree_size: number; origin: string };
 const KEY = exampleValue<{ verifier_key: string }>('LogVerifierKeyExample').verifier_key;
 const LATEST = exampleValue<Checkpoint>('LogCheckpointLatest');
+/** The examples' log: tenant `default`'s. */
+const ORIGIN = { origin: 'localhost/scenario-scoring/default' };
 const INCLUSION = exampleValue<{
   log_cid: string;
   leaf_index: number;
@@ -55,9 +57,7 @@ function fullFileRecord(): Uint8Array {
 
 describe('verifyCheckpoint', () => {
   it('returns the body of a checkpoint signed by the pinned key', async () => {
-    const checkpoint = await verifyCheckpoint(LATEST.note, KEY, {
-      origin: 'localhost/scenario-scoring/default',
-    });
+    const checkpoint = await verifyCheckpoint(LATEST.note, KEY, ORIGIN);
     expect(checkpoint).toMatchObject({ origin: LATEST.origin, treeSize: 2 });
   });
 
@@ -65,14 +65,25 @@ describe('verifyCheckpoint', () => {
     const [name, , key] = KEY.split('+');
     await expect(parseVerifierKey(`${name}+00000000+${key}`)).rejects.toThrow(/does not match its key/);
     const other = KEY.replace(/^[^+]+/, 'other-name');
-    await expect(verifyCheckpoint(LATEST.note, other)).rejects.toThrow(LogProofError);
-    await expect(verifyCheckpoint(LATEST.note.replace('\n2\n', '\n3\n'), KEY)).rejects.toThrow(
+    await expect(verifyCheckpoint(LATEST.note, other, ORIGIN)).rejects.toThrow(LogProofError);
+    await expect(verifyCheckpoint(LATEST.note.replace('\n2\n', '\n3\n'), KEY, ORIGIN)).rejects.toThrow(
       /no valid signature/,
     );
     await expect(verifyCheckpoint(LATEST.note, KEY, { origin: 'elsewhere/x' })).rejects.toThrow(
       /not elsewhere\/x/,
     );
-    await expect(verifyCheckpoint('no note', KEY)).rejects.toThrow(/not a signed note/);
+    await expect(verifyCheckpoint('no note', KEY, ORIGIN)).rejects.toThrow(/not a signed note/);
+  });
+
+  it("refuses tenant default's genuine checkpoint presented as another tenant's, and a check without an origin", async () => {
+    await expect(
+      verifyCheckpoint(LATEST.note, KEY, { origin: 'localhost/scenario-scoring/globex' }),
+    ).rejects.toThrow(
+      'the checkpoint is for log localhost/scenario-scoring/default, not localhost/scenario-scoring/globex',
+    );
+    // From JavaScript, where the type does not stop it: no origin is no check, so it is refused.
+    const unchecked = verifyCheckpoint as (note: string, key: string) => Promise<unknown>;
+    await expect(unchecked(LATEST.note, KEY)).rejects.toThrow(/origin line .* is required/);
   });
 });
 
@@ -80,13 +91,13 @@ describe('verifyInclusion', () => {
   it("proves the FullFile record's bytes are leaf 0 of the example tree", async () => {
     const record = fullFileRecord();
     expect(await verifyLogRecord(record, INCLUSION.log_cid)).toBe(true);
-    const checkpoint = await verifyCheckpoint(INCLUSION.checkpoint.note, KEY);
+    const checkpoint = await verifyCheckpoint(INCLUSION.checkpoint.note, KEY, ORIGIN);
     await expect(verifyInclusion(record, INCLUSION, checkpoint)).resolves.toBeUndefined();
   });
 
   it('fails, naming the leaf, for one altered byte, another index or a wrong path', async () => {
     const record = fullFileRecord();
-    const checkpoint = await verifyCheckpoint(INCLUSION.checkpoint.note, KEY);
+    const checkpoint = await verifyCheckpoint(INCLUSION.checkpoint.note, KEY, ORIGIN);
     const altered = record.slice();
     altered[10] = (altered[10] as number) ^ 1;
     await expect(verifyInclusion(altered, INCLUSION, checkpoint)).rejects.toThrow(/^leaf 0: .*root mismatch/);
@@ -104,8 +115,8 @@ describe('verifyInclusion', () => {
 
 describe('verifyConsistency', () => {
   it('proves the tree of 2 extends the tree of 1, and refuses the swap or another root', async () => {
-    const older = await verifyCheckpoint(CONSISTENCY.from_checkpoint.note, KEY);
-    const newer = await verifyCheckpoint(CONSISTENCY.to_checkpoint.note, KEY);
+    const older = await verifyCheckpoint(CONSISTENCY.from_checkpoint.note, KEY, ORIGIN);
+    const newer = await verifyCheckpoint(CONSISTENCY.to_checkpoint.note, KEY, ORIGIN);
     await expect(verifyConsistency(older, newer, CONSISTENCY)).resolves.toBeUndefined();
     await expect(verifyConsistency(newer, older, CONSISTENCY)).rejects.toThrow(/newer tree is smaller/);
     const forged = { ...older, rootHash: newer.rootHash };

@@ -52,15 +52,20 @@ export async function parseVerifierKey(
 }
 
 /**
- * Verifies a signed checkpoint note with the pinned verifier key and returns its body. Throws when no
- * signature line of that key verifies, when the body is not a tlog-checkpoint, or when `origin` is given
- * and differs.
+ * Verifies a signed checkpoint note with the pinned verifier key and the log's origin line, and returns its
+ * body. The origin (`<LOG_ORIGIN>/<tenant>`, known to you, never taken from the server's answer) is
+ * required: one key signs every tenant's log, so without it tenant A's genuine checkpoint would pass as
+ * tenant B's. Throws when no signature line of that key verifies, when the body is not a tlog-checkpoint,
+ * or when its origin differs.
  */
 export async function verifyCheckpoint(
   note: string,
   verifierKey: string,
-  options: { origin?: string } = {},
+  options: { origin: string },
 ): Promise<VerifiedCheckpoint> {
+  if (typeof options?.origin !== 'string' || options.origin === '') {
+    throw new LogProofError('the origin line the checkpoint must carry is required (<LOG_ORIGIN>/<tenant>)');
+  }
   const verifier = await noteVerifier(verifierKey);
   let text: string;
   try {
@@ -80,7 +85,7 @@ export async function verifyCheckpoint(
     if (!(error instanceof CheckpointFormatError)) throw error;
     throw new LogProofError('the signed note is not a tlog-checkpoint (origin, tree size, root hash)');
   }
-  if (options.origin !== undefined && checkpoint.origin !== options.origin) {
+  if (checkpoint.origin !== options.origin) {
     throw new LogProofError(`the checkpoint is for log ${checkpoint.origin}, not ${options.origin}`);
   }
   return { ...checkpoint, note };

@@ -30,14 +30,35 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** `POST /v1/scoring/score`: the three scenarios, the levers and the `log_cid`, or the problem. */
+/** Options of {@link scoreSubject}: with `logInclusion`, ask for the record's inclusion proof in the answer. */
+export interface ScoreCallOptions extends CallOptions {
+  /**
+   * Sends `Prefer: log-inclusion` (with `wait=<waitSeconds>` when given; the server caps the wait): the
+   * answer then waits until the record is in a signed checkpoint and carries `data.log_inclusion`, or
+   * comes without it when the wait ran out. Verify it with `verifyScoreInclusion`.
+   */
+  logInclusion?: boolean | { waitSeconds: number };
+}
+
+/**
+ * `POST /v1/scoring/score`: the three scenarios, the levers and the `log_cid`, or the problem; with
+ * `logInclusion`, also the signed checkpoint and inclusion proof of the record when it was signed in time.
+ */
 export async function scoreSubject(
   client: Client<paths>,
   body: ScoreRequest,
-  options: CallOptions = {},
+  options: ScoreCallOptions = {},
 ): Promise<RunCallResult<ScoreResponse>> {
+  const { logInclusion } = options;
+  const prefer =
+    logInclusion === undefined || logInclusion === false
+      ? undefined
+      : logInclusion === true
+        ? 'log-inclusion'
+        : `log-inclusion, wait=${Math.max(0, Math.floor(logInclusion.waitSeconds))}`;
   const { data, error, response } = await client.POST('/v1/scoring/score', {
     body,
+    ...(prefer !== undefined && { params: { header: { Prefer: prefer } } }),
     ...(options.signal && { signal: options.signal }),
   });
   return data ? { data, response } : { error, response };

@@ -1,5 +1,5 @@
 import type { Client } from 'openapi-fetch';
-import type { LogRecord, paths } from './api-types.js';
+import type { LogRecord, paths, ScoreResponse } from './api-types.js';
 import {
   LogProofError,
   type VerifiedCheckpoint,
@@ -54,8 +54,9 @@ export type VerifiedLogRecordResult =
  * if (data) console.log(await verifyLogRecord(data, cid));
  * ```
  *
- * With `verifierKey` (the log's key you pinned), it also proves that the record is in your signed log:
- * it fetches `GET /v1/log/proofs/inclusion/{cid}`, verifies the checkpoint's signature and the inclusion
+ * With `verifierKey` (the log's key you pinned) and `origin` (your log's origin line,
+ * `<LOG_ORIGIN>/<tenant>`), it also proves that the record is in your signed log: it fetches
+ * `GET /v1/log/proofs/inclusion/{cid}`, verifies the checkpoint's signature and origin and the inclusion
  * of these exact bytes, and returns the leaf index and the checkpoint as `data.inclusion`. A record not
  * sequenced yet comes back as the 409 `log_record_not_sequenced` problem (retry after a second).
  *
@@ -65,10 +66,13 @@ export type VerifiedLogRecordResult =
 export async function fetchVerifiedLogRecord(
   client: Client<paths>,
   cid: string,
-  options: { signal?: AbortSignal; headers?: Record<string, string>; verifierKey?: string } = {},
+  options: {
+    signal?: AbortSignal;
+    headers?: Record<string, string>;
+  } & ({ verifierKey?: undefined; origin?: undefined } | { verifierKey: string; origin: string }) = {},
 ): Promise<VerifiedLogRecordResult> {
   const expected = parseCid(cid);
-  const { verifierKey, ...init } = options;
+  const { verifierKey, origin, ...init } = options;
   const { data, error, response } = await client.GET('/v1/logs/{cid}', {
     params: { path: { cid } },
     parseAs: 'arrayBuffer',
@@ -86,11 +90,47 @@ export async function fetchVerifiedLogRecord(
   const proof = await client.GET('/v1/log/proofs/inclusion/{cid}', { params: { path: { cid } }, ...init });
   if (proof.data === undefined) return { error: proof.error, response: proof.response };
   try {
-    const checkpoint = await verifyCheckpoint(proof.data.checkpoint.note, verifierKey);
+    const checkpoint = await verifyCheckpoint(proof.data.checkpoint.note, verifierKey, {
+      origin: origin as string,
+    });
     await verifyInclusion(bytes, proof.data, checkpoint);
     return { data: { bytes, record, inclusion: { leafIndex: proof.data.leaf_index, checkpoint } }, response };
   } catch (failure) {
     if (!(failure instanceof LogProofError)) throw failure;
     return { error: { code: 'log_proof_failed', detail: failure.message, cid }, response: proof.response };
   }
+}
+
+/**
+ * Verifies the proof a scoring answered with (`Prefer: log-inclusion`, `scoreSubject(…, { logInclusion:
+ * true })`): fetches the record's bytes (`GET /v1/logs/{cid}`) and checks they hash to `log_cid`, verifies
+ * `log_inclusion.checkpoint` with the pinned `verifierKey` and your log's `origin`, then the inclusion of
+ * those bytes at `log_inclusion.leaf_index`. Resolves with the verified checkpoint; throws a LogProofError
+ * saying what did not hold (an answer without `log_inclusion` included), or a problem's code and detail
+ * when the record cannot be fetched.
+ */
+export async function verifyScoreInclusion(
+  client: Client<paths>,
+  answer: Pick<ScoreResponse, 'log_cid' | 'log_inclusion'>,
+  options: { verifierKey: string; origin: string; signal?: AbortSignal },
+): Promise<VerifiedCheckpoint> {
+  const proof = answer.log_inclusion;
+  if (proof === undefined) throw new LogProofError('the answer carries no log_inclusion');
+  if (proof.log_cid !== answer.log_cid) {
+    throw new LogProofError(`the proof is for ${proof.log_cid}, not for the answer's ${answer.log_cid}`);
+  }
+  const fetched = await fetchVerifiedLogRecord(client, answer.log_cid, {
+    ...(options.signal && { signal: options.signal }),
+  });
+  if (fetched.data === undefined) {
+    const { error, response } = fetched;
+    throw new LogProofError(
+      `record ${answer.log_cid}: ${error ? `${error.code}: ${error.detail ?? ''}` : `HTTP ${response.status}`}`,
+    );
+  }
+  const checkpoint = await verifyCheckpoint(proof.checkpoint.note, options.verifierKey, {
+    origin: options.origin,
+  });
+  await verifyInclusion(fetched.data.bytes, proof, checkpoint);
+  return checkpoint;
 }

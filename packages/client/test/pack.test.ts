@@ -69,7 +69,9 @@ export async function typedCalls(): Promise<void> {
 export async function prove(key: string, bytes: Uint8Array, cid: string, older: VerifiedCheckpoint) {
   const { data } = await client.GET('/v1/log/proofs/inclusion/{cid}', { params: { path: { cid } } });
   if (!data) return;
-  const checkpoint = await verifyCheckpoint(data.checkpoint.note, key);
+  // @ts-expect-error a checkpoint is verified against the origin line of the caller's log too
+  await verifyCheckpoint(data.checkpoint.note, key);
+  const checkpoint = await verifyCheckpoint(data.checkpoint.note, key, { origin: older.origin });
   await verifyInclusion(bytes, data, checkpoint);
   // @ts-expect-error a consistency proof needs the newer checkpoint
   await verifyConsistency(older, []);

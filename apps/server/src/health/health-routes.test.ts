@@ -36,7 +36,7 @@ forEachDatabase('health checks', ({ storage, database }) => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
       status: 'ready',
-      checks: { database: true, migrations: true, workers: true },
+      checks: { database: true, migrations: true, workers: true, log: true },
     });
   });
 
@@ -47,7 +47,7 @@ forEachDatabase('health checks', ({ storage, database }) => {
     expect(await response.json()).toEqual({
       status: 'unavailable',
       // Whether the migrations are applied cannot be read from a database that does not answer.
-      checks: { database: false, migrations: false, workers: true },
+      checks: { database: false, migrations: false, workers: true, log: false },
     });
     expect((await unreachable.request('/healthz')).status).toBe(200);
   });
@@ -64,7 +64,7 @@ forEachDatabase('health checks', ({ storage, database }) => {
     expect(draining.headers.get('connection')).toBe('close');
     expect(await draining.json()).toEqual({
       status: 'draining',
-      checks: { database: true, migrations: true, workers: true },
+      checks: { database: true, migrations: true, workers: true, log: true },
     });
     // Other requests are still served while draining, each closing its connection.
     const health = await cycling.request('/healthz');
@@ -84,7 +84,7 @@ forEachDatabase('health checks', ({ storage, database }) => {
       expect(response.status).toBe(503);
       expect(await response.json()).toEqual({
         status: 'unavailable',
-        checks: { database: true, migrations: false, workers: true },
+        checks: { database: true, migrations: false, workers: true, log: true },
       });
     } finally {
       await sql`insert into kysely_migration (name, timestamp) values (${last.name}, ${last.timestamp})`.execute(

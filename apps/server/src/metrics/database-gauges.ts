@@ -141,6 +141,24 @@ const lastCheckpointGauge: DatabaseGauge = {
   },
 };
 
+/**
+ * Tenants' logs the sequencer refuses to sign (their stored hashes did not recompute the last signed
+ * checkpoint), until an operator clears the fault: alert on any value above 0.
+ */
+const logFaultsGauge: DatabaseGauge = {
+  name: 'scenario_scoring_log_faults',
+  help: 'Open log self-check faults (tenant logs whose signing is stopped until an operator clears them), database-wide.',
+  labelNames: [],
+  async read(db) {
+    const row = await db
+      .selectFrom('log_faults')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where('cleared_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    return [{ labels: {}, value: Number(row.count) }];
+  },
+};
+
 /** Every database gauge of the service. */
 export const DATABASE_GAUGES: readonly DatabaseGauge[] = [
   outboxDepthGauge,
@@ -148,6 +166,7 @@ export const DATABASE_GAUGES: readonly DatabaseGauge[] = [
   deliveryBacklogAgeGauge,
   logQueueAgeGauge,
   lastCheckpointGauge,
+  logFaultsGauge,
 ];
 
 /**

@@ -43,6 +43,12 @@ export interface Metrics {
    * started: how far the delivery workers lag. The worker calls `deliveryLagSeconds.observe(seconds)`.
    */
   readonly deliveryLagSeconds: Histogram;
+  /**
+   * Batches the log sequencer refused to sign because a tenant's stored hashes did not recompute its last
+   * signed checkpoint (verifiable-log/log-self-check.ts), by this instance since it started. The open
+   * faults themselves, database-wide and across restarts, are the gauge `scenario_scoring_log_faults`.
+   */
+  readonly logSelfCheckFailures: Counter;
 }
 
 /** What the metrics are built from: the storage whose tables the scrape-time gauges count. */
@@ -123,6 +129,11 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: `${METRIC_PREFIX}webhook_delivery_attempts_total`,
       help: 'Webhook delivery attempts, by result (succeeded, failed, network_error, timeout).',
       labelNames: ['result'],
+      registers,
+    }),
+    logSelfCheckFailures: new Counter({
+      name: `${METRIC_PREFIX}log_self_check_failures_total`,
+      help: 'Log batches refused before signing: the stored hashes did not recompute the last signed checkpoint.',
       registers,
     }),
     deliveryLagSeconds: new Histogram({

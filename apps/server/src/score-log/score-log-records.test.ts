@@ -10,7 +10,7 @@ import {
 } from '@scenario-scoring/engine';
 import { NoteSigner, recordHash } from '@scenario-scoring/tlog';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { testSequencer } from '../../test/support/log-fixtures.js';
+import { TEST_LOG_ORIGIN, testSequencer } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
@@ -51,7 +51,9 @@ forEachDatabase('score-log/2: every scoring its own record and leaf', ({ storage
     const latest = (await (
       await server.request('/v1/log/checkpoint', { key })
     ).json()) as Schemas['LogCheckpoint'];
-    checkpoint = await verifyCheckpoint(latest.note, await signer.verifierKey());
+    checkpoint = await verifyCheckpoint(latest.note, await signer.verifierKey(), {
+      origin: `${TEST_LOG_ORIGIN}/records-alice`,
+    });
   });
   afterAll(() => server.close());
 

@@ -1,6 +1,8 @@
+import type { components } from '@scenario-scoring/api-types';
 import { type Clock, systemClock } from '../common/clock.js';
 import { reasonLanguage } from '../http/accept-language.js';
 import type { OperationHandler } from '../http/operation-route.js';
+import { parsePreferences, preferredWaitMs } from '../http/prefer-header.js';
 import { ownRequestId } from '../http/request-id.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { UnknownJurisdictionMode } from '../policies/scoring-policy.js';
@@ -8,15 +10,30 @@ import type { ScoreLogStore } from '../score-log/score-log-store.js';
 import { traced } from '../tracing/tracing.js';
 import { scoreSubject } from './score-service.js';
 
+/** How a scoring asking `Prefer: log-inclusion` gets its proof (the verifiable log, wired by the app). */
+export interface InclusionOnRequest {
+  /** The longest wait, and the wait when the request names none. */
+  maxWaitMs: number;
+  /** The record's inclusion proof once it is in a signed checkpoint, or undefined after `waitMs`. */
+  await(
+    tenantId: string,
+    cid: string,
+    waitMs: number,
+  ): Promise<components['schemas']['InclusionProof'] | undefined>;
+}
+
 /**
  * `POST /v1/scoring/score`: the body was validated against the contract before this runs. The reasons'
  * statements follow `Accept-Language` (English by default, never an error), named by `Content-Language`.
+ * With `Prefer: log-inclusion` (and `inclusion` wired), the answer waits, bounded, for the record's signed
+ * checkpoint and carries `log_inclusion` with `Preference-Applied`; without the header nothing more is done.
  */
 export function scoreRoute(
   logs: Pick<ScoreLogStore, 'append'>,
   metrics: Pick<Metrics, 'scores'>,
   clock: Clock = systemClock,
   unknownJurisdiction: UnknownJurisdictionMode = 'default',
+  inclusion?: InclusionOnRequest,
 ): OperationHandler<'scoreSubject'> {
   return async (req, res) => {
     const language = reasonLanguage(req.get('Accept-Language'));
@@ -31,6 +48,19 @@ export function scoreRoute(
     metrics.scores.inc();
     res.setHeader('Content-Language', language);
     res.vary('Accept-Language');
+    const prefer = req.get('Prefer');
+    if (prefer !== undefined && inclusion !== undefined) {
+      const preferences = parsePreferences(prefer);
+      if (preferences.has('log-inclusion')) {
+        const waitMs = Math.min(preferredWaitMs(preferences) ?? inclusion.maxWaitMs, inclusion.maxWaitMs);
+        const proof = await inclusion.await(caller.tenantId, scored.log_cid, waitMs);
+        if (proof !== undefined) {
+          res.setHeader('Preference-Applied', 'log-inclusion');
+          res.json({ ...scored, log_inclusion: proof });
+          return;
+        }
+      }
+    }
     res.json(scored);
   };
 }

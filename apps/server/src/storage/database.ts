@@ -278,6 +278,21 @@ export interface DeploymentKeysTable {
   created_at: IsoTimestamp;
 }
 
+/** A fault the log sequencer's self-check found: the tenant's stored hashes disagree with its last signed checkpoint. */
+export interface LogFaultsTable {
+  tenant_id: string;
+  detected_at: IsoTimestamp;
+  /** The size of the last signed checkpoint the stored hashes were checked against. */
+  tree_size: ColumnType<number | string, number, number>;
+  /** The leaves [first_index, end_index) hold an altered hash (as narrowed by the earlier checkpoints). */
+  first_index: ColumnType<number | string, number, number>;
+  end_index: ColumnType<number | string, number, number>;
+  /** What did not match, for the operator (logs and the CLI; never in a public answer). */
+  reason: string;
+  /** When an operator cleared it (`cli.js clear-log-fault`); null while it stops the tenant's sequencing. */
+  cleared_at: ColumnType<IsoTimestamp | null, IsoTimestamp | null | undefined, IsoTimestamp | null>;
+}
+
 /** The whole schema, as Kysely sees it. */
 export interface Database {
   tenants: TenantsTable;
@@ -298,4 +313,5 @@ export interface Database {
   erasures: ErasuresTable;
   tenant_usage: TenantUsageTable;
   deployment_keys: DeploymentKeysTable;
+  log_faults: LogFaultsTable;
 }

@@ -3,6 +3,8 @@ import {
   formatCheckpoint,
   type NewTile,
   type NoteSigner,
+  type NoteVerifier,
+  parseVerifierKey,
   signNote,
   TileTree,
   tilesForAppend,
@@ -14,15 +16,18 @@ import { describeError, type Logger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
+import { checkSignedTree, LogForkRefusedError } from './log-self-check.js';
 import type { VerifiableLogConfig } from './verifiable-log-config.js';
 import {
   appendListedLeaves,
   appendQueuedLeaves,
   insertCheckpoint,
+  insertLogFault,
   insertTiles,
   LogMovedError,
   lockTenantLog,
   type StoredCheckpoint,
+  selectOpenLogFaults,
   selectQueuedLeaves,
   selectTenantsWithPendingRecords,
   selectTile,
@@ -52,6 +57,10 @@ export interface LogSequencerOptions {
   config: Pick<VerifiableLogConfig, 'origin' | 'checkpointIntervalMs' | 'maxBatch'>;
   clock: Clock;
   logger: Logger;
+  /** Told after each batch committed (checkpoint-signal.ts), so waiting scorings wake; none without it. */
+  checkpoints?: { notify(tenantId: string): void };
+  /** Counts the self-check's refusals (metrics.ts `logSelfCheckFailures`); none counted without it. */
+  selfCheckFailures?: { inc(): void };
 }
 
 /**
@@ -70,9 +79,13 @@ export class LogSequencer implements BackgroundWorker {
   #running = false;
   #stopping = new AbortController();
   #loop: Promise<void> | undefined;
+  readonly #verifier: Promise<NoteVerifier>;
 
   constructor(options: LogSequencerOptions) {
     this.#options = options;
+    this.#verifier = options.signer.verifierKey().then(parseVerifierKey);
+    // Awaited by every batch; not an unhandled rejection before the first.
+    this.#verifier.catch(() => {});
   }
 
   get running(): boolean {
@@ -93,20 +106,48 @@ export class LogSequencer implements BackgroundWorker {
   /**
    * One round: sequences a batch of every tenant with waiting records, one transaction each. A tenant
    * whose batch fails is logged and left to the next round (the batch rolled back as a whole); the others
-   * are sequenced all the same.
+   * are sequenced all the same. A tenant with an open self-check fault (log_faults, read once a round) is
+   * skipped: nothing is signed for it until an operator clears the fault. A batch the self-check refuses
+   * stores such a fault, logs it and counts it.
    */
   async sequenceOnce(): Promise<SequencedBatch[]> {
     const { storage, logger } = this.#options;
     const batches: SequencedBatch[] = [];
+    const faulted = new Set((await selectOpenLogFaults(storage.db)).map((fault) => fault.tenantId));
     for (const tenantId of await selectTenantsWithPendingRecords(storage.db)) {
+      if (faulted.has(tenantId)) continue;
       try {
         const batch = await this.sequenceTenant(tenantId);
-        if (batch) batches.push(batch);
+        if (batch) {
+          batches.push(batch);
+          this.#options.checkpoints?.notify(tenantId);
+        }
       } catch (error) {
-        logger.error('log sequencing failed', { tenantId, ...describeError(error) });
+        if (error instanceof LogForkRefusedError) await this.#refuse(tenantId, error);
+        else logger.error('log sequencing failed', { tenantId, ...describeError(error) });
       }
     }
     return batches;
+  }
+
+  /** Stores, logs and counts a fault the self-check found; the tenant is skipped from then on. */
+  async #refuse(tenantId: string, error: LogForkRefusedError): Promise<void> {
+    const { storage, clock, logger, selfCheckFailures } = this.#options;
+    const { fault } = error;
+    selfCheckFailures?.inc();
+    logger.error('log self-check failed: nothing signed for the tenant until an operator clears the fault', {
+      tenantId,
+      treeSize: fault.treeSize,
+      firstIndex: fault.firstIndex,
+      endIndex: fault.endIndex,
+      reason: fault.reason,
+    });
+    try {
+      await insertLogFault(storage.db, { tenantId, detectedAt: clock.now().toISOString(), ...fault });
+    } catch (insertError) {
+      // Not stored: the next round checks again, refuses again and tries to store it again.
+      logger.error('log self-check fault not stored', { tenantId, ...describeError(insertError) });
+    }
   }
 
   /** Appends up to `maxBatch` of the tenant's waiting records and signs the new tree; undefined when another instance holds the tenant or nothing waits. */
@@ -172,6 +213,8 @@ export class LogSequencer implements BackgroundWorker {
   ): Promise<Growth> {
     const { signer, config } = this.#options;
     const tree = new TileTree((level, index) => selectTile(db, tenantId, level, index));
+    // Before anything is signed: the tree read is the one last signed (the append reads the same tiles).
+    await checkSignedTree(db, tenantId, tree, size, await this.#verifier);
     const tiles = await tilesForAppend(tree, size, leafHashes);
     const treeSize = size + leafHashes.length;
     const rootHash = await treeHash(tree, treeSize);

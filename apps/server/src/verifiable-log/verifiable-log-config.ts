@@ -19,12 +19,17 @@ export interface VerifiableLogConfig {
    * So one tenant's backlog cannot hold the others back, and no batch holds the database long.
    */
   maxBatch: number;
+  /**
+   * The longest a scoring asking `Prefer: log-inclusion` waits for its record's signed checkpoint (and the
+   * wait when it names none): past it, the answer goes out without the proof.
+   */
+  inclusionMaxWaitMs: number;
 }
 
 /**
  * Reads `LOG_ORIGIN` (localhost/scenario-scoring), `LOG_KEY_NAME` (the origin), `LOG_SIGNING_KEY` (required
- * with DATABASE_URL, so every instance signs with one key), `LOG_CHECKPOINT_INTERVAL` (1s) and
- * `LOG_SEQUENCER_BATCH` (4096).
+ * with DATABASE_URL, so every instance signs with one key), `LOG_CHECKPOINT_INTERVAL` (1s),
+ * `LOG_SEQUENCER_BATCH` (4096) and `LOG_INCLUSION_MAX_WAIT` (5s; more than 60s is taken as 60s).
  */
 export function readVerifiableLogConfig(
   reader: EnvReader,
@@ -51,5 +56,6 @@ export function readVerifiableLogConfig(
     signingKey,
     checkpointIntervalMs: reader.durationMs('LOG_CHECKPOINT_INTERVAL', 1000, 1),
     maxBatch: reader.integer('LOG_SEQUENCER_BATCH', DEFAULT_LOG_SEQUENCER_BATCH, 1, 10_000_000),
+    inclusionMaxWaitMs: Math.min(reader.durationMs('LOG_INCLUSION_MAX_WAIT', 5000, 0), 60_000),
   };
 }

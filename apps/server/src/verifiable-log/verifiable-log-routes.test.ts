@@ -1,9 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { components, Problem } from '@scenario-scoring/api-types';
-import { verifyCheckpoint, verifyConsistency, verifyInclusion } from '@scenario-scoring/client';
+import {
+  createClient,
+  fetchVerifiedLogRecord,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyInclusion,
+} from '@scenario-scoring/client';
 import { NoteSigner, recordHash } from '@scenario-scoring/tlog';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { logRecords, testRecord, testSequencer } from '../../test/support/log-fixtures.js';
+import { logRecords, TEST_LOG_ORIGIN, testRecord, testSequencer } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
@@ -39,7 +45,8 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
     const latest = (await (
       await server.request('/v1/log/checkpoint', { key: alice })
     ).json()) as Schemas['LogCheckpoint'];
-    const checkpoint = await verifyCheckpoint(latest.note, await signer.verifierKey());
+    const origin = { origin: `${TEST_LOG_ORIGIN}/http-alice` };
+    const checkpoint = await verifyCheckpoint(latest.note, await signer.verifierKey(), origin);
     expect(checkpoint.treeSize).toBe(4);
     for (const record of records.slice(0, 4)) {
       const response = await server.request(`/v1/log/proofs/inclusion/${record.cid}?tree_size=4`, {
@@ -50,8 +57,31 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
     }
     const response = await server.request('/v1/log/proofs/consistency?from=2&to=4', { key: alice });
     const proof = (await response.json()) as Schemas['ConsistencyProof'];
-    const older = await verifyCheckpoint(proof.from_checkpoint.note, await signer.verifierKey());
+    const older = await verifyCheckpoint(proof.from_checkpoint.note, await signer.verifierKey(), origin);
     await verifyConsistency(older, checkpoint, proof);
+  });
+
+  it("proves a record with fetchVerifiedLogRecord against the pinned origin, and refuses the same genuine proof as another tenant's", async () => {
+    const client = createClient({ baseUrl: server.url, apiKey: alice });
+    const verifierKey = await signer.verifierKey();
+    const cid = records[0]?.cid as string;
+    const mine = await fetchVerifiedLogRecord(client, cid, {
+      verifierKey,
+      origin: `${TEST_LOG_ORIGIN}/http-alice`,
+    });
+    expect(mine.data?.inclusion?.checkpoint).toMatchObject({
+      origin: `${TEST_LOG_ORIGIN}/http-alice`,
+      treeSize: 4,
+    });
+    const asBob = await fetchVerifiedLogRecord(client, cid, {
+      verifierKey,
+      origin: `${TEST_LOG_ORIGIN}/http-bob`,
+    });
+    expect(asBob.error).toEqual({
+      code: 'log_proof_failed',
+      cid,
+      detail: `the checkpoint is for log ${TEST_LOG_ORIGIN}/http-alice, not ${TEST_LOG_ORIGIN}/http-bob`,
+    });
   });
 
   it("serves the tiles, whose leaf hashes are the records' and whose root is the checkpoint's", async () => {

@@ -335,3 +335,76 @@ export async function selectLeafIndex(
   if (row === undefined) return undefined;
   return row.leaf_index === null ? null : Number(row.leaf_index);
 }
+
+/** The tree sizes of the tenant's stored checkpoints, smallest first (read only when a self-check failed). */
+export async function selectCheckpointSizes(db: Kysely<Database>, tenantId: string): Promise<number[]> {
+  const rows = await db
+    .selectFrom('log_checkpoints')
+    .select('tree_size')
+    .where('tenant_id', '=', tenantId)
+    .orderBy('tree_size')
+    .execute();
+  return rows.map((row) => Number(row.tree_size));
+}
+
+/** A self-check fault as stored: which tenant, when, and which leaves. */
+export interface StoredLogFault {
+  tenantId: string;
+  detectedAt: string;
+  treeSize: number;
+  firstIndex: number;
+  endIndex: number;
+  reason: string;
+}
+
+/** Stores a fault the self-check found (a second one of the same tenant and instant is the same fault). */
+export async function insertLogFault(db: Kysely<Database>, fault: StoredLogFault): Promise<void> {
+  await db
+    .insertInto('log_faults')
+    .values({
+      tenant_id: fault.tenantId,
+      detected_at: fault.detectedAt,
+      tree_size: fault.treeSize,
+      first_index: fault.firstIndex,
+      end_index: fault.endIndex,
+      reason: fault.reason,
+    })
+    .onConflict((conflict) => conflict.doNothing())
+    .execute();
+}
+
+/** The faults no operator has cleared yet (all tenants, or one), oldest first. */
+export async function selectOpenLogFaults(
+  db: Kysely<Database>,
+  tenantId?: string,
+): Promise<StoredLogFault[]> {
+  let query = db
+    .selectFrom('log_faults')
+    .select(['tenant_id', 'detected_at', 'tree_size', 'first_index', 'end_index', 'reason'])
+    .where('cleared_at', 'is', null);
+  if (tenantId !== undefined) query = query.where('tenant_id', '=', tenantId);
+  const rows = await query.orderBy('detected_at').orderBy('tenant_id').execute();
+  return rows.map((row) => ({
+    tenantId: row.tenant_id,
+    detectedAt: row.detected_at,
+    treeSize: Number(row.tree_size),
+    firstIndex: Number(row.first_index),
+    endIndex: Number(row.end_index),
+    reason: row.reason,
+  }));
+}
+
+/** Marks the tenant's open faults cleared at `clearedAt`; answers how many there were. */
+export async function clearLogFaults(
+  db: Kysely<Database>,
+  tenantId: string,
+  clearedAt: Date,
+): Promise<number> {
+  const result = await db
+    .updateTable('log_faults')
+    .set({ cleared_at: clearedAt.toISOString() })
+    .where('tenant_id', '=', tenantId)
+    .where('cleared_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

@@ -1,4 +1,9 @@
-import { LogProofError, verifyConsistency, verifyInclusion } from '@scenario-scoring/client';
+import {
+  LogProofError,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyInclusion,
+} from '@scenario-scoring/client';
 import {
   buildLogRecord,
   canonicalBytes,
@@ -94,18 +99,19 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     await logRecords(storage(), records.slice(0, 20));
     expect(await storage().db.selectFrom('log_leaf_queue').selectAll().execute()).toEqual([]);
     expect(await log.sequencer.sequenceOnce()).toEqual([]);
-    const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer);
+    const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer, TENANT);
     expect(latest).toMatchObject({ origin: `${TEST_LOG_ORIGIN}/${TENANT}`, treeSize: 2000 });
   });
 
   it('proves the inclusion of every record, with the client and with Go (tlog.CheckRecord)', async () => {
     const go: GoVerifierInput = {
       verifier_key: await log.signer.verifierKey(),
+      origin: `${TEST_LOG_ORIGIN}/${TENANT}`,
       checkpoints: [],
       inclusions: [],
       consistencies: [],
     };
-    const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer);
+    const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer, TENANT);
     go.checkpoints.push(latest.note);
     const seen = new Set<number>();
     for (const chunk of chunks(records, 100)) {
@@ -127,9 +133,24 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     expect(await goVerify(go)).toBe('ok: 1 checkpoints, 2000 inclusion proofs, 0 consistency proofs');
   }, 60_000);
 
+  it("refuses this tenant's genuine checkpoint presented as another tenant's, with the client and with Go", async () => {
+    const { note } = await findCheckpoint(storage().db, TENANT);
+    const verifierKey = await log.signer.verifierKey();
+    const other = `${TEST_LOG_ORIGIN}/log-bob`;
+    await expect(verifyCheckpoint(note, verifierKey, { origin: other })).rejects.toThrow(
+      `the checkpoint is for log ${TEST_LOG_ORIGIN}/${TENANT}, not ${other}`,
+    );
+    const go = { verifier_key: verifierKey, checkpoints: [note], inclusions: [], consistencies: [] };
+    await expect(goVerify({ ...go, origin: other })).rejects.toThrow(
+      `checkpoint is for log "${TEST_LOG_ORIGIN}/${TENANT}", not "${other}"`,
+    );
+    expect(await goVerify({ ...go, origin: `${TEST_LOG_ORIGIN}/${TENANT}` })).toMatch(/^ok: 1 checkpoints/);
+  });
+
   it('proves every checkpoint consistent with every earlier one, with the client and with Go (tlog.CheckTree)', async () => {
     const go: GoVerifierInput = {
       verifier_key: await log.signer.verifierKey(),
+      origin: `${TEST_LOG_ORIGIN}/${TENANT}`,
       checkpoints: [],
       inclusions: [],
       consistencies: [],
@@ -139,8 +160,8 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
       for (const to of sizes.slice(i)) {
         const proof = await proveConsistency(storage().db, TENANT, from, to);
         await verifyConsistency(
-          await verified(proof.from, log.signer),
-          await verified(proof.to, log.signer),
+          await verified(proof.from, log.signer, TENANT),
+          await verified(proof.to, log.signer, TENANT),
           proof.path.map((hash) => Buffer.from(hash).toString('base64')),
         );
         go.consistencies.push({
@@ -245,7 +266,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
       .execute();
     expect(leaves.map((leaf) => Number(leaf.leaf_index))).toEqual(own.map((_, n) => n));
     expect(await checkpointSizes(tenant)).toEqual([300]);
-    const latest = await verified(await findCheckpoint(storage().db, tenant), log.signer);
+    const latest = await verified(await findCheckpoint(storage().db, tenant), log.signer, tenant);
     for (const record of [own[0], own[299]] as (typeof own)[number][]) {
       const proof = await proveInclusion(storage().db, tenant, record.cid);
       await verifyInclusion(record.bytes, inclusionProofView(proof), latest);
@@ -360,7 +381,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     const own = Array.from({ length: 300 }, (_, n) => testRecord(tenant, n));
     await logRecords(storage(), own.slice(0, 100));
     await log.sequencer.sequenceOnce();
-    const before = await verified(await findCheckpoint(storage().db, tenant), log.signer);
+    const before = await verified(await findCheckpoint(storage().db, tenant), log.signer, tenant);
     await logRecords(storage(), own.slice(100));
     await log.sequencer.sequenceOnce();
     const db = storage().db;
@@ -391,7 +412,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
         .where('cid', '=', victim.cid)
         .execute();
       const proof = await proveInclusion(db, tenant, victim.cid);
-      const latest = await verified(proof.checkpoint, log.signer);
+      const latest = await verified(proof.checkpoint, log.signer, tenant);
       const stored = await db
         .selectFrom('log_records')
         .select('bytes')

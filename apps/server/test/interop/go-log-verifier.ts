@@ -11,9 +11,11 @@ const SOURCE = fileURLToPath(new URL('./log-verifier.go', import.meta.url));
 /** Debian's golang-go and golang-golang-x-mod-dev: GOPATH mode, nothing downloaded. */
 const GO_ENV = { GO111MODULE: 'off', GOPATH: '/usr/share/gocode', GOFLAGS: '', GOTOOLCHAIN: 'local' };
 
-/** What the Go verifier checks: signed checkpoint notes, then proofs against their roots. */
+/** What the Go verifier checks: signed checkpoint notes of the log `origin`, then proofs against their roots. */
 export interface GoVerifierInput {
   verifier_key: string;
+  /** The origin line every checkpoint must carry (`<LOG_ORIGIN>/<tenant>`). */
+  origin: string;
   checkpoints: string[];
   inclusions: { record: string; leaf_index: number; tree_size: number; path: string[] }[];
   consistencies: { from: number; to: number; path: string[] }[];

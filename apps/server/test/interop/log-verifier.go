@@ -17,6 +17,7 @@ import (
 
 type input struct {
 	VerifierKey  string   `json:"verifier_key"`
+	Origin       string   `json:"origin"`
 	Checkpoints  []string `json:"checkpoints"`
 	Inclusions   []struct {
 		Record    string   `json:"record"`
@@ -49,6 +50,10 @@ func main() {
 		lines := strings.Split(n.Text, "\n")
 		if len(lines) < 4 {
 			fail("checkpoint body %q is not origin, size, hash", n.Text)
+		}
+		// One key signs every tenant's log: the signature says who signed, the origin whose log it is.
+		if lines[0] != in.Origin {
+			fail("checkpoint is for log %q, not %q", lines[0], in.Origin)
 		}
 		size, err := strconv.ParseInt(lines[1], 10, 64)
 		if err != nil {

@@ -66,12 +66,15 @@ export function testSequencer(
   return { sequencer, signer };
 }
 
-/** A stored checkpoint verified by the client with the signer's verifier key. */
+/** A stored checkpoint of `tenantId`'s log (signed by a testSequencer) verified by the client with the signer's verifier key. */
 export async function verified(
   checkpoint: StoredCheckpoint,
   signer: NoteSigner,
+  tenantId: string,
 ): Promise<VerifiedCheckpoint> {
-  return verifyCheckpoint(checkpoint.note, await signer.verifierKey());
+  return verifyCheckpoint(checkpoint.note, await signer.verifierKey(), {
+    origin: `${TEST_LOG_ORIGIN}/${tenantId}`,
+  });
 }
 
 /** The tenant's widest level-0 tile (the leaf hashes), which the tamper tests rewrite. */

@@ -32,6 +32,13 @@ export type paths = {
          *     the scoring.
          *     When the policy escalates the score, a `policy.escalated` event is sent to your webhooks.
          *
+         *     The record becomes a leaf of your signed log within about a second. To hold the proof at once, send
+         *     `Prefer: log-inclusion` (optionally `, wait=<seconds>`): the answer then waits until the record is in
+         *     a signed checkpoint and carries `log_inclusion` (that checkpoint and the inclusion proof, verified as
+         *     `GET /v1/log/proofs/inclusion/{cid}`'s answer is) with `Preference-Applied: log-inclusion`. If the
+         *     wait runs out first, the answer is as without the preference. Scorings have no Idempotency-Key: a
+         *     request sent again is a new scoring with a new record, and its proof is that record's.
+         *
          *     Errors are problem details; the error guide explains each `code`.
          */
         post: operations["scoreSubject"];
@@ -664,8 +671,11 @@ export type paths = {
         /**
          * Check that the instance takes traffic
          * @description Answers 200 when the database is reachable, every migration is applied and the workers run; 503 while
-         *     the instance starts or drains for shutdown, so a load balancer sends it no new requests. No API key is
-         *     needed.
+         *     the instance starts or drains for shutdown, so a load balancer sends it no new requests. Also 503
+         *     (`unavailable`, `checks.log: false`) while the log sequencer refuses to sign a tenant's log because its
+         *     stored hashes no longer recompute its last signed checkpoint (the database was edited): `log_faults`
+         *     says which leaf range, and every instance on the database says the same until an operator clears the
+         *     fault (docs/operating.md). No API key is needed.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1004,7 +1014,51 @@ export type components = {
          * @example bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e
          */
         LogCid: string;
-        /** @description A scoring's result, the model and policy that scored it, and the content identifier of its log record. */
+        /**
+         * @description The number of leaves of a tenant's log tree at a signed checkpoint.
+         * @example 2
+         */
+        TreeSize: number;
+        /**
+         * @description A SHA-256 hash in standard base64 (RFC 4648 §4, padded), as in a C2SP tlog-checkpoint.
+         * @example jRBu+Zr4FTgdBmz7n6hdOe9+1m/sVe6ep6RPO4mlnRo=
+         */
+        LogHash: string;
+        /**
+         * @description A signed checkpoint of the caller's log: a C2SP `tlog-checkpoint` (origin, tree size, root hash) signed
+         *     as a C2SP `signed-note` with Ed25519. `note` is the authoritative text, to verify with the pinned
+         *     verifier key (the client's `verifyCheckpoint`, or Go's `note.Open`); the other fields repeat its body.
+         */
+        LogCheckpoint: {
+            /**
+             * @description The log's origin line, `<LOG_ORIGIN>/<tenant>`.
+             * @example localhost/scenario-scoring/default
+             */
+            origin: string;
+            tree_size: components["schemas"]["TreeSize"];
+            root_hash: components["schemas"]["LogHash"];
+            /** @description The checkpoint body, a blank line, and the signature line (`— <key name> <base64(key ID ‖ signature)>`). */
+            note: string;
+        };
+        /**
+         * @description RFC 9162 §2.1.3 inclusion proof of a record in the tree of `checkpoint`: hash the record's bytes as
+         *     leaf `leaf_index` (SHA-256(0x00 ‖ bytes)), combine it with `inclusion_path`, and the result must be the
+         *     checkpoint's root hash.
+         */
+        InclusionProof: {
+            log_cid: components["schemas"]["LogCid"];
+            /** @description The record's position in the tenant's log, from 0. */
+            leaf_index: number;
+            tree_size: components["schemas"]["TreeSize"];
+            /** @description The audit path, from the leaf's sibling up to the root's child. */
+            inclusion_path: components["schemas"]["LogHash"][];
+            checkpoint: components["schemas"]["LogCheckpoint"];
+        };
+        /**
+         * @description A scoring's result, the model and policy that scored it, and the content identifier of its log record;
+         *     with `Prefer: log-inclusion` honoured, also the signed checkpoint that holds the record and its
+         *     inclusion proof.
+         */
         ScoreResponse: {
             id: components["schemas"]["RequestId"];
             /**
@@ -1017,6 +1071,13 @@ export type components = {
             policy_id: components["schemas"]["PolicyId"];
             policy_version: components["schemas"]["PolicyVersion"];
             log_cid: components["schemas"]["LogCid"];
+            /**
+             * @description Only when `Prefer: log-inclusion` was honoured (`Preference-Applied: log-inclusion`): the record
+             *     `log_cid` is leaf `leaf_index` of the tree of `checkpoint`, your log's signed checkpoint. Verify the
+             *     checkpoint with the pinned key and origin, then the proof against the record's bytes
+             *     (`GET /v1/logs/{cid}`).
+             */
+            log_inclusion?: components["schemas"]["InclusionProof"];
         };
         /**
          * @description Stable, machine-readable error code. Each code has an entry in the error guide, and the problem's `type`
@@ -1403,46 +1464,6 @@ export type components = {
             disclaimer: string;
         };
         /**
-         * @description The number of leaves of a tenant's log tree at a signed checkpoint.
-         * @example 2
-         */
-        TreeSize: number;
-        /**
-         * @description A SHA-256 hash in standard base64 (RFC 4648 §4, padded), as in a C2SP tlog-checkpoint.
-         * @example jRBu+Zr4FTgdBmz7n6hdOe9+1m/sVe6ep6RPO4mlnRo=
-         */
-        LogHash: string;
-        /**
-         * @description A signed checkpoint of the caller's log: a C2SP `tlog-checkpoint` (origin, tree size, root hash) signed
-         *     as a C2SP `signed-note` with Ed25519. `note` is the authoritative text, to verify with the pinned
-         *     verifier key (the client's `verifyCheckpoint`, or Go's `note.Open`); the other fields repeat its body.
-         */
-        LogCheckpoint: {
-            /**
-             * @description The log's origin line, `<LOG_ORIGIN>/<tenant>`.
-             * @example localhost/scenario-scoring/default
-             */
-            origin: string;
-            tree_size: components["schemas"]["TreeSize"];
-            root_hash: components["schemas"]["LogHash"];
-            /** @description The checkpoint body, a blank line, and the signature line (`— <key name> <base64(key ID ‖ signature)>`). */
-            note: string;
-        };
-        /**
-         * @description RFC 9162 §2.1.3 inclusion proof of a record in the tree of `checkpoint`: hash the record's bytes as
-         *     leaf `leaf_index` (SHA-256(0x00 ‖ bytes)), combine it with `inclusion_path`, and the result must be the
-         *     checkpoint's root hash.
-         */
-        InclusionProof: {
-            log_cid: components["schemas"]["LogCid"];
-            /** @description The record's position in the tenant's log, from 0. */
-            leaf_index: number;
-            tree_size: components["schemas"]["TreeSize"];
-            /** @description The audit path, from the leaf's sibling up to the root's child. */
-            inclusion_path: components["schemas"]["LogHash"][];
-            checkpoint: components["schemas"]["LogCheckpoint"];
-        };
-        /**
          * @description RFC 9162 §2.1.4 consistency proof: the tree of `to_checkpoint` holds the tree of `from_checkpoint`
          *     unchanged as its first `from_size` leaves.
          */
@@ -1805,7 +1826,24 @@ export type components = {
                 migrations: boolean;
                 /** @description The background workers are running. */
                 workers: boolean;
+                /** @description No tenant's log is stopped by a self-check fault (false also when the database does not answer). */
+                log: boolean;
             };
+            /**
+             * @description Present when `checks.log` is false: each fault the log sequencer's self-check found and no operator
+             *     has cleared yet. Names no tenant; the server's log and `cli.js log-faults` do.
+             */
+            log_faults?: {
+                /** @description What was found and what it stops. */
+                description: string;
+                /** @description The first leaf index of the range that holds an altered hash. */
+                first_index: number;
+                /** @description One past the last leaf index of that range. */
+                end_index: number;
+                tree_size: components["schemas"]["TreeSize"];
+                /** Format: date-time */
+                detected_at: string;
+            }[];
         };
         /** @description A run ended `completed`; every item was attempted. */
         RunCompletedEvent: {
@@ -2164,6 +2202,16 @@ export type components = {
          */
         "Accept-Language": string;
         /**
+         * @description RFC 7240 preferences. `log-inclusion` asks the server to wait, before answering, until the scoring's
+         *     record is in a signed checkpoint of your log, and to answer with that checkpoint and the record's
+         *     inclusion proof (`log_inclusion`), said by `Preference-Applied: log-inclusion`. `wait=<seconds>` bounds
+         *     the wait; the server caps it at its own maximum (`LOG_INCLUSION_MAX_WAIT`, 5 s by default) and uses that
+         *     maximum when `wait` is absent. When the record is not signed in time, the answer is the one without the
+         *     preference: no `log_inclusion`, no `Preference-Applied` (fetch the proof later with
+         *     `GET /v1/log/proofs/inclusion/{cid}`). Other preferences are ignored.
+         */
+        Prefer: string;
+        /**
          * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
          *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
          */
@@ -2212,6 +2260,11 @@ export type components = {
         /** @description The language of the answer's statements, `en` or `de` (chosen from `Accept-Language`). */
         "Content-Language": "en" | "de";
         /**
+         * @description RFC 7240: `log-inclusion` when the answer carries `log_inclusion` (the signed checkpoint and the record's
+         *     inclusion proof); absent otherwise, including when the record was not signed within the wait.
+         */
+        "Preference-Applied": "log-inclusion";
+        /**
          * @description The rate limit that applies to the API key (IETF RateLimit header fields): `q` requests per window of
          *     `w` seconds.
          */
@@ -2243,6 +2296,10 @@ export type ModelVersion = components['schemas']['ModelVersion'];
 export type PolicyId = components['schemas']['PolicyId'];
 export type PolicyVersion = components['schemas']['PolicyVersion'];
 export type LogCid = components['schemas']['LogCid'];
+export type TreeSize = components['schemas']['TreeSize'];
+export type LogHash = components['schemas']['LogHash'];
+export type LogCheckpoint = components['schemas']['LogCheckpoint'];
+export type InclusionProof = components['schemas']['InclusionProof'];
 export type ScoreResponse = components['schemas']['ScoreResponse'];
 export type ErrorCode = components['schemas']['ErrorCode'];
 export type ValidationError = components['schemas']['ValidationError'];
@@ -2266,10 +2323,6 @@ export type ScoreLog2Record = components['schemas']['ScoreLog2Record'];
 export type ScoreLog1Record = components['schemas']['ScoreLog1Record'];
 export type LogRecord = components['schemas']['LogRecord'];
 export type Notice = components['schemas']['Notice'];
-export type TreeSize = components['schemas']['TreeSize'];
-export type LogHash = components['schemas']['LogHash'];
-export type LogCheckpoint = components['schemas']['LogCheckpoint'];
-export type InclusionProof = components['schemas']['InclusionProof'];
 export type ConsistencyProof = components['schemas']['ConsistencyProof'];
 export type LogTile = components['schemas']['LogTile'];
 export type LogVerifierKey = components['schemas']['LogVerifierKey'];
@@ -2333,6 +2386,7 @@ export type ResponseLogRecordNotSequenced = components['responses']['LogRecordNo
 export type ResponseTreeSizeTooSmall = components['responses']['TreeSizeTooSmall'];
 export type ResponseIdempotencyKeyReused = components['responses']['IdempotencyKeyReused'];
 export type ParameterAcceptLanguage = components['parameters']['Accept-Language'];
+export type ParameterPrefer = components['parameters']['Prefer'];
 export type ParameterXRequestId = components['parameters']['X-Request-Id'];
 export type ParameterJurisdiction = components['parameters']['Jurisdiction'];
 export type ParameterModelVersion = components['parameters']['ModelVersion'];
@@ -2350,6 +2404,7 @@ export type ParameterWebhookTimestampHeader = components['parameters']['WebhookT
 export type ParameterWebhookSignatureHeader = components['parameters']['WebhookSignatureHeader'];
 export type HeaderXRequestId = components['headers']['X-Request-Id'];
 export type HeaderContentLanguage = components['headers']['Content-Language'];
+export type HeaderPreferenceApplied = components['headers']['Preference-Applied'];
 export type HeaderRateLimitPolicy = components['headers']['RateLimit-Policy'];
 export type HeaderRateLimit = components['headers']['RateLimit'];
 export type HeaderWwwAuthenticate = components['headers']['WWW-Authenticate'];
@@ -2368,6 +2423,16 @@ export interface operations {
                  *     an error; `Content-Language` says which was used.
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description RFC 7240 preferences. `log-inclusion` asks the server to wait, before answering, until the scoring's
+                 *     record is in a signed checkpoint of your log, and to answer with that checkpoint and the record's
+                 *     inclusion proof (`log_inclusion`), said by `Preference-Applied: log-inclusion`. `wait=<seconds>` bounds
+                 *     the wait; the server caps it at its own maximum (`LOG_INCLUSION_MAX_WAIT`, 5 s by default) and uses that
+                 *     maximum when `wait` is absent. When the record is not signed in time, the answer is the one without the
+                 *     preference: no `log_inclusion`, no `Preference-Applied` (fetch the proof later with
+                 *     `GET /v1/log/proofs/inclusion/{cid}`). Other preferences are ignored.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
                 /**
                  * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
                  *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
@@ -2388,6 +2453,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Content-Language": components["headers"]["Content-Language"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;

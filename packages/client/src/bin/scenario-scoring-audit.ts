@@ -4,9 +4,11 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { auditLog } from '../log-auditor.js';
 
-const USAGE = `Usage: scenario-scoring-audit --url <base URL> --key <verifier key> --state <file> [--origin <origin>] [--cid <cid>]...
+const USAGE = `Usage: scenario-scoring-audit --url <base URL> --key <verifier key> --origin <origin> --state <file> [--cid <cid>]...
 
-Audits your tenant's verifiable log: verifies the latest signed checkpoint with the pinned verifier key,
+Audits your tenant's verifiable log: verifies the latest signed checkpoint with the pinned verifier key
+and the pinned origin line (<LOG_ORIGIN>/<tenant>: one key signs every tenant's log, so the origin is what
+tells yours from another tenant's),
 proves it consistent with the checkpoint accepted last time (kept in --state), proves each --cid's record
 in it, then saves it as accepted. The API key is read from SCENARIO_SCORING_API_KEY. Exits 0 when every
 check held, 1 with one line per failure otherwise, 2 on bad usage.`;
@@ -24,8 +26,8 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  if (!values.url || !values.key || !values.state || !apiKey) {
-    console.error(`--url, --key, --state and SCENARIO_SCORING_API_KEY are required.\n\n${USAGE}`);
+  if (!values.url || !values.key || !values.origin || !values.state || !apiKey) {
+    console.error(`--url, --key, --origin, --state and SCENARIO_SCORING_API_KEY are required.\n\n${USAGE}`);
     return 2;
   }
   const previousNote = await readState(values.state);
@@ -33,7 +35,7 @@ async function main(): Promise<number> {
     baseUrl: values.url,
     apiKey,
     verifierKey: values.key,
-    ...(values.origin !== undefined && { origin: values.origin }),
+    origin: values.origin,
     cids: values.cid ?? [],
     ...(previousNote !== undefined && { previousNote }),
   });

@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import {
+  createClient,
+  LogProofError,
+  scoreSubject,
+  verifyCheckpoint,
+  verifyScoreInclusion,
+} from '@scenario-scoring/client';
+import { NoteSigner } from '@scenario-scoring/tlog';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { TEST_LOG_ORIGIN } from '../../test/support/log-fixtures.js';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer, testConfig } from '../../test/support/test-server.js';
+import { systemClock } from '../common/clock.js';
+import { silentLogger } from '../request-logging/logger.js';
+import { openStorage, type Storage } from '../storage/storage.js';
+import { LogSequencer } from '../verifiable-log/log-sequencer.js';
+
+const REQUEST = { subject: 'applicant-0001', context: { jurisdiction: 'DE', utilization: 0.4 } };
+const TENANT = 'inclusion';
+/** Long enough that a scoring answered at once was not waiting for a round by chance. */
+const INTERVAL_MS = 300;
+
+forEachDatabase('Prefer: log-inclusion on POST /v1/scoring/score', ({ storage, kind, database }) => {
+  const signer = new NoteSigner('test-log', randomBytes(32));
+  const origin = `${TEST_LOG_ORIGIN}/${TENANT}`;
+  let server: TestServer;
+  let key: string;
+  let verifierKey: string;
+  const sequencer = (on: Storage) =>
+    new LogSequencer({
+      storage: on,
+      signer,
+      config: { origin: TEST_LOG_ORIGIN, checkpointIntervalMs: INTERVAL_MS, maxBatch: 100_000 },
+      clock: systemClock,
+      logger: silentLogger,
+      checkpoints: testFeatures(on).logCheckpoints,
+    });
+  beforeAll(async () => {
+    verifierKey = await signer.verifierKey();
+    server = await startTestServer({
+      storage: storage(),
+      logSigner: signer,
+      config: {
+        verifiableLog: { ...testConfig().verifiableLog, inclusionMaxWaitMs: 3000 },
+      },
+    });
+    ({ key } = await testFeatures(storage()).keys.create(TENANT));
+  });
+  afterAll(() => server.close());
+  const client = () => createClient({ baseUrl: server.url, apiKey: key });
+
+  it('without the preference, answers at once as always: no proof, no Preference-Applied', async () => {
+    const { data, response } = await scoreSubject(client(), REQUEST);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('preference-applied')).toBeNull();
+    expect(data).not.toHaveProperty('log_inclusion');
+  });
+
+  it('with it, waits for the sequencer to sign and answers the checkpoint and the proof, which the client verifies', async () => {
+    const log = sequencer(storage());
+    log.start();
+    try {
+      const started = performance.now();
+      const { data, response } = await scoreSubject(client(), REQUEST, { logInclusion: { waitSeconds: 10 } });
+      const waitedMs = performance.now() - started;
+      expect(response.status).toBe(200);
+      expect(response.headers.get('preference-applied')).toBe('log-inclusion');
+      expect(data?.log_inclusion).toMatchObject({ log_cid: data?.log_cid, checkpoint: { origin } });
+      // Woken by the sequencer's commit, not by a poll or the end of the (capped) wait.
+      expect(waitedMs).toBeLessThan(2 * INTERVAL_MS + 1000);
+      const checkpoint = await verifyScoreInclusion(client(), data as NonNullable<typeof data>, {
+        verifierKey,
+        origin,
+      });
+      expect(checkpoint.treeSize).toBe(data?.log_inclusion?.tree_size);
+      // Another tenant's origin refuses the same genuine proof.
+      await expect(
+        verifyScoreInclusion(client(), data as NonNullable<typeof data>, {
+          verifierKey,
+          origin: `${TEST_LOG_ORIGIN}/other`,
+        }),
+      ).rejects.toThrow(LogProofError);
+      expect(testFeatures(storage()).logCheckpoints.waitingTenants).toBe(0);
+    } finally {
+      await log.stop();
+    }
+  });
+
+  it('answers without the proof and without Preference-Applied when the wait runs out (wait=0, or the server cap)', async () => {
+    // No sequencer runs: the record is never signed in time.
+    const { data, response } = await scoreSubject(client(), REQUEST, { logInclusion: { waitSeconds: 0 } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('preference-applied')).toBeNull();
+    expect(data).not.toHaveProperty('log_inclusion');
+    await expect(
+      verifyScoreInclusion(client(), data as NonNullable<typeof data>, { verifierKey, origin }),
+    ).rejects.toThrow('the answer carries no log_inclusion');
+
+    const started = performance.now();
+    const capped = await server.request('/v1/scoring/score', {
+      key,
+      body: REQUEST,
+      headers: { Prefer: 'log-inclusion, wait=600' },
+    });
+    const waitedMs = performance.now() - started;
+    expect(capped.status).toBe(200);
+    expect(capped.headers.get('preference-applied')).toBeNull();
+    // LOG_INCLUSION_MAX_WAIT (3 s here) bounds a wait of 600 s.
+    expect(waitedMs).toBeGreaterThanOrEqual(2900);
+    expect(waitedMs).toBeLessThan(6000);
+    expect(testFeatures(storage()).logCheckpoints.waitingTenants).toBe(0);
+  });
+
+  if (kind === 'postgres') {
+    it('is woken by a poll when another instance signs (the in-process signal only hears its own)', async () => {
+      const other = await openStorage(database().options);
+      const log = sequencer(other);
+      log.start();
+      try {
+        const { data, response } = await scoreSubject(client(), REQUEST, { logInclusion: true });
+        expect(response.headers.get('preference-applied')).toBe('log-inclusion');
+        const checkpoint = await verifyCheckpoint(
+          data?.log_inclusion?.checkpoint.note as string,
+          verifierKey,
+          { origin },
+        );
+        expect(checkpoint.treeSize).toBeGreaterThan(data?.log_inclusion?.leaf_index as number);
+      } finally {
+        await log.stop();
+        await testFeatures(other).close();
+        await other.close();
+      }
+    });
+  }
+});
