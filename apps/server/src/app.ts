@@ -35,6 +35,7 @@ import { refuseMalformedRequests } from './transport/request-target.js';
 import { integerPathParameters, integerQueryParameters, textPolicy } from './transport/text-policy.js';
 import { boundUnreadBodies } from './transport/unread-body.js';
 import './http/locals.js';
+import { loadPolicy } from '@scenario-scoring/tlog';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-routes.js';
 import { jsonLogger, type Logger } from './request-logging/logger.js';
@@ -131,7 +132,15 @@ export async function createApp(options: AppOptions): Promise<Express> {
       clock,
       keyedHash: features.keyedHash,
     }),
-    ...verifiableLogRoutes({ storage, signer: logSigner }),
+    ...verifiableLogRoutes({
+      storage,
+      signer: logSigner,
+      root: {
+        policy:
+          config.verifiableLog.witnessPolicy && (await loadPolicy(config.verifiableLog.witnessPolicy.text)),
+        mode: config.verifiableLog.witnessMode,
+      },
+    }),
     ...erasureRoutes(
       {
         storage,

@@ -9,6 +9,7 @@ import { createRunStore } from './runs/run-store.js';
 import { RunWorker } from './runs/run-worker.js';
 import type { Config } from './server-config.js';
 import { LogSequencer } from './verifiable-log/log-sequencer.js';
+import { RootLog } from './verifiable-log/root-log.js';
 import { DeliveryWorker } from './webhooks/delivery/delivery-worker.js';
 import { checkedConnector } from './webhooks/outbound/outbound-address-policy.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
@@ -62,6 +63,14 @@ export function createWorkers({
       outbox: features.outbox,
     }),
     new LogSequencer({ storage, signer: logSigner, config: config.verifiableLog, clock, logger }),
+    new RootLog({
+      storage,
+      signer: logSigner,
+      config: config.verifiableLog,
+      policyText: config.verifiableLog.witnessPolicy?.text,
+      clock,
+      logger,
+    }),
     new IdempotencyPurge({ db: storage.db, clock, logger }),
     new ErasureWorker({
       storage,

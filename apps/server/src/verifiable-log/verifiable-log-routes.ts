@@ -2,20 +2,34 @@ import type { NoteSigner } from '@scenario-scoring/tlog';
 import type { Response } from 'express';
 import type { OperationHandler, OperationRoutes } from '../http/operation-route.js';
 import type { Storage } from '../storage/storage.js';
+import {
+  findRootCheckpoint,
+  proveRootConsistency,
+  proveRootInclusion,
+  type RootLogView,
+} from './root-log-service.js';
 import { findCheckpoint, findTile, proveConsistency, proveInclusion } from './verifiable-log-service.js';
 import {
   checkpointView,
   consistencyProofView,
   inclusionProofView,
+  rootCheckpointView,
+  rootConsistencyProofView,
+  rootInclusionProofView,
   tileView,
 } from './verifiable-log-views.js';
 
 const tenant = (res: Pick<Response, 'locals'>) => res.locals.apiKey.tenantId;
 
-/** The verifiable log's operations: checkpoints and proofs of the caller's tenant, and the public verifier key. */
+/**
+ * The verifiable log's operations: checkpoints and proofs of the caller's tenant, its checkpoints' proofs
+ * in the root log, and the public verifier key, root checkpoint and root consistency proofs.
+ */
 export function verifiableLogRoutes(deps: {
   storage: Pick<Storage, 'db'>;
   signer: Pick<NoteSigner, 'verifierKey' | 'name'>;
+  /** Which root checkpoint is served (witness policy and fail-open or fail-closed). */
+  root: RootLogView;
 }): OperationRoutes {
   const { db } = deps.storage;
   const checkpoint: OperationHandler<'getLogCheckpoint'> = async (_req, res) => {
@@ -36,7 +50,21 @@ export function verifiableLogRoutes(deps: {
   const verifierKey: OperationHandler<'getLogVerifierKey'> = async (_req, res) => {
     res.json({ verifier_key: await deps.signer.verifierKey(), key_name: deps.signer.name });
   };
+  const rootCheckpoint: OperationHandler<'getRootCheckpoint'> = async (_req, res) => {
+    res.json(rootCheckpointView(await findRootCheckpoint(db, deps.root)));
+  };
+  const rootInclusion: OperationHandler<'getRootInclusionProof'> = async (req, res) => {
+    res.json(
+      rootInclusionProofView(await proveRootInclusion(db, deps.root, tenant(res), req.query.tree_size)),
+    );
+  };
+  const rootConsistency: OperationHandler<'getRootConsistencyProof'> = async (req, res) => {
+    res.json(rootConsistencyProofView(await proveRootConsistency(db, req.query.from, req.query.to)));
+  };
   return {
+    getRootCheckpoint: rootCheckpoint,
+    getRootInclusionProof: rootInclusion,
+    getRootConsistencyProof: rootConsistency,
     getLogCheckpoint: checkpoint,
     getInclusionProof: inclusion,
     getConsistencyProof: consistency,
