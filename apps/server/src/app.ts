@@ -42,6 +42,7 @@ import { jsonLogger, type Logger } from './request-logging/logger.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { noticeRoute } from './score-log/notice-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
+import { readLogRecord } from './score-log/score-log-service.js';
 import { getModelRoute, listModelsRoute } from './scoring/model-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
 import { tracing } from './tracing/tracing.js';
@@ -140,6 +141,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
           config.verifiableLog.witnessPolicy && (await loadPolicy(config.verifiableLog.witnessPolicy.text)),
         mode: config.verifiableLog.witnessMode,
       },
+      readRecord: (tenantId, cid) => readLogRecord(features.logs, tenantId, cid),
     }),
     ...erasureRoutes(
       {

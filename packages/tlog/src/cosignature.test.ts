@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CosignatureSigner, cosignatureTimestamp, parseCosignatureVerifierKey } from './cosignature.js';
-import { fromBase64 } from './encoding.js';
+import { fromBase64, toBase64 } from './encoding.js';
 import { formatSignatureLine, NoteSigner, openNote, parseVerifierKey, signNote } from './note.js';
 import { loadPolicy, PolicyError, parsePolicy, quorumSatisfied, verifyCheckpoint } from './policy.js';
+import { formatTlogProof, parseTlogProof, TlogProofFormatError } from './tlog-proof.js';
 
 /** Cosignatures by transparency-dev/formats' cosignature/v1 signer (scripts/vectors.go). */
 const GO = JSON.parse(readFileSync(new URL('../testdata/vectors.json', import.meta.url), 'utf8')) as {
@@ -143,5 +144,33 @@ quorum one
     const withoutLog = W2.cosigned.replace(/\u2014 localhost\/scenario-scoring .*\n/, '');
     await expect(verifyCheckpoint(loaded, withoutLog)).rejects.toThrow(/not signed by the log key/);
     await expect(loadPolicy('log notakey\nquorum none\n')).rejects.toThrow(PolicyError);
+  });
+});
+
+describe('tlog-proof', () => {
+  it('formats and parses the C2SP form, with and without extra data', () => {
+    const path = [new Uint8Array(32).fill(1), new Uint8Array(32).fill(2)];
+    const text = formatTlogProof({ extra: bytes('AAEC'), index: 7, path, checkpoint: W2.cosigned });
+    expect(text.split('\n').slice(0, 4)).toEqual([
+      'c2sp.org/tlog-proof@v1',
+      'extra AAEC',
+      'index 7',
+      toBase64(path[0] as Uint8Array),
+    ]);
+    expect(parseTlogProof(text)).toEqual({ extra: bytes('AAEC'), index: 7, path, checkpoint: W2.cosigned });
+    const bare = formatTlogProof({ index: 0, path: [], checkpoint: LOG.note });
+    expect(bare).toBe(`c2sp.org/tlog-proof@v1\nindex 0\n\n${LOG.note}`);
+    expect(parseTlogProof(bare)).toEqual({ index: 0, path: [], checkpoint: LOG.note });
+  });
+
+  it.each([
+    ['another header', 'c2sp.org/tlog-proof@v2\nindex 0\n\nx'],
+    ['no index', 'c2sp.org/tlog-proof@v1\n\nx'],
+    ['a leading zero', 'c2sp.org/tlog-proof@v1\nindex 01\n\nx'],
+    ['a short hash', 'c2sp.org/tlog-proof@v1\nindex 1\nAAEC\n\nx'],
+    ['no checkpoint', 'c2sp.org/tlog-proof@v1\nindex 1\n\n'],
+    ['no blank line', 'c2sp.org/tlog-proof@v1\nindex 1\n'],
+  ])('refuses %s', (_what, text) => {
+    expect(() => parseTlogProof(text)).toThrow(TlogProofFormatError);
   });
 });

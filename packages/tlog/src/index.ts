@@ -55,3 +55,4 @@ export {
   tilesForAppend,
   treeHash,
 } from './tile.js';
+export { formatTlogProof, parseTlogProof, type TlogProof, TlogProofFormatError } from './tlog-proof.js';

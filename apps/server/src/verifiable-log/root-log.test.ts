@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import {
-  CosignatureSigner,
   checkRecord,
   checkTree,
   formatCheckpoint,
@@ -14,10 +12,10 @@ import {
   signNote,
   verifyCheckpoint,
 } from '@scenario-scoring/tlog';
-import { createWitnessServer, Witness, WitnessStore } from '@scenario-scoring/witness';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { logRecords, TEST_LOG_ORIGIN, testRecord, testSequencer } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { startTestWitnesses } from '../../test/support/test-witnesses.js';
 import { systemClock } from '../common/clock.js';
 import { silentLogger } from '../request-logging/logger.js';
 import { RootLog, rootLeaf, servedRootCheckpoint } from './root-log.js';
@@ -27,38 +25,20 @@ import { rootCheckpointView, rootConsistencyProofView } from './verifiable-log-v
 const TENANTS = ['root-alice', 'root-bob'];
 const hash = (text: string) => fromBase64(text) as Uint8Array;
 
-/** Two witnesses of the log key's root log, in this process, each with its own key and in-memory state. */
-async function startWitnesses(logSigner: NoteSigner, count = 2) {
-  const logKey = await parseVerifierKey(await logSigner.verifierKey());
-  return Promise.all(
-    Array.from({ length: count }, async (_, i) => {
-      const signer = new CosignatureSigner(`witness.test/w${i + 1}`, randomBytes(32));
-      const store = new WitnessStore(':memory:');
-      const witness = new Witness({ signer, logs: new Map([[TEST_LOG_ORIGIN, [logKey]]]), store });
-      const server = createWitnessServer(witness);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      return { name: `w${i + 1}`, url, verifierKey: await signer.verifierKey(), server, store, witness };
-    }),
-  );
-}
-
 forEachDatabase('the root log', ({ storage }) => {
   let tenantLog: ReturnType<typeof testSequencer>;
-  let witnesses: Awaited<ReturnType<typeof startWitnesses>>;
+  let witnesses: Awaited<ReturnType<typeof startTestWitnesses>>['witnesses'];
+  let closeWitnesses: () => Promise<unknown>;
   let policyText: string;
   let root: RootLog;
 
   beforeAll(async () => {
     tenantLog = testSequencer(storage(), new NoteSigner(TEST_LOG_ORIGIN, randomBytes(32)));
-    witnesses = await startWitnesses(tenantLog.signer);
-    policyText = [
-      `log ${await tenantLog.signer.verifierKey()}`,
-      ...witnesses.map((w) => `witness ${w.name} ${w.verifierKey} ${w.url}`),
-      'group both all w1 w2',
-      'quorum both',
-      '',
-    ].join('\n');
+    ({
+      witnesses,
+      policyText,
+      close: closeWitnesses,
+    } = await startTestWitnesses(tenantLog.signer, TEST_LOG_ORIGIN));
     root = new RootLog({
       storage: storage(),
       signer: tenantLog.signer,
@@ -69,9 +49,7 @@ forEachDatabase('the root log', ({ storage }) => {
     });
   });
 
-  afterAll(() => {
-    for (const w of witnesses ?? []) w.server.close();
-  });
+  afterAll(() => closeWitnesses?.());
 
   it('makes every signed tenant checkpoint a root leaf, in order, and signs the grown root tree', async () => {
     const db = storage().db;

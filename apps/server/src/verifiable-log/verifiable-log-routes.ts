@@ -2,6 +2,7 @@ import type { NoteSigner } from '@scenario-scoring/tlog';
 import type { Response } from 'express';
 import type { OperationHandler, OperationRoutes } from '../http/operation-route.js';
 import type { Storage } from '../storage/storage.js';
+import { proofFile } from './proof-file.js';
 import {
   findRootCheckpoint,
   proveRootConsistency,
@@ -30,6 +31,8 @@ export function verifiableLogRoutes(deps: {
   signer: Pick<NoteSigner, 'verifierKey' | 'name'>;
   /** Which root checkpoint is served (witness policy and fail-open or fail-closed). */
   root: RootLogView;
+  /** The exact bytes of the tenant's record `cid` (404 unknown, 410 erased), for its proof file. */
+  readRecord: (tenantId: string, cid: string) => Promise<Uint8Array>;
 }): OperationRoutes {
   const { db } = deps.storage;
   const checkpoint: OperationHandler<'getLogCheckpoint'> = async (_req, res) => {
@@ -61,7 +64,16 @@ export function verifiableLogRoutes(deps: {
   const rootConsistency: OperationHandler<'getRootConsistencyProof'> = async (req, res) => {
     res.json(rootConsistencyProofView(await proveRootConsistency(db, req.query.from, req.query.to)));
   };
+  const proofFileRoute: OperationHandler<'getLogProofFile'> = async (req, res) => {
+    const { cid } = req.params;
+    const record = await deps.readRecord(tenant(res), cid);
+    const text = await proofFile(db, deps.root, tenant(res), cid, record);
+    res.status(200).setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.setHeader('Content-Disposition', `attachment; filename="${cid}.tlog-proof"`);
+    res.end(text);
+  };
   return {
+    getLogProofFile: proofFileRoute,
     getRootCheckpoint: rootCheckpoint,
     getRootInclusionProof: rootInclusion,
     getRootConsistencyProof: rootConsistency,

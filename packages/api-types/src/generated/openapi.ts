@@ -231,6 +231,39 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/logs/{cid}/proof-file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an offline proof that a record is in the witnessed log
+         * @description Returns an offline-verifiable proof for the record `cid`, in the C2SP `tlog-proof` form (file
+         *     extension `.tlog-proof`), in two parts:
+         *
+         *     - the outer proof is the root log's: the index of your checkpoint in the root log, its inclusion
+         *       proof, and the root checkpoint with the witnesses' cosignature lines; its `extra` line holds, in
+         *       base64, the inner proof;
+         *     - the inner proof is your log's: the record's leaf index, its inclusion proof and your signed
+         *       checkpoint; its `extra` line holds the record's exact bytes (base64).
+         *
+         *     The root log's leaf for your checkpoint is the 32 bytes SHA-256 of its note. Anyone holding the file
+         *     verifies it with nothing but keys: the log's verifier key and a C2SP `tlog-policy` (witness keys and
+         *     quorum), e.g. with `scenario-scoring-audit --proof-file <file> --policy <file>`. The proof refers to
+         *     your latest checkpoint in the served root checkpoint; a record not in it yet answers 409
+         *     `log_record_not_sequenced` with `Retry-After`.
+         */
+        get: operations["getLogProofFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/log/checkpoint": {
         parameters: {
             query?: never;
@@ -2858,6 +2891,47 @@ export interface operations {
             404: components["responses"]["NotFound"];
             410: components["responses"]["LogRecordErased"];
             422: components["responses"]["NoticeUnavailable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getLogProofFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The `log_cid` of a scoring. */
+                cid: components["parameters"]["Cid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The proof file (C2SP tlog-proof text). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description `attachment; filename="<cid>.tlog-proof"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["CheckpointNotFound"];
+            409: components["responses"]["LogRecordNotSequenced"];
+            410: components["responses"]["LogRecordErased"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
