@@ -13,6 +13,7 @@ import {
   verifyCheckpoint,
 } from '@scenario-scoring/tlog';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { goVerify } from '../../test/interop/go-log-verifier.js';
 import { logRecords, TEST_LOG_ORIGIN, testRecord, testSequencer } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { startTestWitnesses } from '../../test/support/test-witnesses.js';
@@ -128,7 +129,43 @@ forEachDatabase('the root log', ({ storage }) => {
     const inclusion = await proveRootInclusion(db, { policy, mode: 'fail-closed' }, 'root-alice');
     expect(inclusion.tenantCheckpoint.treeSize).toBe(10);
     expect(inclusion.rootCheckpoint.treeSize).toBe(7);
-  });
+    // Go's sumdb/note and sumdb/tlog, with transparency-dev/formats' cosignature/v1 verifier: the cosigned
+    // root checkpoint, every tenant checkpoint's root inclusion proof, and the root's growth from 6 to 7.
+    const inclusions = [];
+    for (const [tenant, sizes] of [
+      ['root-alice', [3, 6, 9, 10]],
+      ['root-bob', [4, 8, 12]],
+    ] as const) {
+      for (const size of sizes) {
+        const proof = await proveRootInclusion(db, { policy, mode: 'fail-closed' }, tenant, size);
+        inclusions.push({
+          record: Buffer.from(await rootLeaf(proof.tenantCheckpoint.note)).toString('base64'),
+          leaf_index: proof.leafIndex,
+          tree_size: proof.rootCheckpoint.treeSize,
+          path: proof.path.map((hash) => Buffer.from(hash).toString('base64')),
+        });
+      }
+    }
+    const growth = await proveRootConsistency(db, 6, 7);
+    const goAnswer = await goVerify({
+      verifier_key: await tenantLog.signer.verifierKey(),
+      cosigner_keys: witnesses.map((w) => w.verifierKey),
+      checkpoints: [growth.from.note, served.note].filter((note) => note.includes('witness.test/w2')),
+      inclusions,
+      consistencies: [],
+    });
+    expect(goAnswer).toBe('ok: 2 checkpoints, 7 inclusion proofs, 0 consistency proofs');
+    expect(
+      await goVerify({
+        verifier_key: await tenantLog.signer.verifierKey(),
+        checkpoints: [growth.from.note, growth.to.note],
+        inclusions: [],
+        consistencies: [
+          { from: 6, to: 7, path: growth.path.map((hash) => Buffer.from(hash).toString('base64')) },
+        ],
+      }),
+    ).toBe('ok: 2 checkpoints, 0 inclusion proofs, 1 consistency proofs');
+  }, 120_000);
 
   it('a forked root checkpoint is refused by the witnesses, so it never gathers a quorum', async () => {
     const db = storage().db;

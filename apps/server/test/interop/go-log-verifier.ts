@@ -14,6 +14,8 @@ const GO_ENV = { GO111MODULE: 'off', GOPATH: '/usr/share/gocode', GOFLAGS: '', G
 /** What the Go verifier checks: signed checkpoint notes, then proofs against their roots. */
 export interface GoVerifierInput {
   verifier_key: string;
+  /** cosignature/v1 verifier keys whose valid cosignature every checkpoint must carry (root checkpoints). */
+  cosigner_keys?: string[];
   checkpoints: string[];
   inclusions: { record: string; leaf_index: number; tree_size: number; path: string[] }[];
   consistencies: { from: number; to: number; path: string[] }[];
