@@ -151,7 +151,7 @@ export class RootLog implements BackgroundWorker {
    * stores the cosignatures got. Resolves with the key names of the witnesses that cosigned it so far.
    */
   async witnessLatest(): Promise<string[]> {
-    const { storage, clock } = this.#options;
+    const { storage, clock, logger } = this.#options;
     const latest = await selectRootCheckpoint(storage.db);
     if (!latest || this.#witnesses.length === 0) return [];
     const have = new Set((await selectCosignatures(storage.db, latest.treeSize)).map((c) => c.witness));
@@ -162,6 +162,18 @@ export class RootLog implements BackgroundWorker {
         const outcome = await client.submit(latest.note, latest.treeSize, (old) =>
           proveTree(rootTree(storage.db), latest.treeSize, old),
         );
+        if (outcome.kind === 'ahead') {
+          // Benign when this log signed that size (another instance sent it first); otherwise the witness
+          // saw a larger tree than this database holds: a rollback (a restored backup) or a fork.
+          if (!(await selectRootCheckpoint(storage.db, outcome.size))) {
+            logger.error('witness holds a larger tree than the root log', {
+              witness: client.endpoint.name,
+              treeSize: latest.treeSize,
+              witnessSize: outcome.size,
+            });
+          }
+          return;
+        }
         if (outcome.kind !== 'cosigned') return;
         await insertCosignature(
           storage.db,

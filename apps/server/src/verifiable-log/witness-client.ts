@@ -12,6 +12,8 @@ export interface WitnessEndpoint {
 export type WitnessOutcome =
   | { kind: 'cosigned'; line: string }
   | { kind: 'refused'; status: number; detail: string }
+  /** The witness holds a larger tree than the checkpoint sent: another instance's newer one, or a rollback. */
+  | { kind: 'ahead'; size: number }
   | { kind: 'failed'; detail: string };
 
 /**
@@ -34,8 +36,8 @@ export class WitnessClient {
   /**
    * Submits the signed checkpoint `note` of `treeSize` leaves. `proveFrom(old)` gives the consistency
    * proof from the root tree of `old` leaves. On 409 it learns the witness's size from the
-   * `text/x.tlog.size` body and tries once more from it (a witness ahead of the log is logged: it saw a
-   * larger tree, a rollback or a fork). 403, 404 and 422 are logged (a 422 means the witness holds a tree
+   * `text/x.tlog.size` body and tries once more from it (a witness holding a larger tree answers `ahead`,
+   * for the caller to tell another instance's newer checkpoint from a rollback). 403, 404 and 422 are logged (a 422 means the witness holds a tree
    * this one does not extend) and answered as refused; the witness's cosignature line is checked with its
    * key before it is answered.
    */
@@ -82,12 +84,9 @@ export class WitnessClient {
           continue;
         }
         this.#knownSize = undefined;
-        this.#logger.error('witness holds a larger tree than the root log', {
-          witness: this.endpoint.name,
-          treeSize,
-          witnessSize: held,
-        });
-        return { kind: 'refused', status: 409, detail: `the witness holds size ${held}` };
+        if (held !== undefined) return { kind: 'ahead', size: Number(held) };
+        this.#logger.error('witness answered 409 without a size', { witness: this.endpoint.name, treeSize });
+        return { kind: 'refused', status: 409, detail: text.slice(0, 300) };
       }
       this.#knownSize = undefined;
       this.#logger.error('witness refused the root checkpoint', {
