@@ -18,6 +18,7 @@ COPY packages/engine/package.json packages/engine/
 COPY packages/testkit/package.json packages/testkit/
 COPY packages/tlog/package.json packages/tlog/
 COPY apps/server/package.json apps/server/
+COPY apps/witness/package.json apps/witness/
 COPY test/contract/package.json test/contract/
 COPY bench/package.json bench/
 # The install's postinstall applies the reviewed dependency patches (patch-package).

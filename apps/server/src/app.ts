@@ -35,12 +35,14 @@ import { refuseMalformedRequests } from './transport/request-target.js';
 import { integerPathParameters, integerQueryParameters, textPolicy } from './transport/text-policy.js';
 import { boundUnreadBodies } from './transport/unread-body.js';
 import './http/locals.js';
+import { loadPolicy } from '@scenario-scoring/tlog';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-routes.js';
 import { jsonLogger, type Logger } from './request-logging/logger.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
 import { noticeRoute } from './score-log/notice-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
+import { readLogRecord } from './score-log/score-log-service.js';
 import { getModelRoute, listModelsRoute } from './scoring/model-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
 import { tracing } from './tracing/tracing.js';
@@ -160,7 +162,16 @@ export async function createApp(options: AppOptions): Promise<Express> {
       clock,
       keyedHash: features.keyedHash,
     }),
-    ...verifiableLogRoutes({ storage, signer: logSigner }),
+    ...verifiableLogRoutes({
+      storage,
+      signer: logSigner,
+      root: {
+        policy:
+          config.verifiableLog.witnessPolicy && (await loadPolicy(config.verifiableLog.witnessPolicy.text)),
+        mode: config.verifiableLog.witnessMode,
+      },
+      readRecord: (tenantId, cid) => readLogRecord(features.logs, tenantId, cid),
+    }),
     ...erasureRoutes(
       {
         storage,

@@ -9,6 +9,7 @@ import { createRunStore } from './runs/run-store.js';
 import { RunWorker } from './runs/run-worker.js';
 import type { Config } from './server-config.js';
 import { LogSequencer } from './verifiable-log/log-sequencer.js';
+import { RootLog } from './verifiable-log/root-log.js';
 import { DeliveryWorker } from './webhooks/delivery/delivery-worker.js';
 import { checkedConnector } from './webhooks/outbound/outbound-address-policy.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
@@ -69,6 +70,14 @@ export function createWorkers({
       logger,
       checkpoints: features.logCheckpoints,
       selfCheckFailures: metrics.logSelfCheckFailures,
+    }),
+    new RootLog({
+      storage,
+      signer: logSigner,
+      config: config.verifiableLog,
+      policyText: config.verifiableLog.witnessPolicy?.text,
+      clock,
+      logger,
     }),
     new IdempotencyPurge({ db: storage.db, clock, logger }),
     new ErasureWorker({

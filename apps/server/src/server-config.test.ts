@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './server-config.js';
 import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/webhook-config.js';
@@ -63,6 +66,9 @@ describe('loadConfig', () => {
         signingKey: undefined,
         checkpointIntervalMs: 1000,
         maxBatch: 4096,
+        witnessPolicy: undefined,
+        witnessMode: 'fail-open',
+        witnessTimeoutMs: 5000,
       },
       unknownJurisdiction: 'default',
     });
@@ -241,6 +247,22 @@ describe('loadConfig', () => {
       'RATE_LIMIT_PER_SECOND must be an integer from 0 to 1000000 (got "1.5")',
     ]);
     expect(message).not.toContain('s3cret');
+  });
+
+  it('reads LOG_WITNESS_POLICY as a C2SP tlog-policy file, and refuses a bad one or mode', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'policy-'));
+    const good = join(dir, 'good.policy');
+    const vkey = 'w+c1d3a1b0+BCdO1rJoBdL+jQYFKe6aLyh2O2l22cX9He44/zazt2k5';
+    writeFileSync(good, `witness w1 ${vkey} http://127.0.0.1:7380\nquorum w1\n`);
+    const config = loadConfig({ LOG_WITNESS_POLICY: good, LOG_WITNESS_MODE: 'fail-closed' });
+    expect(config.verifiableLog.witnessPolicy?.policy.witnesses[0]?.url).toBe('http://127.0.0.1:7380');
+    expect(config.verifiableLog.witnessMode).toBe('fail-closed');
+    const bad = join(dir, 'bad.policy');
+    writeFileSync(bad, `witness w1 ${vkey}\n`);
+    expect(() => loadConfig({ LOG_WITNESS_POLICY: bad })).toThrow(/LOG_WITNESS_POLICY .*no quorum line/);
+    expect(() => loadConfig({ LOG_WITNESS_POLICY: join(dir, 'missing') })).toThrow(/LOG_WITNESS_POLICY/);
+    expect(() => loadConfig({ LOG_WITNESS_MODE: 'sometimes' })).toThrow(/LOG_WITNESS_MODE/);
+    expect(() => loadConfig({ LOG_WITNESS_POLICY: good, LOG_KEY_NAME: 'other' })).toThrow(/LOG_KEY_NAME/);
   });
 
   it('refuses a port out of range', () => {

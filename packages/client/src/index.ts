@@ -23,6 +23,7 @@ export {
   waitForErasure,
 } from './erasure-calls.js';
 export { auditLog, type LogAuditOptions, type LogAuditResult } from './log-auditor.js';
+export { type VerifiedProofFile, verifyProofFile } from './log-proof-file.js';
 export {
   type InclusionProofFields,
   LogProofError,

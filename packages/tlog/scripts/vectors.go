@@ -1,12 +1,15 @@
 // Command vectors writes testdata/vectors.json: hashes, tiles, inclusion and consistency proofs and a
-// signed note computed by Go's golang.org/x/mod/sumdb/tlog and sumdb/note, for the package's tests to
+// signed note computed by Go's golang.org/x/mod/sumdb/tlog and sumdb/note, and cosignatures by
+// transparency-dev/formats' cosignature/v1 signer (ported below: it needs only the standard library), for the package's tests to
 // check against. Run by scripts/generate-vectors.sh (GOPATH mode, offline); never needed at test time.
 package main
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -46,6 +49,15 @@ type signedNote struct {
 	Note        string `json:"note"`
 }
 
+type cosigned struct {
+	Name        string `json:"name"`
+	Seed        string `json:"seed"`
+	VerifierKey string `json:"verifier_key"`
+	Timestamp   uint64 `json:"timestamp"`
+	Note        string `json:"note"`
+	Cosigned    string `json:"cosigned"`
+}
+
 type vectors struct {
 	Comment      string        `json:"comment"`
 	Records      []string      `json:"records"`
@@ -55,6 +67,7 @@ type vectors struct {
 	Consistency  []consistency `json:"consistencies"`
 	Tiles        []tile        `json:"tiles"`
 	Notes        []signedNote  `json:"notes"`
+	Cosignatures []cosigned    `json:"cosignatures"`
 }
 
 func main() {
@@ -131,9 +144,129 @@ func main() {
 		check(err)
 		out.Notes = append(out.Notes, signedNote{name, base64.StdEncoding.EncodeToString(seed), vkey, text, string(signed)})
 	}
+	// Two witnesses cosign the first note (the log's checkpoint of size 300) at fixed times, with the
+	// cosignature/v1 signer ported from transparency-dev/formats (note/note_cosigv1.go); each vector's
+	// note is the log's note with every cosignature up to it, opened by Go's note.Open before it is written.
+	logVerifier, err := note.NewVerifier(out.Notes[0].VerifierKey)
+	check(err)
+	cosignedNote := out.Notes[0].Note
+	for i, name := range []string{"witness.example/w1", "witness.example/w2"} {
+		seed := make([]byte, ed25519.SeedSize)
+		for j := range seed {
+			seed[j] = byte(200 - i*50 - j)
+		}
+		timestamp := uint64(1700000000 + i*17)
+		cosigner := newCosigner(name, seed, timestamp)
+		n, err := note.Open([]byte(cosignedNote), note.VerifierList(logVerifier))
+		check(err)
+		signed, err := note.Sign(n, cosigner)
+		check(err)
+		verifiers := []note.Verifier{logVerifier}
+		for _, c := range out.Cosignatures {
+			v, err := newCosignatureVerifier(c.VerifierKey)
+			check(err)
+			verifiers = append(verifiers, v)
+		}
+		verifiers = append(verifiers, cosigner.verifier())
+		opened, err := note.Open(signed, note.VerifierList(verifiers...))
+		check(err)
+		if len(opened.Sigs) != 2+i {
+			check(fmt.Errorf("cosigned note has %d verified signatures", len(opened.Sigs)))
+		}
+		out.Cosignatures = append(out.Cosignatures, cosigned{name, base64.StdEncoding.EncodeToString(seed), cosigner.vkey(), timestamp, cosignedNote, string(signed)})
+		cosignedNote = string(signed)
+	}
 	encoded, err := json.MarshalIndent(out, "", "  ")
 	check(err)
 	fmt.Println(string(encoded))
+}
+
+const algEd25519CosignatureV1 = 4
+
+// cosigner is transparency-dev/formats' Ed25519 cosignature/v1 signer (NewSignerForCosignatureV1), with
+// its clock fixed so the vectors are reproducible.
+type cosigner struct {
+	name      string
+	key       ed25519.PrivateKey
+	hash      uint32
+	timestamp uint64
+}
+
+func newCosigner(name string, seed []byte, timestamp uint64) *cosigner {
+	key := ed25519.NewKeyFromSeed(seed)
+	pubkey := append([]byte{algEd25519CosignatureV1}, key.Public().(ed25519.PublicKey)...)
+	return &cosigner{name, key, keyHash(name, pubkey), timestamp}
+}
+
+func (s *cosigner) Name() string    { return s.name }
+func (s *cosigner) KeyHash() uint32 { return s.hash }
+func (s *cosigner) Sign(msg []byte) ([]byte, error) {
+	m, err := formatEd25519CosignatureV1(s.timestamp, msg)
+	if err != nil {
+		return nil, err
+	}
+	sig := make([]byte, 8, 8+ed25519.SignatureSize)
+	binary.BigEndian.PutUint64(sig, s.timestamp)
+	return append(sig, ed25519.Sign(s.key, m)...), nil
+}
+
+func (s *cosigner) vkey() string {
+	pubkey := append([]byte{algEd25519CosignatureV1}, s.key.Public().(ed25519.PublicKey)...)
+	return fmt.Sprintf("%s+%08x+%s", s.name, s.hash, base64.StdEncoding.EncodeToString(pubkey))
+}
+
+func (s *cosigner) verifier() note.Verifier {
+	v, err := newCosignatureVerifier(s.vkey())
+	check(err)
+	return v
+}
+
+// cosignatureVerifier is transparency-dev/formats' NewVerifierForCosignatureV1 for Ed25519 keys.
+type cosignatureVerifier struct {
+	name string
+	hash uint32
+	key  ed25519.PublicKey
+}
+
+func newCosignatureVerifier(vkey string) (*cosignatureVerifier, error) {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("malformed verifier id")
+	}
+	key, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || len(key) != 33 || (key[0] != 1 && key[0] != algEd25519CosignatureV1) {
+		return nil, fmt.Errorf("malformed verifier id")
+	}
+	public := ed25519.PublicKey(key[1:])
+	return &cosignatureVerifier{parts[0], keyHash(parts[0], append([]byte{algEd25519CosignatureV1}, public...)), public}, nil
+}
+
+func (v *cosignatureVerifier) Name() string    { return v.name }
+func (v *cosignatureVerifier) KeyHash() uint32 { return v.hash }
+func (v *cosignatureVerifier) Verify(msg, sig []byte) bool {
+	if len(sig) != 8+ed25519.SignatureSize {
+		return false
+	}
+	m, err := formatEd25519CosignatureV1(binary.BigEndian.Uint64(sig), msg)
+	if err != nil {
+		return false
+	}
+	return ed25519.Verify(v.key, m, sig[8:])
+}
+
+func formatEd25519CosignatureV1(t uint64, msg []byte) ([]byte, error) {
+	if lines := bytes.Split(msg, []byte("\n")); len(lines) < 3 {
+		return nil, fmt.Errorf("cosigned note format invalid")
+	}
+	return []byte(fmt.Sprintf("cosignature/v1\ntime %d\n%s", t, msg)), nil
+}
+
+func keyHash(name string, key []byte) uint32 {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte("\n"))
+	h.Write(key)
+	return binary.BigEndian.Uint32(h.Sum(nil))
 }
 
 // sha256Empty is the RFC 9162 root of the empty tree, SHA-256 of nothing (tlog.TreeHash answers the zero

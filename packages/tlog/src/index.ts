@@ -1,4 +1,10 @@
 export { type Checkpoint, CheckpointFormatError, formatCheckpoint, parseCheckpoint } from './checkpoint.js';
+export {
+  CosignatureSigner,
+  cosignatureTimestamp,
+  cosignedMessage,
+  parseCosignatureVerifierKey,
+} from './cosignature.js';
 export { fromBase64, toBase64, toHex } from './encoding.js';
 export {
   emptyTreeHash,
@@ -12,6 +18,7 @@ export {
   splitPoint,
 } from './hash.js';
 export {
+  formatSignatureLine,
   NoteError,
   type NoteSignature,
   NoteSigner,
@@ -20,7 +27,21 @@ export {
   openNote,
   parseVerifierKey,
   signNote,
+  type TextSigner,
 } from './note.js';
+export {
+  type LoadedPolicy,
+  loadPolicy,
+  type Policy,
+  PolicyError,
+  type PolicyGroup,
+  type PolicyLog,
+  type PolicyWitness,
+  parsePolicy,
+  quorumSatisfied,
+  type VerifiedCheckpoint,
+  verifyCheckpoint,
+} from './policy.js';
 export { checkRecord, checkTree, ProofError, proveRecord, proveTree } from './proof.js';
 export {
   type HashReader,
@@ -34,3 +55,4 @@ export {
   tilesForAppend,
   treeHash,
 } from './tile.js';
+export { formatTlogProof, parseTlogProof, type TlogProof, TlogProofFormatError } from './tlog-proof.js';

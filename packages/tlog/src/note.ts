@@ -3,12 +3,14 @@ import { sha256 } from './hash.js';
 
 /** The signed-note algorithm byte of Ed25519 keys. */
 const ED25519 = 0x01;
-/** Bytes of an Ed25519 private key seed, public key and signature. */
-const SEED_SIZE = 32;
-const PUBLIC_KEY_SIZE = 32;
-const SIGNATURE_SIZE = 64;
+/** Bytes of an Ed25519 private key seed. */
+export const SEED_SIZE = 32;
+/** Bytes of an Ed25519 public key. */
+export const PUBLIC_KEY_SIZE = 32;
+/** Bytes of an Ed25519 signature. */
+export const SIGNATURE_SIZE = 64;
 /** DER prefix of a PKCS #8 Ed25519 private key, followed by its 32-byte seed (RFC 8410). */
-const PKCS8_ED25519_PREFIX = Uint8Array.of(
+export const PKCS8_ED25519_PREFIX = Uint8Array.of(
   0x30,
   0x2e,
   0x02,
@@ -93,17 +95,26 @@ export class NoteSigner {
   }
 }
 
+/** What signs a note's text: a {@link NoteSigner}, or a cosigner (cosignature.ts). */
+export interface TextSigner {
+  readonly name: string;
+  /** This key's signature line for `text` (a note text ending in a newline). */
+  sign(text: string): Promise<NoteSignature>;
+}
+
+/** The note signature line `— <name> base64(key ID ‖ signature)` of `signature`, ending in a newline. */
+export function formatSignatureLine(signature: NoteSignature): string {
+  return `\u2014 ${signature.name} ${toBase64(concat(signature.keyId, signature.signature))}\n`;
+}
+
 /**
  * The C2SP signed note of `text` signed by each of `signers`: the text (which must end in a newline:
  * RangeError otherwise), a blank line, and one line `— <name> base64(key ID ‖ signature)` per signer.
  */
-export async function signNote(text: string, ...signers: NoteSigner[]): Promise<string> {
+export async function signNote(text: string, ...signers: TextSigner[]): Promise<string> {
   if (!text.endsWith('\n')) throw new RangeError('a note text ends with a newline');
   const lines = await Promise.all(
-    signers.map(async (signer) => {
-      const { name, keyId, signature } = await signer.sign(text);
-      return `\u2014 ${name} ${toBase64(concat(keyId, signature))}\n`;
-    }),
+    signers.map(async (signer) => formatSignatureLine(await signer.sign(text))),
   );
   return `${text}\n${lines.join('')}`;
 }
@@ -111,7 +122,8 @@ export async function signNote(text: string, ...signers: NoteSigner[]): Promise<
 /**
  * Opens a signed note: resolves with its text and the signatures of `verifiers` that verified over it.
  * Lines by other keys are skipped. Throws a NoteError `malformed` when `note` is not a signed note, and
- * `unverified` when no signature of a given verifier verifies.
+ * `unverified` when no signature of a given verifier verifies or, as Go's `note.Open`, when a line naming
+ * a given verifier (name and key ID) holds a signature that does not verify.
  */
 export async function openNote(note: string, verifiers: readonly NoteVerifier[]): Promise<OpenedNote> {
   const split = note.lastIndexOf('\n\n');
@@ -127,12 +139,21 @@ export async function openNote(note: string, verifiers: readonly NoteVerifier[])
     if (!match || !bytes || bytes.length < 5) continue;
     const keyId = bytes.subarray(0, 4);
     const signature = bytes.subarray(4);
-    for (const verifier of verifiers) {
-      if (verifier.name !== match[1] || toHex(verifier.keyId) !== toHex(keyId)) continue;
+    const known = verifiers.filter(
+      (verifier) => verifier.name === match[1] && toHex(verifier.keyId) === toHex(keyId),
+    );
+    if (known.length === 0) continue;
+    let verified = false;
+    for (const verifier of known) {
       if (await verifier.verify(message, signature)) {
         signatures.push({ name: verifier.name, keyId, signature });
+        verified = true;
         break;
       }
+    }
+    // As Go's note.Open: a line naming a known key whose signature fails makes the note invalid.
+    if (!verified) {
+      throw new NoteError(`the signature by ${match[1]} does not verify`, 'unverified');
     }
   }
   if (signatures.length === 0) {
@@ -198,20 +219,24 @@ async function importSigningKey(name: string, seed: Uint8Array) {
   return { privateKey, keyId, verifierKey: `${name}+${toHex(keyId)}+${toBase64(encodedKey)}` };
 }
 
-async function computeKeyId(name: string, encodedKey: Uint8Array): Promise<Uint8Array> {
+/** The signed-note key ID of `name` and `encodedKey` (type byte ‖ key): SHA-256(name ‖ 0x0A ‖ key)[:4]. */
+export async function computeKeyId(name: string, encodedKey: Uint8Array): Promise<Uint8Array> {
   return (await sha256(concat(encoder.encode(`${name}\n`), encodedKey))).subarray(0, 4);
 }
 
-function isValidName(name: string): boolean {
+/** Whether `name` is a valid signed-note key name (no whitespace, no '+'). */
+export function isValidName(name: string): boolean {
   return /^[^\s+]+$/.test(name);
 }
 
-function base64UrlToStandard(text: string): string {
+/** Standard base64 of base64url `text` (as a JWK holds keys). */
+export function base64UrlToStandard(text: string): string {
   const standard = text.replace(/-/g, '+').replace(/_/g, '/');
   return standard + '='.repeat((4 - (standard.length % 4)) % 4);
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
+/** The bytes of `parts`, one after another. */
+export function concat(...parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let offset = 0;
   for (const part of parts) {

@@ -74,6 +74,44 @@ export interface LogCheckpointsTable {
   created_at: IsoTimestamp;
 }
 
+/** A tenant checkpoint waiting for its root log leaf (queued by a trigger on log_checkpoints). */
+export interface RootLogQueueTable {
+  created_at: IsoTimestamp;
+  tenant_id: string;
+  tree_size: ColumnType<number | string, number, never>;
+}
+
+/** A root log leaf: the tenant checkpoint (tenant, tree size) it is the SHA-256 of. */
+export interface RootLogLeavesTable {
+  leaf_index: ColumnType<number | string, number, never>;
+  tenant_id: string;
+  tree_size: ColumnType<number | string, number, never>;
+}
+
+/** The root log's tiles, as log_tiles without a tenant. */
+export interface RootLogTilesTable {
+  level: number;
+  tile_index: ColumnType<number | string, number, never>;
+  width: number;
+  hashes: Uint8Array;
+}
+
+/** A signed root checkpoint (origin LOG_ORIGIN). */
+export interface RootLogCheckpointsTable {
+  tree_size: ColumnType<number | string, number, never>;
+  root_hash: Uint8Array;
+  note: string;
+  created_at: IsoTimestamp;
+}
+
+/** A witness's cosignature line of a root checkpoint. */
+export interface RootLogCosignaturesTable {
+  tree_size: ColumnType<number | string, number, never>;
+  witness: string;
+  line: string;
+  created_at: IsoTimestamp;
+}
+
 /** 0 or 1: booleans are integers on both dialects. */
 export type Flag = 0 | 1;
 
@@ -310,6 +348,11 @@ export interface Database {
   log_leaf_queue: LogLeafQueueTable;
   log_tiles: LogTilesTable;
   log_checkpoints: LogCheckpointsTable;
+  root_log_queue: RootLogQueueTable;
+  root_log_leaves: RootLogLeavesTable;
+  root_log_tiles: RootLogTilesTable;
+  root_log_checkpoints: RootLogCheckpointsTable;
+  root_log_cosignatures: RootLogCosignaturesTable;
   erasures: ErasuresTable;
   tenant_usage: TenantUsageTable;
   deployment_keys: DeploymentKeysTable;

@@ -16,6 +16,8 @@ export interface GoVerifierInput {
   verifier_key: string;
   /** The origin line every checkpoint must carry (`<LOG_ORIGIN>/<tenant>`). */
   origin: string;
+  /** cosignature/v1 verifier keys whose valid cosignature every checkpoint must carry (root checkpoints). */
+  cosigner_keys?: string[];
   checkpoints: string[];
   inclusions: { record: string; leaf_index: number; tree_size: number; path: string[] }[];
   consistencies: { from: number; to: number; path: string[] }[];

@@ -4,7 +4,11 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,8 +20,11 @@ import (
 )
 
 type input struct {
-	VerifierKey  string   `json:"verifier_key"`
-	Origin       string   `json:"origin"`
+	VerifierKey string `json:"verifier_key"`
+	Origin      string `json:"origin"`
+	// CosignerKeys, when given, are cosignature/v1 (Ed25519) verifier keys: every checkpoint must carry a
+	// valid cosignature of each (root checkpoints and their witnesses).
+	CosignerKeys []string `json:"cosigner_keys"`
 	Checkpoints  []string `json:"checkpoints"`
 	Inclusions   []struct {
 		Record    string   `json:"record"`
@@ -41,11 +48,28 @@ func main() {
 	if err != nil {
 		fail("verifier key: %v", err)
 	}
+	verifiers := []note.Verifier{verifier}
+	for _, key := range in.CosignerKeys {
+		v, err := newCosignatureVerifier(key)
+		if err != nil {
+			fail("cosigner key %q: %v", key, err)
+		}
+		verifiers = append(verifiers, v)
+	}
 	roots := map[int64]tlog.Hash{}
 	for _, text := range in.Checkpoints {
-		n, err := note.Open([]byte(text), note.VerifierList(verifier))
+		n, err := note.Open([]byte(text), note.VerifierList(verifiers...))
 		if err != nil {
 			fail("checkpoint %q: %v", text, err)
+		}
+		signed := map[string]bool{}
+		for _, sig := range n.Sigs {
+			signed[sig.Name] = true
+		}
+		for _, v := range verifiers {
+			if !signed[v.Name()] {
+				fail("checkpoint %q: no valid signature by %s", text, v.Name())
+			}
 		}
 		lines := strings.Split(n.Text, "\n")
 		if len(lines) < 4 {
@@ -84,6 +108,39 @@ func main() {
 		}
 	}
 	fmt.Printf("ok: %d checkpoints, %d inclusion proofs, %d consistency proofs\n", len(in.Checkpoints), len(in.Inclusions), len(in.Consistencies))
+}
+
+// cosignatureVerifier verifies C2SP tlog-cosignature cosignature/v1 (Ed25519) lines: transparency-dev/formats'
+// NewVerifierForCosignatureV1, ported to the standard library (as packages/tlog/scripts/vectors.go).
+type cosignatureVerifier struct {
+	name string
+	hash uint32
+	key  ed25519.PublicKey
+}
+
+func newCosignatureVerifier(vkey string) (*cosignatureVerifier, error) {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("malformed verifier id")
+	}
+	key, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || len(key) != 33 || key[0] != 4 {
+		return nil, fmt.Errorf("not a cosignature/v1 Ed25519 key")
+	}
+	h := sha256.New()
+	h.Write([]byte(parts[0] + "\n"))
+	h.Write(key)
+	return &cosignatureVerifier{parts[0], binary.BigEndian.Uint32(h.Sum(nil)), ed25519.PublicKey(key[1:])}, nil
+}
+
+func (v *cosignatureVerifier) Name() string    { return v.name }
+func (v *cosignatureVerifier) KeyHash() uint32 { return v.hash }
+func (v *cosignatureVerifier) Verify(msg, sig []byte) bool {
+	if len(sig) != 8+ed25519.SignatureSize || len(bytes.Split(msg, []byte("\n"))) < 3 {
+		return false
+	}
+	m := []byte(fmt.Sprintf("cosignature/v1\ntime %d\n%s", binary.BigEndian.Uint64(sig), msg))
+	return ed25519.Verify(v.key, m, sig[8:])
 }
 
 func hashes(encoded []string) []tlog.Hash {

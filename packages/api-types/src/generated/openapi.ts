@@ -238,6 +238,39 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/logs/{cid}/proof-file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an offline proof that a record is in the witnessed log
+         * @description Returns an offline-verifiable proof for the record `cid`, in the C2SP `tlog-proof` form (file
+         *     extension `.tlog-proof`), in two parts:
+         *
+         *     - the outer proof is the root log's: the index of your checkpoint in the root log, its inclusion
+         *       proof, and the root checkpoint with the witnesses' cosignature lines; its `extra` line holds, in
+         *       base64, the inner proof;
+         *     - the inner proof is your log's: the record's leaf index, its inclusion proof and your signed
+         *       checkpoint; its `extra` line holds the record's exact bytes (base64).
+         *
+         *     The root log's leaf for your checkpoint is the 32 bytes SHA-256 of its note. Anyone holding the file
+         *     verifies it with nothing but keys: the log's verifier key and a C2SP `tlog-policy` (witness keys and
+         *     quorum), e.g. with `scenario-scoring-audit --proof-file <file> --policy <file>`. The proof refers to
+         *     your latest checkpoint in the served root checkpoint; a record not in it yet answers 409
+         *     `log_record_not_sequenced` with `Retry-After`.
+         */
+        get: operations["getLogProofFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/log/checkpoint": {
         parameters: {
             query?: never;
@@ -344,6 +377,75 @@ export type paths = {
          *     auditor must never take it from the server it audits on each run.
          */
         get: operations["getLogVerifierKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/log/root/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the latest root checkpoint, with its witnesses' cosignatures
+         * @description Returns the latest signed checkpoint of the root log (origin `<LOG_ORIGIN>`), whose leaves are every
+         *     tenant's signed checkpoints, with the C2SP `tlog-cosignature` lines of the witnesses that cosigned it.
+         *     No API key is needed: it names no tenant. Everyone comparing it sees one history: a witness cosigns a
+         *     root checkpoint only when it extends the last one it cosigned. With `LOG_WITNESS_MODE=fail-closed` it is
+         *     the latest root checkpoint whose cosignatures satisfy the deployment's quorum.
+         */
+        get: operations["getRootCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/log/root/proofs/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prove that the root log only grew between two root checkpoints
+         * @description Returns the RFC 9162 consistency proof between two root checkpoints, with both (and their
+         *     cosignatures). No API key is needed. Both sizes must be sizes of signed root checkpoints.
+         */
+        get: operations["getRootConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/root/proofs/inclusion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prove that your checkpoint is in the cosigned root log
+         * @description Returns the RFC 9162 inclusion proof of one of the caller's signed checkpoints (the one of `tree_size`,
+         *     or by default the latest one the root log holds) in the served root checkpoint, with both checkpoints.
+         *     With the record's inclusion proof in your checkpoint, this completes the chain: record → your
+         *     checkpoint → root checkpoint cosigned by the witnesses. A checkpoint not in a served root checkpoint yet
+         *     answers 409 `log_record_not_sequenced` with `Retry-After`.
+         */
+        get: operations["getRootInclusionProof"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1497,6 +1599,50 @@ export type components = {
             key_name: string;
         };
         /**
+         * @description A signed checkpoint of the root log (origin `<LOG_ORIGIN>`), whose leaves are the tenants' signed
+         *     checkpoints (each leaf the 32 bytes SHA-256 of a tenant checkpoint's note, so no tenant name shows).
+         *     `note` is the C2SP `signed-note`: the checkpoint body, a blank line, the log key's signature line and one
+         *     C2SP `tlog-cosignature` (cosignature/v1, Ed25519) line per witness that cosigned it. Verify it with the
+         *     log's verifier key and your C2SP `tlog-policy` (witness keys and quorum).
+         */
+        RootCheckpoint: {
+            /**
+             * @description The root log's origin line, `<LOG_ORIGIN>`.
+             * @example localhost/scenario-scoring
+             */
+            origin: string;
+            tree_size: components["schemas"]["TreeSize"];
+            root_hash: components["schemas"]["LogHash"];
+            /** @description The checkpoint body, a blank line, the log's signature line and the witnesses' cosignature lines. */
+            note: string;
+            /** @description The key names of the witnesses whose cosignature lines `note` carries (verify them; do not trust this list). */
+            cosigners: string[];
+        };
+        /**
+         * @description RFC 9162 §2.1.4 consistency proof between two root checkpoints: the root tree of `to_checkpoint` holds
+         *     the root tree of `from_checkpoint` unchanged as its first `from_size` leaves.
+         */
+        RootConsistencyProof: {
+            from_size: components["schemas"]["TreeSize"];
+            to_size: components["schemas"]["TreeSize"];
+            consistency_path: components["schemas"]["LogHash"][];
+            from_checkpoint: components["schemas"]["RootCheckpoint"];
+            to_checkpoint: components["schemas"]["RootCheckpoint"];
+        };
+        /**
+         * @description RFC 9162 §2.1.3 inclusion proof of one of the caller's signed checkpoints in the root log: the leaf is
+         *     the 32 bytes SHA-256(`tenant_checkpoint.note`), hashed as SHA-256(0x00 ‖ leaf) at `leaf_index`; combined
+         *     with `inclusion_path` it must give `root_checkpoint.root_hash`.
+         */
+        RootInclusionProof: {
+            tenant_checkpoint: components["schemas"]["LogCheckpoint"];
+            /** @description The tenant checkpoint's position in the root log, from 0. */
+            leaf_index: number;
+            /** @description The audit path, from the leaf's sibling up to the root's child. */
+            inclusion_path: components["schemas"]["LogHash"][];
+            root_checkpoint: components["schemas"]["RootCheckpoint"];
+        };
+        /**
          * Format: uri
          * @description Where events are POSTed. `https` is required unless the server runs in development mode or the
          *     target is allowlisted; every address it resolves to must be public unicast (see the webhook guide). No
@@ -2326,6 +2472,9 @@ export type Notice = components['schemas']['Notice'];
 export type ConsistencyProof = components['schemas']['ConsistencyProof'];
 export type LogTile = components['schemas']['LogTile'];
 export type LogVerifierKey = components['schemas']['LogVerifierKey'];
+export type RootCheckpoint = components['schemas']['RootCheckpoint'];
+export type RootConsistencyProof = components['schemas']['RootConsistencyProof'];
+export type RootInclusionProof = components['schemas']['RootInclusionProof'];
 export type WebhookUrl = components['schemas']['WebhookUrl'];
 export type EventFilter = components['schemas']['EventFilter'];
 export type WebhookDescription = components['schemas']['WebhookDescription'];
@@ -2812,6 +2961,47 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    getLogProofFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The `log_cid` of a scoring. */
+                cid: components["parameters"]["Cid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The proof file (C2SP tlog-proof text). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description `attachment; filename="<cid>.tlog-proof"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["CheckpointNotFound"];
+            409: components["responses"]["LogRecordNotSequenced"];
+            410: components["responses"]["LogRecordErased"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     getLogCheckpoint: {
         parameters: {
             query?: never;
@@ -3005,6 +3195,118 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getRootCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest root checkpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RootCheckpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["CheckpointNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getRootConsistencyProof: {
+        parameters: {
+            query: {
+                /**
+                 * @description The tree size of the older root checkpoint.
+                 * @example 1
+                 */
+                from: components["schemas"]["TreeSize"];
+                /**
+                 * @description The tree size of the newer root checkpoint.
+                 * @example 2
+                 */
+                to: components["schemas"]["TreeSize"];
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consistency proof and both root checkpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RootConsistencyProof"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["CheckpointNotFound"];
+            422: components["responses"]["TreeSizeTooSmall"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getRootInclusionProof: {
+        parameters: {
+            query?: {
+                /** @description The tree size of a signed checkpoint to prove against; by default the latest checkpoint. */
+                tree_size?: components["parameters"]["TreeSize"];
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The root inclusion proof, the tenant checkpoint and the root checkpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RootInclusionProof"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["CheckpointNotFound"];
+            409: components["responses"]["LogRecordNotSequenced"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };

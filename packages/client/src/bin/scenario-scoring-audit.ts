@@ -3,15 +3,21 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { auditLog } from '../log-auditor.js';
+import { verifyProofFile } from '../log-proof-file.js';
 
 const USAGE = `Usage: scenario-scoring-audit --url <base URL> --key <verifier key> --origin <origin> --state <file> [--cid <cid>]...
+       scenario-scoring-audit --proof-file <file> --policy <file> --origin <origin> [--cid <cid>]
 
 Audits your tenant's verifiable log: verifies the latest signed checkpoint with the pinned verifier key
 and the pinned origin line (<LOG_ORIGIN>/<tenant>: one key signs every tenant's log, so the origin is what
 tells yours from another tenant's),
 proves it consistent with the checkpoint accepted last time (kept in --state), proves each --cid's record
 in it, then saves it as accepted. The API key is read from SCENARIO_SCORING_API_KEY. Exits 0 when every
-check held, 1 with one line per failure otherwise, 2 on bad usage.`;
+check held, 1 with one line per failure otherwise, 2 on bad usage.
+
+With --proof-file it verifies an offline proof file (GET /v1/logs/{cid}/proof-file) with nothing but the
+C2SP tlog-policy --policy (the log's key, the witnesses' keys, the quorum): the record is in your signed
+checkpoint, which is in a root checkpoint cosigned by a quorum of the witnesses. No network, no API key.`;
 
 async function main(): Promise<number> {
   let values: ReturnType<typeof parse>['values'];
@@ -25,6 +31,29 @@ async function main(): Promise<number> {
   if (values.help) {
     console.log(USAGE);
     return 0;
+  }
+  if (values['proof-file'] !== undefined || values.policy !== undefined) {
+    if (!values['proof-file'] || !values.policy || !values.origin || (values.cid?.length ?? 0) > 1) {
+      console.error(`--proof-file, --policy and --origin go together, with at most one --cid.\n\n${USAGE}`);
+      return 2;
+    }
+    const [proof, policy] = await Promise.all([
+      readFile(values['proof-file'], 'utf8'),
+      readFile(values.policy, 'utf8'),
+    ]);
+    try {
+      const verified = await verifyProofFile(proof, policy, {
+        ...(values.cid?.[0] !== undefined && { cid: values.cid[0] }),
+        origin: values.origin,
+      });
+      console.log(
+        `OK ${verified.cid} leaf ${verified.leafIndex} of ${verified.checkpoint.origin} tree size ${verified.checkpoint.treeSize}, in root tree size ${verified.rootCheckpoint.treeSize} cosigned by ${verified.witnesses.join(', ') || 'no witness (quorum none)'}`,
+      );
+      return 0;
+    } catch (error) {
+      console.error(`FAIL ${(error as Error).message}`);
+      return 1;
+    }
   }
   if (!values.url || !values.key || !values.origin || !values.state || !apiKey) {
     console.error(`--url, --key, --origin, --state and SCENARIO_SCORING_API_KEY are required.\n\n${USAGE}`);
@@ -61,6 +90,8 @@ function parse() {
       state: { type: 'string' },
       origin: { type: 'string' },
       cid: { type: 'string', multiple: true },
+      'proof-file': { type: 'string' },
+      policy: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

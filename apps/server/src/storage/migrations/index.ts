@@ -14,6 +14,7 @@ import * as deploymentKeys from './0012-deployment-keys.js';
 import * as eventTraceparent from './0013-event-traceparent.js';
 import * as webhookOperations from './0014-webhook-operations.js';
 import * as logFaults from './0015-log-faults.js';
+import * as rootLog from './0016-root-log.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -36,4 +37,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0013-event-traceparent': eventTraceparent,
   '0014-webhook-operations': webhookOperations,
   '0015-log-faults': logFaults,
+  '0016-root-log': rootLog,
 };
