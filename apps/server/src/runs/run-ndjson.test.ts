@@ -1,6 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Problem, Run, RunItemError, RunItemResult, RunResultList } from '@scenario-scoring/api-types';
+import { createClient, readRunResults, uploadRunNdjson } from '@scenario-scoring/client';
 import { effectivePolicy, scoreScorecard2 } from '@scenario-scoring/engine';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -249,5 +253,25 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
     const other = await post(`${line(9)}\n`, headers);
     expect(other.status).toBe(422);
     expect(await runRows()).toBe(before);
+  });
+
+  it('when the client uploads a file with a progress callback, then the run completes and its results read as an async iterator of items', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ndjson-'));
+    const file = join(dir, 'portfolio.ndjson');
+    writeFileSync(file, `${Array.from({ length: 250 }, (_, i) => line(i)).join('\n')}\n`);
+    const client = createClient({ baseUrl: server.url, apiKey: key });
+    const seen: { bytes: number; lines: number }[] = [];
+    const created = await uploadRunNdjson(client, file, { onProgress: (p) => seen.push(p) });
+    expect(created.error).toBeUndefined();
+    const run = created.data as Run;
+    expect(run.item_count).toBe(250);
+    expect(seen.at(-1)?.lines).toBe(250);
+    await waitForRunEnd(server, key, run.id);
+    const indexes: number[] = [];
+    for await (const item of readRunResults(client, run.id, { from: 5 })) {
+      expect(item.status).toBe('ok');
+      indexes.push(item.index);
+    }
+    expect(indexes).toEqual(Array.from({ length: 245 }, (_, i) => i + 5));
   });
 });
