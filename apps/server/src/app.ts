@@ -39,7 +39,10 @@ import { loadPolicy } from '@scenario-scoring/tlog';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-routes.js';
 import { jsonLogger, type Logger } from './request-logging/logger.js';
+import { DEFAULT_UPLOAD_LIMITS } from './runs/run-config.js';
+import { lineReader } from './runs/run-lines.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
+import { ndjsonRunUpload } from './runs/run-upload.js';
 import { noticeRoute } from './score-log/notice-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
 import { readLogRecord } from './score-log/score-log-service.js';
@@ -143,7 +146,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     listModels: listModelsRoute,
     getModel: getModelRoute,
     getNotice: noticeRoute(features.logs),
-    getRun: getRunRoute({ storage }),
+    getRun: getRunRoute({ storage }, clock),
     listRunResults: listRunResultsRoute({ storage }),
     getPolicy: policyRoute,
     getLogRecord: logRoute(features.logs),
@@ -222,6 +225,19 @@ export async function createApp(options: AppOptions): Promise<Express> {
       requireScope(scopes),
       enforceStorageQuota(quota, quotaOperations(operations)),
     ]),
+  );
+  // A run's items as NDJSON are streamed to storage here: neither the JSON parser nor the validator reads them.
+  app.post(
+    '/v1/scoring/runs',
+    ndjsonRunUpload(
+      { storage, runQueue: features.runQueue, keyedHash: features.keyedHash },
+      {
+        storage,
+        clock,
+        limits: config.runs.upload ?? DEFAULT_UPLOAD_LIMITS,
+        readLine: lineReader(contract.document, config.unknownJurisdiction),
+      },
+    ),
   );
   app.use(
     inSequence([

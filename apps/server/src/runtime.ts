@@ -16,6 +16,7 @@ import type { Config } from './server-config.js';
 import { checkDeploymentKeys } from './storage/deployment-keys.js';
 import { openStorage } from './storage/storage.js';
 import { createApiServer } from './transport/api-server.js';
+import { enforceBodyDeadline } from './transport/body-deadline.js';
 import { closeGracefully } from './transport/graceful-close.js';
 import { loadLogSigningKey } from './verifiable-log/log-signing-key.js';
 import { checkAddress } from './webhooks/outbound/outbound-address-policy.js';
@@ -140,7 +141,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       metricsServer = await startMetricsServer(metrics, { ...metricsListener, port: metricsPort }, logger);
     }
     const server = createApiServer(app).listen(config.port, config.host);
-    server.requestTimeout = REQUEST_TIMEOUT_MS;
+    // A body must come within it, but an NDJSON run's upload, bounded by its size and an idle timeout.
+    enforceBodyDeadline(server, REQUEST_TIMEOUT_MS);
     server.headersTimeout = REQUEST_TIMEOUT_MS;
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     for (const worker of workers) worker.start();

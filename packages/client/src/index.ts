@@ -41,6 +41,12 @@ export { randomRequestId, requestIdMiddleware } from './request-id-middleware.js
 export { backoffMs, retryAfterMs } from './retry-delay.js';
 export { DEFAULT_RETRY, type RetryOptions, retryMiddleware } from './retry-middleware.js';
 export {
+  type NdjsonSource,
+  readRunResults,
+  type UploadProgress,
+  uploadRunNdjson,
+} from './run-ndjson.js';
+export {
   fetchRunResults,
   type RunCallResult,
   type RunItem,

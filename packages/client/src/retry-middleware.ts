@@ -118,6 +118,11 @@ export function retryMiddleware(options: RetryOptions = {}): Middleware {
 
   return {
     async onRequest({ request, id }) {
+      // A streamed body (an NDJSON run's upload, uploadRunNdjson) is neither buffered nor sent twice.
+      if (request.headers.get('content-type')?.startsWith('application/x-ndjson')) {
+        states.set(id, { body: undefined, retries: Number.POSITIVE_INFINITY, settled: false });
+        return undefined;
+      }
       const body =
         request.body === null || maxRetries === 0 ? undefined : await request.clone().arrayBuffer();
       states.set(id, { body, retries: 0, settled: false });

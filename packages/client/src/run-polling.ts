@@ -68,8 +68,10 @@ export async function fetchRunResults(
       ...(options.signal && { signal: options.signal }),
     });
     if (!data) return { error, response };
-    items.push(...data.data);
-    if (data.next_cursor === null) return { data: items, response };
-    cursor = data.next_cursor;
+    // Asked for JSON (the default Accept), so never the NDJSON form's text.
+    const page = data as Exclude<typeof data, string>;
+    items.push(...page.data);
+    if (page.next_cursor === null) return { data: items, response };
+    cursor = page.next_cursor;
   }
 }

@@ -43,7 +43,9 @@ export type ErasureOutcome = 'completed' | 'waiting' | 'stopped';
  * emptied by one UPDATE: a record is whole or erased, never half-erased.
  *
  * - `wait` (subject): while a run of the tenant created before the erasure began, and holding the subject,
- *   is queued or running, the erasure waits, so the run's items are erased when they land.
+ *   is queued or running (an NDJSON run: uploading too, with a line of the subject not scored yet, read
+ *   from `run_inputs` without an index of the subject: a scan of the lines waiting), the erasure waits, so
+ *   the run's items are erased when they land.
  * - `records`: the subject's records created up to the erasure's start (by `subject_key`); for retention,
  *   the records created before the cutoff (by the leaves' time order).
  * - `items`: run items of the subject (runs created up to the start) and their records, whenever scored;
@@ -127,6 +129,18 @@ async function step(
           .where('status', 'in', ['queued', 'running'])
           .execute();
         if (open.some((run) => holdsSubject(run.items, subject))) return 'waiting';
+        // An NDJSON run keeps its lines not yet scored in run_inputs (an upload not finished included).
+        const pendingLine = await db
+          .selectFrom('run_inputs')
+          .innerJoin('runs', 'runs.id', 'run_inputs.run_id')
+          .select('run_inputs.run_id')
+          .where('runs.tenant_id', '=', tenantId)
+          .where('runs.created_at', '<=', began)
+          .where('runs.status', 'in', ['uploading', 'queued', 'running'])
+          .where('run_inputs.subject', '=', subject)
+          .limit(1)
+          .executeTakeFirst();
+        if (pendingLine) return 'waiting';
       }
       return move(bySubject ? 'records' : 'records:', async () => ({}));
     }

@@ -179,10 +179,21 @@ function batchSteps(
         batch.now,
       ),
       runUsageUpsert(db, batch.runId, batchBytes(batch, others), batch.now),
+      ...(batch.consumesInputs ? [consumedInputs(db, batch)] : []),
     ];
     for (const statement of statements) steps.push({ statement, onlyIfChanged });
   }
   return { steps, fences };
+}
+
+/** Deletes the NDJSON lines of the batch's items: a committed item's line is never needed again. */
+function consumedInputs(db: Kysely<Database>, batch: BatchCommit): CompiledQuery {
+  return db
+    .deleteFrom('run_inputs')
+    .where('run_id', '=', batch.runId)
+    .where('item_index', '>=', batch.fromIndex)
+    .where('item_index', '<', batch.fromIndex + batch.items.length)
+    .compile();
 }
 
 /** What a batch adds to its tenant's storage usage, escalation events aside (counted as written). */

@@ -22,6 +22,17 @@ export interface BatchSource {
   tenantId: string;
   /** Only the batch's items (so that only they cross to a scoring thread), the first being item `from`. */
   items: readonly ScoreRequest[];
+  /**
+   * For a run submitted as NDJSON, per item: why its line is not a valid item (it fails with that problem,
+   * unscored; its item in `items` is a placeholder), or null.
+   */
+  rejected?: readonly (RejectedItem | null)[];
+}
+
+/** An NDJSON line that is not a valid item: its subject ('' when it had none) and its problem as JSON. */
+export interface RejectedItem {
+  subject: string;
+  error: string;
 }
 
 /**
@@ -45,13 +56,19 @@ export interface ScoredItems {
  * Scores a batch of a run's items (the first being the run's item `from`) exactly like a synchronous
  * scoring: the same engine pipeline, a score-log/2 record per item (kind `run_item`, the run id and the
  * item's index, `now` as its time, a fresh salt) under the run's tenant, and a `policy.escalated` event per
- * escalated item. An item that cannot be scored gets a null CID and is counted as failed; it does not
- * stop the run.
+ * escalated item. An item that cannot be scored, or whose NDJSON line was rejected, gets a null CID and
+ * is counted as failed; it does not stop the run.
  */
 export function scoreItems(source: BatchSource, from: number, now: Date): ScoredItems {
   const counts: RunCounts = { succeeded: 0, failed: 0, escalated: 0 };
   const scored: ScoredItems = { cids: [], records: [], escalated: [], events: [], counts };
   for (const [offset, { subject, context }] of source.items.entries()) {
+    if (source.rejected?.[offset]) {
+      scored.cids.push(null);
+      scored.escalated.push(0);
+      counts.failed += 1;
+      continue;
+    }
     try {
       const identity = { kind: 'run_item', run_id: source.runId, item: from + offset } as const;
       const scoring = scoreAndLog(subject, context, recordStamp(identity, now));
@@ -76,7 +93,8 @@ export function scoreItems(source: BatchSource, from: number, now: Date): Scored
 
 /**
  * The rows of a batch scored by `scoreItems` (on a thread or not): a `run_items` row per item (an item
- * that could not be scored gets its own `internal_error` problem), and a log record per scored item under
+ * whose NDJSON line was rejected gets that line's problem, one that could not be scored its own
+ * `internal_error` problem), and a log record per scored item under
  * the run's tenant, whose `request_id` column holds the run id.
  */
 export function batchRows(source: BatchSource, from: number, now: Date, scored: ScoredItems): ScoredBatch {
@@ -87,15 +105,18 @@ export function batchRows(source: BatchSource, from: number, now: Date, scored: 
     const index = from + offset;
     const cid = scored.cids[offset] ?? null;
     if (cid === null) {
-      const error = problem('internal_error', { detail: `Item ${index} could not be scored.` });
+      const rejected = source.rejected?.[offset];
+      const error =
+        rejected?.error ??
+        JSON.stringify(problem('internal_error', { detail: `Item ${index} could not be scored.` }));
       batch.items.push({
         run_id: source.runId,
         item_index: index,
-        subject,
+        subject: rejected ? rejected.subject : subject,
         status: 'error',
         log_cid: null,
         escalated: 0,
-        error: JSON.stringify(error),
+        error,
       });
       continue;
     }

@@ -31,4 +31,6 @@ export interface BatchCommit extends RunClaim {
   leaseMs: number;
   /** True for the batch that attempts the last item: the run ends `completed` in the same transaction. */
   completes: boolean;
+  /** True for a run submitted as NDJSON: the batch's lines (`run_inputs`) are deleted in its transaction. */
+  consumesInputs?: boolean;
 }

@@ -19,7 +19,11 @@ export interface RunShare {
 export interface ClaimedRun {
   id: string;
   tenantId: string;
+  /** Where its items are: `inline` in `items`, or `ndjson` (read a batch at a time, RunStore.inputs). */
+  input: 'inline' | 'ndjson';
+  /** The submitted items of an `inline` run; empty for an `ndjson` one. */
   items: ScoreRequest[];
+  itemCount: number;
   /** The first item not committed yet. */
   nextIndex: number;
   counts: RunCounts;
@@ -39,6 +43,8 @@ const CLAIM_ATTEMPTS = 3;
 interface ClaimedRow {
   id: string;
   tenant_id: string;
+  input: 'inline' | 'ndjson';
+  item_count: number;
   items: string;
   next_index: number;
   succeeded: number;
@@ -175,7 +181,7 @@ export function claimStatement(
     locked_until = ${new Date(now.getTime() + options.leaseMs).toISOString()},
     started_at = coalesce(started_at, ${nowIso}), claims = claims + 1`;
   const returning = sql.raw(
-    'id, tenant_id, items, next_index, succeeded, failed, escalated, created_at, deadline_at, claims',
+    'id, tenant_id, input, item_count, items, next_index, succeeded, failed, escalated, created_at, deadline_at, claims',
   );
   // On PostgreSQL: the status is rechecked on the locked rows as `coalesce(k.status, '')`, not as
   // `k.status in (…)`, which would let the planner read all of runs_tenant_unfinished_idx (whose
@@ -239,7 +245,9 @@ function claimedRun(row: ClaimedRow): ClaimedRun {
   return {
     id: row.id,
     tenantId: row.tenant_id,
+    input: row.input,
     items: JSON.parse(row.items) as ScoreRequest[],
+    itemCount: row.item_count,
     nextIndex: row.next_index,
     counts: { succeeded: row.succeeded, failed: row.failed, escalated: row.escalated },
     createdAt: row.created_at,

@@ -14,6 +14,10 @@ describe('the run configuration', () => {
       RUN_STORAGE_RETRY_BACKOFF: '1s',
       RUN_SCORING_THREADS: '0',
       RUN_MAX_CLAIMS: '3',
+      RUN_NDJSON_MAX_BYTES: '1048576',
+      RUN_NDJSON_MAX_LINES: '1000',
+      RUN_NDJSON_MAX_LINE_BYTES: '4096',
+      RUN_NDJSON_IDLE_TIMEOUT: '5s',
     });
     expect(readRunConfig(reader)).toEqual({
       batchSize: 50,
@@ -24,6 +28,7 @@ describe('the run configuration', () => {
       storageRetryBackoffMs: 1000,
       scoringThreads: 0,
       maxClaims: 3,
+      upload: { maxBytes: 1_048_576, maxLines: 1000, maxLineBytes: 4096, idleTimeoutMs: 5000 },
     });
     expect(reader.problems).toEqual([]);
   });

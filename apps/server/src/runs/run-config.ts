@@ -23,7 +23,29 @@ export interface RunConfig {
    * not take every instance down, one after the other, forever. Graceful stops release and do not count.
    */
   maxClaims: number;
+  /** The bounds of a run submitted as NDJSON; DEFAULT_UPLOAD_LIMITS when absent. */
+  upload?: RunUploadLimits;
 }
+
+/** The bounds of a run's NDJSON upload (run-upload.ts). */
+export interface RunUploadLimits {
+  /** Bytes of the body (as decompressed): past them the upload is refused 413. */
+  maxBytes: number;
+  /** Lines of the body: past them the upload is refused 413. */
+  maxLines: number;
+  /** Bytes of one line: a longer line is an item that fails (`payload_too_large`). */
+  maxLineBytes: number;
+  /** The upload is dropped after this long without a byte. */
+  idleTimeoutMs: number;
+}
+
+/** 1 GiB, 5,000,000 lines, lines up to 64 KiB, 30 s without a byte. */
+export const DEFAULT_UPLOAD_LIMITS: RunUploadLimits = {
+  maxBytes: 1024 ** 3,
+  maxLines: 5_000_000,
+  maxLineBytes: 64 * 1024,
+  idleTimeoutMs: 30_000,
+};
 
 /** One core for the event loop (HTTP, commits), the others score, up to 4. */
 const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() - 1));
@@ -31,7 +53,9 @@ const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() -
 /**
  * Reads `RUN_BATCH_SIZE` (500), `RUN_POLL_INTERVAL` (1s), `RUN_LEASE` (30s), `RUN_CONCURRENCY` (4),
  * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms), `RUN_SCORING_THREADS` (the cores but
- * one, 1 to 4) and `RUN_MAX_CLAIMS` (10).
+ * one, 1 to 4), `RUN_MAX_CLAIMS` (10), and an NDJSON upload's `RUN_NDJSON_MAX_BYTES` (1 GiB, up to
+ * 16 GiB), `RUN_NDJSON_MAX_LINES` (5,000,000, its maximum), `RUN_NDJSON_MAX_LINE_BYTES` (64 KiB) and
+ * `RUN_NDJSON_IDLE_TIMEOUT` (30s).
  */
 export function readRunConfig(reader: EnvReader): RunConfig {
   return {
@@ -43,5 +67,16 @@ export function readRunConfig(reader: EnvReader): RunConfig {
     storageRetryBackoffMs: reader.durationMs('RUN_STORAGE_RETRY_BACKOFF', 100),
     scoringThreads: reader.integer('RUN_SCORING_THREADS', DEFAULT_SCORING_THREADS, 0, 64),
     maxClaims: reader.integer('RUN_MAX_CLAIMS', 10, 1, 1000),
+    upload: {
+      maxBytes: reader.integer('RUN_NDJSON_MAX_BYTES', DEFAULT_UPLOAD_LIMITS.maxBytes, 1, 16 * 1024 ** 3),
+      maxLines: reader.integer('RUN_NDJSON_MAX_LINES', DEFAULT_UPLOAD_LIMITS.maxLines, 1, 5_000_000),
+      maxLineBytes: reader.integer(
+        'RUN_NDJSON_MAX_LINE_BYTES',
+        DEFAULT_UPLOAD_LIMITS.maxLineBytes,
+        256,
+        1024 ** 2,
+      ),
+      idleTimeoutMs: reader.durationMs('RUN_NDJSON_IDLE_TIMEOUT', DEFAULT_UPLOAD_LIMITS.idleTimeoutMs, 100),
+    },
   };
 }

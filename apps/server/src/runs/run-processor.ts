@@ -40,7 +40,7 @@ export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
 export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
   const { store, config, clock } = context;
   const claim = claimOf(run, context.workerId);
-  const itemCount = run.items.length;
+  const itemCount = run.itemCount;
   // Batches scored ahead of the one committing: enough to keep every scoring thread busy with this run.
   const ahead = Math.max(1, context.pool.size);
   // Batches not committed yet, in item order; the first is the next to commit.
@@ -50,8 +50,20 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
     // A run with nothing left to score still commits one (empty) batch, the one that completes it.
     while (window.length === 0 || (window.length <= ahead && scoredTo < itemCount)) {
       const to = Math.min(scoredTo + config.batchSize, itemCount);
-      const source = { runId: run.id, tenantId: run.tenantId, items: run.items.slice(scoredTo, to) };
-      window.push({ to, scored: context.pool.score(source, scoredTo, clock.now()) });
+      const from = scoredTo;
+      const scored =
+        run.input === 'ndjson'
+          ? store
+              .inputs(run.id, from, to)
+              .then((lines) =>
+                context.pool.score({ runId: run.id, tenantId: run.tenantId, ...lines }, from, clock.now()),
+              )
+          : context.pool.score(
+              { runId: run.id, tenantId: run.tenantId, items: run.items.slice(from, to) },
+              from,
+              clock.now(),
+            );
+      window.push({ to, scored });
       scoredTo = to;
     }
   };
@@ -85,6 +97,7 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
       now: commitNow,
       leaseMs: config.leaseMs,
       completes,
+      consumesInputs: run.input === 'ndjson',
     };
     const committed = await commitWithRetries(() => store.commitBatch(commit), context, run.id);
     if (committed === 'lost') {
@@ -132,7 +145,7 @@ function completedEvent(run: ClaimedRun, counts: RunCounts, now: Date) {
     {
       run_id: run.id,
       status: 'completed',
-      item_count: run.items.length,
+      item_count: run.itemCount,
       counts,
       completed_at: now.toISOString(),
     },
@@ -170,7 +183,7 @@ async function failRun(
     {
       run_id: run.id,
       status: 'failed',
-      item_count: run.items.length,
+      item_count: run.itemCount,
       counts,
       completed_at: now.toISOString(),
       error,
@@ -192,13 +205,13 @@ async function failRun(
 
 function interruptedProblem(run: ClaimedRun): Problem {
   return problem('internal_error', {
-    detail: `The run was interrupted ${run.claims - 1} times without finishing (its server died or lost its lease while processing it); ${run.nextIndex} of ${run.items.length} items were attempted.`,
+    detail: `The run was interrupted ${run.claims - 1} times without finishing (its server died or lost its lease while processing it); ${run.nextIndex} of ${run.itemCount} items were attempted.`,
   });
 }
 
 function deadlineProblem(run: ClaimedRun, attempted: number): Problem {
   const seconds = Math.round((Date.parse(run.deadlineAt ?? '') - Date.parse(run.createdAt)) / 1000);
   return problem('run_deadline_exceeded', {
-    detail: `The run did not complete within its deadline of ${seconds} seconds; ${attempted} of ${run.items.length} items were attempted.`,
+    detail: `The run did not complete within its deadline of ${seconds} seconds; ${attempted} of ${run.itemCount} items were attempted.`,
   });
 }

@@ -1,3 +1,6 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
 import type { Clock } from '../common/clock.js';
 import { replyCreated } from '../http/created-reply.js';
 import type { OperationHandler } from '../http/operation-route.js';
@@ -8,14 +11,18 @@ import {
   getRun,
   listRunResults,
   type RunServiceDeps,
+  streamRunResults,
+  tenantRun,
 } from './run-service.js';
+import { NDJSON_MEDIA_TYPE } from './run-upload.js';
 import { decodeResultsCursor } from './run-view.js';
 
 /**
  * `POST /v1/scoring/runs`: the items were validated against the contract (each error names its index);
  * the run is stored `queued` with its Idempotency-Key record, and this instance's run workers are woken.
  * A deployment that refuses jurisdictions without a policy of their own refuses the run (422
- * `unknown_jurisdiction`, naming the first such item) before anything is stored.
+ * `unknown_jurisdiction`, naming the first such item) before anything is stored. (An NDJSON body is taken
+ * by run-upload.ts before this route.)
  */
 export function createRunRoute(
   deps: RunServiceDeps,
@@ -34,19 +41,41 @@ export function createRunRoute(
 }
 
 /** `GET /v1/scoring/runs/{id}`: another tenant's run answers 404 like an unknown one. */
-export function getRunRoute(deps: Pick<RunServiceDeps, 'storage'>): OperationHandler<'getRun'> {
+export function getRunRoute(deps: Pick<RunServiceDeps, 'storage'>, clock: Clock): OperationHandler<'getRun'> {
   return async (req, res) => {
-    res.json(await getRun(deps, res.locals.apiKey.tenantId, req.params.id));
+    res.json(await getRun(deps, res.locals.apiKey.tenantId, req.params.id, clock.now()));
   };
 }
 
-/** `GET /v1/scoring/runs/{id}/results`: attempted items in item order, a page at a time. */
+/**
+ * `GET /v1/scoring/runs/{id}/results`: attempted items in item order, a page at a time from `cursor` (or
+ * from item `from`); with `Accept: application/x-ndjson`, all of them from item `from` as NDJSON, streamed
+ * with backpressure (gzip when Accept-Encoding takes it), a page of rows in memory at a time.
+ */
 export function listRunResultsRoute(
   deps: Pick<RunServiceDeps, 'storage'>,
 ): OperationHandler<'listRunResults'> {
   return async (req, res) => {
+    const from = (req.query as { from?: number }).from ?? 0;
+    if (req.accepts(['application/json', NDJSON_MEDIA_TYPE]) === NDJSON_MEDIA_TYPE) {
+      const run = await tenantRun(deps, res.locals.apiKey.tenantId, req.params.id);
+      const gzip = req.acceptsEncodings(['identity', 'gzip']) === 'gzip';
+      res.status(200).type(NDJSON_MEDIA_TYPE).set('Vary', 'Accept, Accept-Encoding');
+      if (gzip) res.set('Content-Encoding', 'gzip');
+      const lines = Readable.from(
+        (async function* () {
+          for await (const item of streamRunResults(deps, run, from)) yield `${JSON.stringify(item)}\n`;
+        })(),
+      );
+      // A client that goes away ends the pipeline (and the reads); nothing is left to answer.
+      await (gzip ? pipeline(lines, createGzip(), res) : pipeline(lines, res)).catch((error) => {
+        if (!res.headersSent) throw error;
+        res.destroy();
+      });
+      return;
+    }
     const page = {
-      after: decodeResultsCursor(req.query.cursor),
+      after: req.query.cursor === undefined ? from - 1 : decodeResultsCursor(req.query.cursor),
       limit: req.query.limit ?? DEFAULT_RESULTS_LIMIT,
     };
     res.json(await listRunResults(deps, res.locals.apiKey.tenantId, req.params.id, page));

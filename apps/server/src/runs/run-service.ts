@@ -1,4 +1,10 @@
-import type { Run, RunResultList, ScoreRequest } from '@scenario-scoring/api-types';
+import type {
+  Run,
+  RunItemError,
+  RunItemResult,
+  RunResultList,
+  ScoreRequest,
+} from '@scenario-scoring/api-types';
 import { newId } from '../common/ids.js';
 import { AppError } from '../errors/app-error.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
@@ -53,19 +59,20 @@ export async function createRun(
     const run = await insertRun(trx, { id: newId('run'), tenantId: caller.tenantId, items, now, deadlineAt });
     for (const query of usageUpserts(trx, caller.tenantId, rowBytes(JSON.stringify(items)), now))
       await trx.executeQuery(query);
-    return runView(run);
+    return runView(run, now);
   });
   if (!outcome.replayed) deps.runQueue.notify();
   return outcome;
 }
 
-/** The tenant's run; another tenant's run answers 404 like an unknown one. */
+/** The tenant's run, its progress as of `now`; another tenant's run answers 404 like an unknown one. */
 export async function getRun(
   deps: Pick<RunServiceDeps, 'storage'>,
   tenantId: string,
   runId: string,
+  now: Date,
 ): Promise<Run> {
-  return runView(await tenantRun(deps, tenantId, runId));
+  return runView(await tenantRun(deps, tenantId, runId), now);
 }
 
 /** A page of the run's attempted items, in item order: `limit` items after the item index `after` (-1: from the first). */
@@ -78,10 +85,40 @@ export async function listRunResults(
   const run = await tenantRun(deps, tenantId, runId);
   // One row more than the page tells whether another page exists, without counting.
   const rows = await listRunItems(deps.storage.db, run, after, limit + 1);
-  return toPage(rows, limit, runItemView, (item) => encodeResultsCursor(item.item_index));
+  const lines = run.input === 'ndjson';
+  return toPage(
+    rows,
+    limit,
+    (item) => runItemView(item, lines),
+    (item) => encodeResultsCursor(item.item_index),
+  );
 }
 
-async function tenantRun(
+/** Rows read per query while the results are streamed. */
+const STREAM_PAGE = 1000;
+
+/**
+ * The run's attempted items from item index `from`, in item order, as they are read, a page of
+ * STREAM_PAGE at a time (so memory holds one page, however many items the run has): up to the last item
+ * attempted when each page is read. `run` is the tenant's (tenantRun).
+ */
+export async function* streamRunResults(
+  deps: Pick<RunServiceDeps, 'storage'>,
+  run: RunRecord,
+  from: number,
+): AsyncGenerator<RunItemResult | RunItemError> {
+  const lines = run.input === 'ndjson';
+  let after = from - 1;
+  for (;;) {
+    const rows = await listRunItems(deps.storage.db, run, after, STREAM_PAGE);
+    for (const row of rows) yield runItemView(row, lines);
+    if (rows.length < STREAM_PAGE) return;
+    after = (rows.at(-1) as { item_index: number }).item_index;
+  }
+}
+
+/** The tenant's run or 404 (run-routes.ts checks it before streaming the results). */
+export async function tenantRun(
   deps: Pick<RunServiceDeps, 'storage'>,
   tenantId: string,
   runId: string,

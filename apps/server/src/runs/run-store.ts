@@ -4,9 +4,11 @@ import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
 import type { Database, RunItemsTable, RunsTable } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
+import type { BatchSource, RejectedItem } from './run-batch.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
 import type { BatchCommit, RunClaim } from './run-claim.js';
 import { type ClaimedRun, claimRuns, type RunShare } from './run-claims.js';
+import { sweepAbandonedUploads } from './run-upload-sweep.js';
 
 export type { BatchCommit, RunClaim } from './run-claim.js';
 export type { ClaimedRun, RunShare } from './run-claims.js';
@@ -19,6 +21,7 @@ const RUN_COLUMNS = [
   'id',
   'tenant_id',
   'status',
+  'input',
   'item_count',
   'next_index',
   'succeeded',
@@ -69,7 +72,15 @@ export interface RunStore {
    * count toward `RUN_MAX_CLAIMS`.
    */
   release(claim: RunClaim): Promise<void>;
+  /**
+   * The items `from` to `to` (exclusive) of a run submitted as NDJSON, as BatchSource takes them: the
+   * valid ones, and for each line that is not a valid item a placeholder and its problem (`rejected`).
+   */
+  inputs(runId: string, from: number, to: number): Promise<Pick<BatchSource, 'items' | 'rejected'>>;
 }
+
+/** How often (at most) a worker's claims also sweep abandoned uploads away (run-upload.ts). */
+const UPLOAD_SWEEP_INTERVAL_MS = 60_000;
 
 /** The RunStore over the server's storage. */
 export function createRunStore(
@@ -78,9 +89,41 @@ export function createRunStore(
 ): RunStore {
   const { db, kind } = storage;
   const committer = new RunBatchCommitter(storage, { group: kind === 'sqlite', ...options });
+  let sweptAt = Number.NEGATIVE_INFINITY;
   return {
-    claim: (workerId, now, leaseMs, limit = 1, share = {}) =>
-      claimRuns(storage, { workerId, now, leaseMs, limit, share }),
+    async claim(workerId, now, leaseMs, limit = 1, share = {}) {
+      if (now.getTime() - sweptAt >= UPLOAD_SWEEP_INTERVAL_MS) {
+        sweptAt = now.getTime();
+        await sweepAbandonedUploads(storage, now).catch(() => {});
+      }
+      return claimRuns(storage, { workerId, now, leaseMs, limit, share });
+    },
+
+    async inputs(runId, from, to) {
+      const rows = await db
+        .selectFrom('run_inputs')
+        .select(['item_index', 'subject', 'item', 'error'])
+        .where('run_id', '=', runId)
+        .where('item_index', '>=', from)
+        .where('item_index', '<', to)
+        .orderBy('item_index')
+        .execute();
+      if (rows.length !== to - from)
+        throw new Error(`run ${runId} has ${rows.length} of its lines ${from} to ${to - 1}`);
+      const items: ScoreRequest[] = [];
+      const rejected: (RejectedItem | null)[] = [];
+      for (const row of rows) {
+        if (row.item === null) {
+          const subject = row.subject ?? '';
+          items.push({ subject, context: { jurisdiction: '' } } as ScoreRequest);
+          rejected.push({ subject, error: row.error ?? '{}' });
+        } else {
+          items.push(JSON.parse(row.item) as ScoreRequest);
+          rejected.push(null);
+        }
+      }
+      return { items, rejected };
+    },
 
     commitBatch: (batch) => committer.commit(batch),
 
@@ -102,6 +145,8 @@ export function createRunStore(
           .executeTakeFirst();
         if (Number(ended.numUpdatedRows) !== 1) return false;
         await insertEvents(trx, [failure.event]);
+        // An NDJSON run's lines not attempted are never needed again.
+        await trx.deleteFrom('run_inputs').where('run_id', '=', failure.runId).execute();
         return true;
       });
     },
@@ -118,7 +163,7 @@ export function createRunStore(
   };
 }
 
-/** A tenant's run, or undefined when this tenant has none with this id. */
+/** A tenant's run, or undefined when this tenant has none with this id (an upload not finished is none). */
 export async function findRun(
   db: Kysely<Database>,
   tenantId: string,
@@ -129,6 +174,7 @@ export async function findRun(
     .select(RUN_COLUMNS)
     .where('id', '=', runId)
     .where('tenant_id', '=', tenantId)
+    .where('status', '!=', 'uploading')
     .executeTakeFirst();
 }
 

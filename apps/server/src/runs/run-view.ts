@@ -4,13 +4,24 @@ import { problem } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
 import type { RunItemRecord, RunRecord } from './run-store.js';
 
-/** A run row as the contract's `Run`. */
-export function runView(run: RunRecord): Run {
+/**
+ * A run row as the contract's `Run`, its progress as of `now`: the items attempted (`next_index`), of which
+ * failed, and the items attempted per second from its start to its end (or `now`), null before its start.
+ */
+export function runView(run: RunRecord, now: Date): Run {
+  const started = run.started_at === null ? null : Date.parse(run.started_at);
+  const until = run.completed_at === null ? now.getTime() : Date.parse(run.completed_at);
+  const seconds = started === null ? 0 : Math.max(until - started, 1) / 1000;
   return {
     id: run.id,
-    status: run.status,
+    status: run.status as Run['status'],
     item_count: run.item_count,
     counts: { succeeded: run.succeeded, failed: run.failed, escalated: run.escalated },
+    progress: {
+      attempted: run.next_index,
+      failed: run.failed,
+      items_per_second: started === null ? null : Math.round((run.next_index / seconds) * 10) / 10,
+    },
     created_at: run.created_at,
     started_at: run.started_at,
     completed_at: run.completed_at,
@@ -26,8 +37,12 @@ interface LoggedResult {
   result: RunItemResult['result'];
 }
 
-/** An attempted item as the contract's `RunItemResult` or `RunItemError`; a result is its log record's. */
-export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
+/**
+ * An attempted item as the contract's `RunItemResult` or `RunItemError`; a result is its log record's. An
+ * item of an NDJSON run that failed names its line (`lines`); one whose line had no valid subject (stored
+ * as '') has none.
+ */
+export function runItemView(item: RunItemRecord, lines = false): RunItemResult | RunItemError {
   if (item.erasure_id !== null && item.erasure_id !== undefined) {
     return {
       index: item.item_index,
@@ -41,9 +56,10 @@ export function runItemView(item: RunItemRecord): RunItemResult | RunItemError {
   if (item.status === 'error') {
     return {
       index: item.item_index,
-      subject: item.subject,
+      ...(item.subject !== '' && { subject: item.subject }),
       status: 'error',
       error: JSON.parse(item.error ?? 'null') as Problem,
+      ...(lines && { line: item.item_index + 1 }),
     };
   }
   return {
@@ -77,7 +93,7 @@ function apiOrder(result: RunItemResult['result']): RunItemResult['result'] {
   return ordered;
 }
 
-const CURSOR_PATTERN = /^i:(\d{1,4})$/;
+const CURSOR_PATTERN = /^i:(\d{1,7})$/;
 
 /** The opaque cursor of the page after item `index`. */
 export function encodeResultsCursor(index: number): string {

@@ -156,7 +156,7 @@ export class RunWorker implements BackgroundWorker {
         stopping: () => this.#stopping,
         sleep,
       });
-      logger.info('run processed', { runId: run.id, outcome, from: run.nextIndex, items: run.items.length });
+      logger.info('run processed', { runId: run.id, outcome, from: run.nextIndex, items: run.itemCount });
       this.#options.onRunEnded?.(run.id, outcome);
     } catch (error) {
       logger.error('run processing failed', { runId: run.id, error: String(error) });

@@ -228,8 +228,11 @@ export interface RunsTable {
   /** `run_…`. */
   id: string;
   tenant_id: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
+  /** `uploading` while an NDJSON body arrives (never shown, never claimed; see migration 0018). */
+  status: 'uploading' | 'queued' | 'running' | 'completed' | 'failed';
   item_count: number;
+  /** Where the items are: `inline` in `items`, or `ndjson` in `run_inputs` (migration 0018). */
+  input: ColumnType<'inline' | 'ndjson', 'inline' | 'ndjson' | undefined, 'inline' | 'ndjson'>;
   /** JSON array of the submitted items, `[{subject, context}]`, as validated at creation. */
   items: string;
   /** The first item whose result is not committed yet: where a resumed run starts. */
@@ -254,6 +257,18 @@ export interface RunsTable {
 }
 
 /** The outcome of one attempted item of a run, written in its batch's transaction. */
+/** A line of an NDJSON run not scored yet (migration 0018): the item as validated, or why it fails. */
+export interface RunInputsTable {
+  run_id: string;
+  item_index: number;
+  /** The line's subject when it had a valid one (an `error` row may have none). */
+  subject: string | null;
+  /** The item `{subject, context}` as JSON; null when the line is not a valid item. */
+  item: string | null;
+  /** The problem (JSON) the item fails with; null for a valid item. */
+  error: string | null;
+}
+
 export interface RunItemsTable {
   run_id: string;
   item_index: number;
@@ -344,6 +359,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   runs: RunsTable;
   run_items: RunItemsTable;
+  run_inputs: RunInputsTable;
   log_leaves: LogLeavesTable;
   log_leaf_queue: LogLeafQueueTable;
   log_tiles: LogTilesTable;

@@ -30,7 +30,7 @@ export function declaredLength(req: IncomingMessage): number | undefined {
 }
 
 /** Half-closes `socket` (its answer, then FIN), reads on and discards for LINGER_MS, then destroys it. */
-function lingerClose(socket: Socket): void {
+export function lingerClose(socket: Socket): void {
   socket.end();
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();

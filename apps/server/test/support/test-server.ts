@@ -13,6 +13,7 @@ import { type Logger, silentLogger } from '../../src/request-logging/logger.js';
 import { type Config, loadConfig } from '../../src/server-config.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { createApiServer } from '../../src/transport/api-server.js';
+import { enforceBodyDeadline } from '../../src/transport/body-deadline.js';
 import { SecretBox } from '../../src/webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from '../../src/workers/background-worker.js';
 import { testFeatures } from './test-features.js';
@@ -109,7 +110,7 @@ export async function startTestServer(options: {
     options.requestTimeoutMs === undefined ? {} : { connectionsCheckingInterval: 50 },
   ).listen(0, '127.0.0.1');
   if (options.requestTimeoutMs !== undefined) {
-    server.requestTimeout = options.requestTimeoutMs;
+    enforceBodyDeadline(server, options.requestTimeoutMs);
     server.headersTimeout = options.requestTimeoutMs;
   }
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

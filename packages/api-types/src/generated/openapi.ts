@@ -131,6 +131,20 @@ export type paths = {
          *     also poll `GET /v1/scoring/runs/{id}`.
          *
          *     Send an `Idempotency-Key` to make the request safe to retry.
+         *
+         *     **A whole portfolio as NDJSON.** Send the items as `application/x-ndjson` instead: one item per line,
+         *     each exactly like the body of `POST /v1/scoring/score` (`{"subject": …, "context": {…}}`), lines
+         *     ending in `\n` (a `\r` before it is ignored; the last line's newline is optional). Up to 5,000,000
+         *     lines and 1 GiB (`RUN_NDJSON_MAX_LINES`, `RUN_NDJSON_MAX_BYTES`): past either, the upload is refused
+         *     with 413 `payload_too_large` and no run is created. The body is streamed to storage as it arrives, so
+         *     it may take as long as it needs (it is dropped after `RUN_NDJSON_IDLE_TIMEOUT`, 30 s, without a byte).
+         *     The run exists, and is queued, only once the whole body has arrived: an upload cut off leaves no run.
+         *     Line `n` is item `n - 1`. A line that is not a valid item does not refuse the run: its item fails with
+         *     its own error (`malformed_json` for a line that is not JSON or not UTF-8, an empty line included;
+         *     `validation_failed` for one that does not match the item's schema, with every problem listed;
+         *     `unknown_jurisdiction` when the deployment refuses jurisdictions without a policy), and its result
+         *     names the line; every other item is scored. `deadline_seconds` cannot be given in this form.
+         *     With an `Idempotency-Key`, the body's bytes are what a repeat must match.
          */
         post: operations["createRun"];
         delete?: never;
@@ -176,6 +190,11 @@ export type paths = {
          *     it is exactly what `GET /v1/logs/{cid}` returns for its `log_cid`. Items not yet attempted are not
          *     listed: once a run has completed, every item is; a failed run lists the items attempted before it
          *     failed. Cursors are opaque.
+         *
+         *     **As NDJSON.** With `Accept: application/x-ndjson` the results come as one item per line (each line
+         *     is what a page's `data` holds), streamed in item order from item `from` (0 by default) up to the
+         *     last item attempted so far, with no cursor: to resume, ask again with `from` set to the next index.
+         *     With `Accept-Encoding: gzip` the stream is gzip-compressed.
          */
         get: operations["listRunResults"];
         put?: never;
@@ -1366,13 +1385,26 @@ export type components = {
             /** @description Scored items that the policy escalated (a subset of `succeeded`). */
             escalated: number;
         };
+        /** @description How far the run is, for a progress bar and an estimate of the time left. */
+        RunProgress: {
+            /** @description Items attempted so far (scored or failed); their results can be read. */
+            attempted: number;
+            /** @description Of those, the items that failed (the same as `counts.failed`). */
+            failed: number;
+            /**
+             * @description Items attempted per second since the run started (until it ended, once it has); `null` until a
+             *     worker has started it.
+             */
+            items_per_second: number | null;
+        };
         /** @description An asynchronous batch scoring job. */
         Run: {
             id: components["schemas"]["RunId"];
             status: components["schemas"]["RunStatus"];
-            /** @description The number of items submitted. */
+            /** @description The number of items submitted (up to 1,000 as JSON, up to 5,000,000 as NDJSON). */
             item_count: number;
             counts: components["schemas"]["RunCounts"];
+            progress: components["schemas"]["RunProgress"];
             /**
              * Format: date-time
              * @description When the run was accepted.
@@ -1398,7 +1430,7 @@ export type components = {
         };
         /** @description A scored item of a run. */
         RunItemResult: {
-            /** @description The item's position in the submitted `items`. */
+            /** @description The item's position in the submitted `items` (or NDJSON lines), from 0. */
             index: number;
             subject: components["schemas"]["Subject"];
             /** @constant */
@@ -1410,9 +1442,12 @@ export type components = {
         };
         /** @description An item of a run that could not be scored. */
         RunItemError: {
-            /** @description The item's position in the submitted `items`. */
+            /** @description The item's position in the submitted `items` (or NDJSON lines), from 0. */
             index: number;
-            subject: components["schemas"]["Subject"];
+            /** @description The item's subject; absent when an NDJSON line held no valid subject. */
+            subject?: components["schemas"]["Subject"];
+            /** @description For a run submitted as NDJSON, the item's line in the body (1-based; always `index + 1`). */
+            line?: number;
             /** @constant */
             status: "error";
             error: components["schemas"]["Problem"];
@@ -2378,6 +2413,11 @@ export type components = {
         RunResultsLimit: number;
         /** @description The `next_cursor` of the previous page; omit it for the first page. */
         Cursor: string;
+        /**
+         * @description The first item index to return (0 by default): resumes an NDJSON stream, or starts a page there. Not
+         *     with `cursor`, which wins when both are given.
+         */
+        RunResultsFrom: number;
         /** @description The `log_cid` of a scoring. */
         Cid: components["schemas"]["LogCid"];
         /** @description The tree size of a signed checkpoint to prove against; by default the latest checkpoint. */
@@ -2458,6 +2498,7 @@ export type CreateRunRequest = components['schemas']['CreateRunRequest'];
 export type RunId = components['schemas']['RunId'];
 export type RunStatus = components['schemas']['RunStatus'];
 export type RunCounts = components['schemas']['RunCounts'];
+export type RunProgress = components['schemas']['RunProgress'];
 export type Run = components['schemas']['Run'];
 export type RunItemResult = components['schemas']['RunItemResult'];
 export type RunItemError = components['schemas']['RunItemError'];
@@ -2543,6 +2584,7 @@ export type ParameterIdempotencyKey = components['parameters']['Idempotency-Key'
 export type ParameterRunId = components['parameters']['RunId'];
 export type ParameterRunResultsLimit = components['parameters']['RunResultsLimit'];
 export type ParameterCursor = components['parameters']['Cursor'];
+export type ParameterRunResultsFrom = components['parameters']['RunResultsFrom'];
 export type ParameterCid = components['parameters']['Cid'];
 export type ParameterTreeSize = components['parameters']['TreeSize'];
 export type ParameterLimit = components['parameters']['Limit'];
@@ -2756,6 +2798,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CreateRunRequest"];
+                "application/x-ndjson": string;
             };
         };
         responses: {
@@ -2776,7 +2819,19 @@ export interface operations {
             400: components["responses"]["BadRequestWithBody"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ScopeOrQuota"];
-            413: components["responses"]["PayloadTooLarge"];
+            /**
+             * @description The body is larger than its limit: 1 MiB as JSON; as NDJSON, more than `RUN_NDJSON_MAX_LINES`
+             *     lines (5,000,000) or `RUN_NDJSON_MAX_BYTES` bytes (1 GiB). No run was created.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             415: components["responses"]["UnsupportedMediaType"];
             /**
              * @description The `Idempotency-Key` was used with another body (`idempotency_key_reused`), or an item's
@@ -2840,6 +2895,11 @@ export interface operations {
                 limit?: components["parameters"]["RunResultsLimit"];
                 /** @description The `next_cursor` of the previous page; omit it for the first page. */
                 cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description The first item index to return (0 by default): resumes an NDJSON stream, or starts a page there. Not
+                 *     with `cursor`, which wins when both are given.
+                 */
+                from?: components["parameters"]["RunResultsFrom"];
             };
             header?: {
                 /**
@@ -2866,6 +2926,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunResultList"];
+                    "application/x-ndjson": string;
                 };
             };
             400: components["responses"]["BadRequest"];

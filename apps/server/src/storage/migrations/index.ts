@@ -15,6 +15,7 @@ import * as eventTraceparent from './0013-event-traceparent.js';
 import * as webhookOperations from './0014-webhook-operations.js';
 import * as logFaults from './0015-log-faults.js';
 import * as rootLog from './0016-root-log.js';
+import * as ndjsonRunInputs from './0018-ndjson-run-inputs.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -38,4 +39,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0014-webhook-operations': webhookOperations,
   '0015-log-faults': logFaults,
   '0016-root-log': rootLog,
+  '0018-ndjson-run-inputs': ndjsonRunInputs,
 };

@@ -1,0 +1,101 @@
+import { isUtf8 } from 'node:buffer';
+import type { ScoreRequest } from '@scenario-scoring/api-types';
+import type { ErrorObject } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { OpenApiDocument } from '../common/contract.js';
+import { AppError } from '../errors/app-error.js';
+import { problem } from '../errors/problem.js';
+import { validationDetail } from '../errors/validation-detail.js';
+import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
+
+/** A line of an NDJSON run as stored (`run_inputs` without its run and index): the item, or why it fails. */
+export interface RunLine {
+  subject: string | null;
+  /** The item as validated (compact JSON), or null when it fails. */
+  item: string | null;
+  /** The problem (JSON) its item fails with, or null. */
+  error: string | null;
+}
+
+/** Reads one NDJSON line (its bytes without the newline) as the `line`-th (1-based) line of a run. */
+export type LineReader = (bytes: Buffer, line: number) => RunLine;
+
+const CONTRACT_ID = 'https://contract.invalid/openapi.json';
+
+/**
+ * The reader of a run's NDJSON lines, which states the rule for a line (docs: README, the contract):
+ * a line (a trailing `\r` ignored) is an item exactly like the body of `POST /v1/scoring/score`, checked
+ * against the contract's `ScoreRequest` schema; one that is not valid UTF-8 or not JSON (an empty line
+ * included) fails with `malformed_json`, one that does not match the schema with `validation_failed` (every
+ * problem listed, paths under `/line/{n}`), one longer than `maxLineBytes` with `payload_too_large` (the
+ * splitter passes only its first bytes and `overlong`), and with `unknownJurisdiction: 'refuse'` a
+ * jurisdiction without a policy of its own with `unknown_jurisdiction`. A failing line keeps its subject
+ * when it has a valid one.
+ */
+export function lineReader(
+  document: OpenApiDocument,
+  unknownJurisdiction: UnknownJurisdictionMode,
+): (bytes: Buffer, line: number, overlong?: number) => RunLine {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats.default(ajv);
+  ajv.addSchema({ $id: CONTRACT_ID, components: document.components });
+  const validItem = ajv.getSchema(`${CONTRACT_ID}#/components/schemas/ScoreRequest`);
+  const validSubject = ajv.getSchema(`${CONTRACT_ID}#/components/schemas/Subject`);
+  if (!validItem || !validSubject) throw new Error('the contract has no ScoreRequest schema');
+  const subjectOf = (value: unknown): string | null => {
+    const subject = (value as { subject?: unknown } | null)?.subject;
+    return typeof subject === 'string' && validSubject(subject) ? subject : null;
+  };
+  const fail = (subject: string | null, error: ReturnType<typeof problem>): RunLine => ({
+    subject,
+    item: null,
+    error: JSON.stringify(error),
+  });
+  return (bytes, line, overlong) => {
+    if (overlong !== undefined) {
+      return fail(
+        null,
+        problem('payload_too_large', { detail: `Line ${line} is longer than ${overlong} bytes.` }),
+      );
+    }
+    const end = bytes.length > 0 && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length;
+    const text = bytes.subarray(0, end);
+    if (!isUtf8(text))
+      return fail(null, problem('malformed_json', { detail: `Line ${line} is not valid UTF-8.` }));
+    let value: unknown;
+    try {
+      value = JSON.parse(text.toString('utf8'));
+    } catch (error) {
+      const detail =
+        text.length === 0
+          ? `Line ${line} is empty.`
+          : `Line ${line} is not JSON: ${(error as Error).message}`;
+      return fail(null, problem('malformed_json', { detail }));
+    }
+    if (!validItem(value)) {
+      const errors = (validItem.errors ?? []).map((e: ErrorObject) => ({
+        path: `/line/${line}${e.instancePath}`,
+        message:
+          e.keyword === 'additionalProperties'
+            ? `must NOT have additional properties: ${String(e.params.additionalProperty)}`
+            : (e.message ?? 'is invalid'),
+      }));
+      return fail(
+        subjectOf(value),
+        problem('validation_failed', {
+          detail: `Line ${line} is not a valid item. ${validationDetail(errors)}`,
+          errors,
+        }),
+      );
+    }
+    const item = value as ScoreRequest;
+    try {
+      scoringPolicy(item.context.jurisdiction, unknownJurisdiction);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return fail(item.subject, problem(error.code, { detail: `Line ${line}: ${error.detail}` }));
+    }
+    return { subject: item.subject, item: JSON.stringify(item), error: null };
+  };
+}

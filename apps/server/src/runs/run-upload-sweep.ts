@@ -1,0 +1,32 @@
+import { sql } from 'kysely';
+import type { Storage } from '../storage/storage.js';
+
+/**
+ * Deletes uploads whose lease passed (their server died mid-upload), up to `limit` runs with their lines;
+ * resolves with how many runs it deleted. The run workers call it now and then (run-store.ts).
+ */
+export async function sweepAbandonedUploads(
+  storage: Pick<Storage, 'db'>,
+  now: Date,
+  limit = 10,
+): Promise<number> {
+  const abandoned = await storage.db
+    .selectFrom('runs')
+    .select('id')
+    .where('status', '=', 'uploading')
+    .where('locked_until', '<', now.toISOString())
+    .limit(limit)
+    .execute();
+  for (const { id } of abandoned) {
+    await storage.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('run_inputs').where('run_id', '=', id).execute();
+      await trx
+        .deleteFrom('runs')
+        .where('id', '=', id)
+        .where('status', '=', 'uploading')
+        .where('locked_until', '<', sql<string>`${now.toISOString()}`)
+        .execute();
+    });
+  }
+  return abandoned.length;
+}

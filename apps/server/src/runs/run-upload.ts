@@ -1,0 +1,284 @@
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { Run } from '@scenario-scoring/api-types';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { CompiledQuery } from 'kysely';
+import type { Clock } from '../common/clock.js';
+import { newId } from '../common/ids.js';
+import { AppError } from '../errors/app-error.js';
+import { replyCreated } from '../http/created-reply.js';
+import { idempotentCreate } from '../idempotency/idempotent-create.js';
+import type { RunInputsTable } from '../storage/database.js';
+import { rowInsertQuery } from '../storage/row-insert.js';
+import type { Storage } from '../storage/storage.js';
+import { exemptFromBodyDeadline } from '../transport/body-deadline.js';
+import { requireDeclaredContentEncoding } from '../transport/content-encoding.js';
+import { declaredLength, lingerClose } from '../transport/unread-body.js';
+import type { RunUploadLimits } from './run-config.js';
+import type { RunLine } from './run-lines.js';
+import type { RunServiceDeps } from './run-service.js';
+import { findRun } from './run-store.js';
+import { runView } from './run-view.js';
+
+/** The NDJSON media type of a run's items (and of its results, run-results-stream.ts). */
+export const NDJSON_MEDIA_TYPE = 'application/x-ndjson';
+
+/** Lines written per transaction while the body arrives. */
+const LINES_PER_BATCH = 2000;
+/** Rows per INSERT: 5 parameters a row, well below both dialects' bound-parameter limits. */
+const ROWS_PER_STATEMENT = 1000;
+/** How long an upload's lease lasts: renewed every quarter of it while the body arrives. */
+export const UPLOAD_LEASE_MS = 120_000;
+
+const INPUT_INSERT = {
+  table: 'run_inputs',
+  columns: ['run_id', 'item_index', 'subject', 'item', 'error'],
+} as const;
+
+/** Whether a Content-Type is NDJSON (parameters aside). */
+export function isNdjson(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const end = contentType.indexOf(';');
+  return (end === -1 ? contentType : contentType.slice(0, end)).trim().toLowerCase() === NDJSON_MEDIA_TYPE;
+}
+
+/** What an upload needs besides the run service's dependencies. */
+export interface RunUploadOptions {
+  storage: Pick<Storage, 'db' | 'transact'>;
+  clock: Clock;
+  limits: RunUploadLimits;
+  /** Reads a line into its `run_inputs` row (run-lines.ts `lineReader`). */
+  readLine: (bytes: Buffer, line: number, overlong?: number) => RunLine;
+}
+
+/**
+ * `POST /v1/scoring/runs` with an `application/x-ndjson` body (any other body is passed on to the JSON
+ * route): mounted after authentication, scopes and quota, before the JSON parser and the contract
+ * validator, which never see this body. The body (identity or gzip) is split into lines as it arrives, each
+ * line read by `readLine` (a line that is not a valid item is stored as an item that fails, naming its
+ * line), and written `LINES_PER_BATCH` lines per transaction under a run that is `uploading`: invisible
+ * and never claimed, its lease renewed while the body arrives. Only when the whole body has come does one
+ * transaction make it `queued` with its item count (and its Idempotency-Key record, the body's SHA-256 as
+ * the request; the lines are not counted in the tenant's storage usage: they are deleted as their items'
+ * results, which are counted, commit), so a cut-off upload never makes a run: its rows are deleted at once, or, if the server
+ * died, by the run workers once its lease passed (run-upload-sweep.ts). Past `maxBytes` or
+ * `maxLines` it is refused 413 `payload_too_large`; with no line at all 400 `validation_failed`.
+ */
+export function ndjsonRunUpload(deps: RunServiceDeps, options: RunUploadOptions): RequestHandler {
+  return (req, res, next) => {
+    if (!isNdjson(req.headers['content-type'])) return next();
+    upload(req, res, deps, options).catch(next);
+  };
+}
+
+async function upload(req: Request, res: Response, deps: RunServiceDeps, options: RunUploadOptions) {
+  const { limits, storage, clock } = options;
+  checkCharset(req.headers['content-type'] as string);
+  requireDeclaredContentEncoding(req, res, (() => {}) as NextFunction);
+  const gzip = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() === 'gzip';
+  const declared = declaredLength(req);
+  if (!gzip && declared !== undefined && declared > limits.maxBytes) throw tooLarge(limits, 'bytes');
+  exemptFromBodyDeadline(req);
+  const { tenantId, keyId } = res.locals.apiKey;
+  const runId = newId('run');
+  const now = clock.now();
+  await storage.db
+    .insertInto('runs')
+    .values({
+      id: runId,
+      tenant_id: tenantId,
+      status: 'uploading',
+      input: 'ndjson',
+      item_count: 0,
+      items: '[]',
+      created_at: now.toISOString(),
+      deadline_at: null,
+      locked_until: new Date(now.getTime() + UPLOAD_LEASE_MS).toISOString(),
+    })
+    .execute();
+  let finished = false;
+  const lease = setInterval(() => {
+    storage.db
+      .updateTable('runs')
+      .set({ locked_until: new Date(clock.now().getTime() + UPLOAD_LEASE_MS).toISOString() })
+      .where('id', '=', runId)
+      .where('status', '=', 'uploading')
+      .execute()
+      .catch(() => {});
+  }, UPLOAD_LEASE_MS / 4);
+  lease.unref();
+  try {
+    const { lines, sha256 } = await storeLines(req, gzip, runId, options);
+    if (lines === 0) {
+      const errors = [{ path: '/body', message: 'must hold at least one line' }];
+      throw new AppError('validation_failed', {
+        detail: 'The body has no lines; send one item per line.',
+        errors,
+      });
+    }
+    const created = await queueRun(deps, { tenantId, keyId, key: req.get('Idempotency-Key') }, runId, {
+      lines,
+      sha256,
+      now: clock.now(),
+    });
+    finished = !created.replayed;
+    if (!created.replayed) deps.runQueue.notify();
+    replyCreated(res, 202, `/v1/scoring/runs/${created.value.id}`, created);
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'payload_too_large') {
+      // The rest of the body is not read: the answer goes out, then the connection closes.
+      res.setHeader('Connection', 'close');
+      res.once('finish', () => lingerClose(req.socket));
+    }
+    throw error;
+  } finally {
+    clearInterval(lease);
+    if (!finished) await deleteUpload(storage, runId).catch(() => {});
+  }
+}
+
+function checkCharset(contentType: string): void {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType)?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8') {
+    throw new AppError('unsupported_media_type', {
+      detail: `The body's charset is "${charset.slice(0, 100)}"; send NDJSON as UTF-8 (charset=utf-8, or none).`,
+    });
+  }
+}
+
+function tooLarge(limits: RunUploadLimits, what: 'bytes' | 'lines'): AppError {
+  return new AppError('payload_too_large', {
+    detail:
+      what === 'bytes'
+        ? `The NDJSON body is larger than the limit of ${limits.maxBytes} bytes; no run was created.`
+        : `The NDJSON body has more than the limit of ${limits.maxLines} lines; no run was created.`,
+  });
+}
+
+/**
+ * Splits the body into lines as it comes and writes them in batches: each batch is one transaction, and
+ * the next chunk is read only once it committed (so memory holds one batch and one line, whatever the
+ * body's size). Resolves with the count of lines, the body's bytes (decompressed) and their SHA-256.
+ */
+async function storeLines(
+  req: Request,
+  gzip: boolean,
+  runId: string,
+  options: RunUploadOptions,
+): Promise<{ lines: number; bytes: number; sha256: string }> {
+  const { limits, storage, readLine } = options;
+  const source: Readable = gzip ? req.pipe(createGunzip()) : req;
+  const hash = createHash('sha256');
+  let rows: RunInputsTable[] = [];
+  let lines = 0;
+  let bytes = 0;
+  // The line being read: its chunks, their length, and whether it is longer than allowed.
+  let parts: Buffer[] = [];
+  let partLength = 0;
+  let overlong = false;
+  const endLine = async () => {
+    lines += 1;
+    if (lines > limits.maxLines) throw tooLarge(limits, 'lines');
+    const text = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partLength);
+    const line = readLine(text, lines, overlong ? limits.maxLineBytes : undefined);
+    rows.push({ run_id: runId, item_index: lines - 1, ...line });
+    parts = [];
+    partLength = 0;
+    overlong = false;
+    if (rows.length >= LINES_PER_BATCH) {
+      await writeLines(storage, rows);
+      rows = [];
+    }
+  };
+  const take = (piece: Buffer) => {
+    if (overlong || piece.length === 0) return;
+    if (partLength + piece.length > limits.maxLineBytes) {
+      overlong = true;
+      parts = [];
+      partLength = 0;
+      return;
+    }
+    parts.push(piece);
+    partLength += piece.length;
+  };
+  let idle: NodeJS.Timeout | undefined;
+  const armIdle = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      source.destroy(new AppError('request_timeout', { detail: 'The upload sent nothing for too long.' }));
+    }, limits.idleTimeoutMs);
+  };
+  armIdle();
+  try {
+    for await (const chunk of source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      armIdle();
+      bytes += chunk.length;
+      if (bytes > limits.maxBytes) throw tooLarge(limits, 'bytes');
+      hash.update(chunk);
+      let start = 0;
+      for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
+        take(chunk.subarray(start, end));
+        start = end + 1;
+        await endLine();
+      }
+      take(chunk.subarray(start));
+    }
+  } finally {
+    clearTimeout(idle);
+  }
+  if (partLength > 0 || overlong) await endLine();
+  if (rows.length > 0) await writeLines(storage, rows);
+  return { lines, bytes, sha256: hash.digest('hex') };
+}
+
+/** Writes a batch of lines in one transaction. */
+async function writeLines(storage: RunUploadOptions['storage'], rows: readonly RunInputsTable[]) {
+  const steps: CompiledQuery[] = [];
+  for (let from = 0; from < rows.length; from += ROWS_PER_STATEMENT)
+    steps.push(
+      rowInsertQuery(storage.db, INPUT_INSERT, rows.slice(from, from + ROWS_PER_STATEMENT), ['run_id']),
+    );
+  await storage.transact(steps);
+}
+
+/**
+ * Makes the uploaded run `queued` with its item count, in one transaction with its Idempotency-Key record
+ * (the request being the body's SHA-256). A repeat of an earlier
+ * request replays its answer (and this upload is deleted by the caller).
+ */
+async function queueRun(
+  deps: RunServiceDeps,
+  caller: { tenantId: string; keyId: string; key: string | undefined },
+  runId: string,
+  upload: { lines: number; sha256: string; now: Date },
+) {
+  const scope = {
+    apiKeyId: caller.keyId,
+    tenantId: caller.tenantId,
+    keyedHash: deps.keyedHash,
+    key: caller.key,
+    operation: 'createRun',
+    body: { ndjson_sha256: upload.sha256 },
+  };
+  return idempotentCreate<Run>(deps.storage.db, scope, upload.now, async (trx) => {
+    const queued = await trx
+      .updateTable('runs')
+      .set({ status: 'queued', item_count: upload.lines, locked_until: null })
+      .where('id', '=', runId)
+      .where('status', '=', 'uploading')
+      .executeTakeFirst();
+    if (Number(queued.numUpdatedRows) !== 1) throw new Error(`the upload of ${runId} was swept away`);
+    const run = await findRun(trx, caller.tenantId, runId);
+    if (!run) throw new Error(`the run ${runId} vanished`);
+    return runView(run, upload.now);
+  });
+}
+
+/** Deletes an upload that did not finish (or was a replay) with its lines. */
+async function deleteUpload(storage: RunUploadOptions['storage'], runId: string): Promise<void> {
+  await storage.db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('run_inputs').where('run_id', '=', runId).execute();
+    await trx.deleteFrom('runs').where('id', '=', runId).where('status', '=', 'uploading').execute();
+  });
+}

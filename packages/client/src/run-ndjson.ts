@@ -1,0 +1,117 @@
+import type { Client } from 'openapi-fetch';
+import type { paths, Run } from './api-types.js';
+import type { RunCallResult, RunItem } from './run-polling.js';
+
+/** How far an NDJSON upload is: bytes and lines sent so far (lines ending in a newline). */
+export interface UploadProgress {
+  bytes: number;
+  lines: number;
+}
+
+/** Where an NDJSON run's items come from: a file's path (Node only), a web stream, or any async iterable of bytes. */
+export type NdjsonSource = string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array | string>;
+
+/**
+ * Starts a run from NDJSON (`POST /v1/scoring/runs` as `application/x-ndjson`, one `{subject, context}`
+ * per line; see the contract for the rule on bad lines and the limits), streaming `source` without
+ * holding it in memory, and calling `onProgress` as chunks are handed to the connection. A path is read
+ * with `node:fs` (loaded only then). Answers the queued run, or the problem (413 `payload_too_large` past
+ * the limits). The upload is never retried (its body is a stream): with an `idempotencyKey`, calling this
+ * again after a network error is safe.
+ */
+export async function uploadRunNdjson(
+  client: Client<paths>,
+  source: NdjsonSource,
+  options: {
+    idempotencyKey?: string;
+    onProgress?: (progress: UploadProgress) => void;
+    signal?: AbortSignal;
+  } = {},
+): Promise<RunCallResult<Run>> {
+  const progress: UploadProgress = { bytes: 0, lines: 0 };
+  const encoder = new TextEncoder();
+  const chunks = await chunksOf(source);
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      if (next.done) {
+        controller.close();
+        return;
+      }
+      const bytes = typeof next.value === 'string' ? encoder.encode(next.value) : next.value;
+      progress.bytes += bytes.length;
+      for (const byte of bytes) if (byte === 0x0a) progress.lines += 1;
+      controller.enqueue(bytes);
+      options.onProgress?.({ ...progress });
+    },
+    async cancel() {
+      await chunks.return?.(undefined);
+    },
+  });
+  const headers: Record<string, string> = { 'Content-Type': 'application/x-ndjson' };
+  if (options.idempotencyKey !== undefined) headers['Idempotency-Key'] = options.idempotencyKey;
+  const { data, error, response } = await client.POST('/v1/scoring/runs', {
+    body: body as never,
+    bodySerializer: (stream: unknown) => stream as never,
+    headers,
+    // fetch sends a stream only half-duplex.
+    duplex: 'half',
+    ...(options.signal && { signal: options.signal }),
+  } as never);
+  return data ? { data: data as Run, response } : { error, response };
+}
+
+async function chunksOf(source: NdjsonSource): Promise<AsyncIterator<Uint8Array | string>> {
+  if (typeof source === 'string') {
+    const { createReadStream } = await import('node:fs');
+    return (createReadStream(source) as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  }
+  if (source instanceof ReadableStream)
+    return (source as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  return source[Symbol.asyncIterator]();
+}
+
+/**
+ * A run's results as NDJSON (`Accept: application/x-ndjson`), item by item in item order from item
+ * `from` (0 by default), up to the last item attempted when asked; gzip-compressed on the wire when the
+ * runtime's fetch asks for it. A connection that breaks mid-way is resumed from the next item (`?from=`),
+ * up to `resumes` times (3). Throws the problem's detail when the run cannot be read (404, 401…).
+ */
+export async function* readRunResults(
+  client: Client<paths>,
+  runId: string,
+  options: { from?: number; resumes?: number; signal?: AbortSignal } = {},
+): AsyncGenerator<RunItem> {
+  let from = options.from ?? 0;
+  let resumes = options.resumes ?? 3;
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { response, error } = await client.GET('/v1/scoring/runs/{id}/results', {
+      params: { path: { id: runId }, query: { from } },
+      headers: { Accept: 'application/x-ndjson' },
+      parseAs: 'stream',
+      ...(options.signal && { signal: options.signal }),
+    });
+    if (!response.ok || !response.body) {
+      const problem = error as { detail?: string } | undefined;
+      throw new Error(problem?.detail ?? `the results of ${runId} answered ${response.status}`);
+    }
+    let pending = '';
+    try {
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        pending += decoder.decode(chunk, { stream: true });
+        let start = 0;
+        for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n', start)) {
+          const item = JSON.parse(pending.slice(start, end)) as RunItem;
+          start = end + 1;
+          from = item.index + 1;
+          yield item;
+        }
+        pending = pending.slice(start);
+      }
+      return;
+    } catch (caught) {
+      if (!(caught instanceof TypeError) || resumes-- <= 0 || options.signal?.aborted) throw caught;
+    }
+  }
+}
