@@ -56,7 +56,7 @@ export function parsePolicy(text: string): Policy {
     const uniqueKey = (vkey: string) => {
       const key = vkey.split('+').slice(2).join('+');
       const bytes = fromBase64(key);
-      if (!bytes || bytes.length !== 33) throw new PolicyError(`${at}: not an Ed25519 vkey: ${vkey}`);
+      if (bytes?.length !== 33) throw new PolicyError(`${at}: not an Ed25519 vkey: ${vkey}`);
       const material = toBase64(bytes.subarray(1));
       if (keys.has(material)) throw new PolicyError(`${at}: a duplicate key`);
       keys.add(material);

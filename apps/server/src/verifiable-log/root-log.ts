@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  equalHashes,
   formatCheckpoint,
   type LoadedPolicy,
   loadPolicy,
@@ -74,9 +75,10 @@ export interface RootLogOptions {
 }
 
 /**
- * The root log's worker: every round, under one lock across instances, it appends the queued tenant
- * checkpoints (up to `maxBatch`) as leaves of the root tree (origin LOG_ORIGIN), stores its tiles and signs
- * its checkpoint in one transaction; then it sends the latest root checkpoint to every policy witness that
+ * The root log's worker: every round, under one lock across instances, it checks that the stored root
+ * tree still gives the last signed root (RootLogMismatchError and nothing signed otherwise), appends the
+ * queued tenant checkpoints (up to `maxBatch`) as leaves of the root tree (origin LOG_ORIGIN), stores its
+ * tiles and signs its checkpoint in one transaction; then it sends the latest root checkpoint to every policy witness that
  * has a URL and has not cosigned it yet (C2SP tlog-witness), storing the cosignatures that verify.
  */
 export class RootLog implements BackgroundWorker {
@@ -133,6 +135,7 @@ export class RootLog implements BackgroundWorker {
       const queued = await selectQueuedTenantCheckpoints(trx, config.maxBatch);
       if (queued.length === 0) return undefined;
       const size = await selectRootTreeSize(trx);
+      await checkSignedRoot(trx, size);
       const leaves = await Promise.all(queued.map(async (q) => recordHash(await rootLeaf(q.note))));
       const tree = rootTree(trx);
       const tiles = await tilesForAppend(tree, size, leaves);
@@ -211,6 +214,33 @@ export class RootLog implements BackgroundWorker {
         // Aborted by stop().
       }
     }
+  }
+}
+
+/** Thrown when the stored root tree no longer gives the root the log key signed: nothing is signed then. */
+export class RootLogMismatchError extends Error {
+  override readonly name = 'RootLogMismatchError';
+}
+
+/**
+ * The root log's self-check before it signs: the root of the stored tree at the latest signed size must be
+ * the signed root hash, and the stored leaves must be as many as that size or more. Throws a
+ * RootLogMismatchError otherwise (the database was edited behind the server's back), so the key never
+ * signs a tree inconsistent with what it signed before.
+ */
+async function checkSignedRoot(db: Kysely<Database>, size: number): Promise<void> {
+  const signed = await selectRootCheckpoint(db);
+  if (!signed) return;
+  if (size < signed.treeSize) {
+    throw new RootLogMismatchError(
+      `the root log holds ${size} leaves, below its signed size ${signed.treeSize}`,
+    );
+  }
+  const stored = await treeHash(rootTree(db), signed.treeSize);
+  if (!equalHashes(stored, signed.rootHash)) {
+    throw new RootLogMismatchError(
+      `the stored root tree of size ${signed.treeSize} no longer has the signed root hash: leaves 0 to ${signed.treeSize - 1} were edited`,
+    );
   }
 }
 
