@@ -146,6 +146,8 @@ forEachDatabase('the root log over HTTP', ({ storage }) => {
       policyPath,
       '--cid',
       record.cid,
+      '--origin',
+      `${TEST_LOG_ORIGIN}/root-http-alice`,
     ]);
     expect(stdout).toMatch(/^OK .* cosigned by w1, w2\n$/);
     // Another record's CID, a record altered in the file, another tenant's origin: refused.
@@ -204,6 +206,8 @@ forEachDatabase('the root log over HTTP', ({ storage }) => {
       forkedPath,
       '--policy',
       join(dir, 'witnesses.policy'),
+      '--origin',
+      `${TEST_LOG_ORIGIN}/root-http-alice`,
     ]);
     await expect(audit).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/^FAIL .*quorum/) });
   });

@@ -149,6 +149,7 @@ forEachDatabase('the root log', ({ storage }) => {
     const growth = await proveRootConsistency(db, 6, 7);
     const goAnswer = await goVerify({
       verifier_key: await tenantLog.signer.verifierKey(),
+      origin: TEST_LOG_ORIGIN,
       cosigner_keys: witnesses.map((w) => w.verifierKey),
       checkpoints: [growth.from.note, served.note].filter((note) => note.includes('witness.test/w2')),
       inclusions,
@@ -158,6 +159,7 @@ forEachDatabase('the root log', ({ storage }) => {
     expect(
       await goVerify({
         verifier_key: await tenantLog.signer.verifierKey(),
+        origin: TEST_LOG_ORIGIN,
         checkpoints: [growth.from.note, growth.to.note],
         inclusions: [],
         consistencies: [
