@@ -17,6 +17,11 @@ const run = (status: Run['status'], extra: Partial<Run> = {}): Run => ({
   status,
   item_count: 2,
   counts: { succeeded: status === 'queued' ? 0 : 2, failed: 0, escalated: 1 },
+  progress: {
+    attempted: status === 'queued' ? 0 : 2,
+    failed: 0,
+    items_per_second: status === 'queued' ? null : 28.6,
+  },
   created_at: '2026-11-22T10:00:00.000Z',
   started_at: status === 'queued' ? null : '2026-11-22T10:00:00.050Z',
   completed_at: status === 'completed' || status === 'failed' ? '2026-11-22T10:00:00.120Z' : null,

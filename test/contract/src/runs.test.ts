@@ -199,3 +199,51 @@ describe('a run request is refused', () => {
     expectProblem(target, result.error, { code: 'validation_failed', ...(paths && { paths }) });
   });
 });
+
+describe('a run submitted as NDJSON', () => {
+  it('is accepted with 202 from the documented lines, and its results read as NDJSON, one documented item a line', async () => {
+    const lines = requestExample(CREATE, 'TwoLines', 'application/x-ndjson') as string;
+    const { data, response } = await client.POST('/v1/scoring/runs', {
+      ...rawBody(lines),
+      headers: {
+        ...preferHeader({ status: 202, example: 'Queued' }),
+        'Content-Type': 'application/x-ndjson',
+      },
+    });
+    expect(response.status).toBe(202);
+    expectDocumentedResponse(CREATE, response, data);
+    const run = data as Run;
+    if (target.kind === 'server') expect(run.item_count).toBe(2);
+    const following = createClient({
+      baseUrl: target.baseUrl,
+      apiKey: target.apiKey,
+      retries: false,
+      headers: preferHeader({ status: 200, example: 'Completed' }),
+    });
+    await waitForRun(following, run.id, { initialDelayMs: 20, signal: AbortSignal.timeout(20_000) });
+    const results = await fetch(`${target.baseUrl}/v1/scoring/runs/${run.id}/results`, {
+      headers: {
+        authorization: `Bearer ${target.apiKey}`,
+        accept: 'application/x-ndjson',
+        ...preferHeader({ status: 200, example: 'Lines' }),
+      },
+    });
+    expect(results.status).toBe(200);
+    expect(results.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    const text = await results.text();
+    expectDocumentedResponse(RESULTS, results, text);
+    const items = text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { index: number });
+    expect(items).toHaveLength(2);
+    // Each line is an item as a page documents it.
+    const asPage = new Headers(results.headers);
+    asPage.set('content-type', 'application/json');
+    expectDocumentedResponse(RESULTS, new Response(null, { status: 200, headers: asPage }), {
+      data: items,
+      next_cursor: null,
+    });
+    if (target.kind === 'server') expect(items.map((item) => item.index)).toEqual([0, 1]);
+  });
+});

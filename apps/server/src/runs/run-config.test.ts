@@ -28,7 +28,13 @@ describe('the run configuration', () => {
       storageRetryBackoffMs: 1000,
       scoringThreads: 0,
       maxClaims: 3,
-      upload: { maxBytes: 1_048_576, maxLines: 1000, maxLineBytes: 4096, idleTimeoutMs: 5000 },
+      upload: {
+        maxBytes: 1_048_576,
+        maxLines: 1000,
+        maxLineBytes: 4096,
+        idleTimeoutMs: 5000,
+        leaseMs: 120_000,
+      },
     });
     expect(reader.problems).toEqual([]);
   });

@@ -37,14 +37,20 @@ export interface RunUploadLimits {
   maxLineBytes: number;
   /** The upload is dropped after this long without a byte. */
   idleTimeoutMs: number;
+  /**
+   * The lease of an upload, renewed every quarter of it while the body arrives: an upload whose server
+   * died is swept away (with its lines) once it passed.
+   */
+  leaseMs?: number;
 }
 
-/** 1 GiB, 5,000,000 lines, lines up to 64 KiB, 30 s without a byte. */
+/** 1 GiB, 5,000,000 lines, lines up to 64 KiB, 30 s without a byte, a lease of 2 minutes. */
 export const DEFAULT_UPLOAD_LIMITS: RunUploadLimits = {
   maxBytes: 1024 ** 3,
   maxLines: 5_000_000,
   maxLineBytes: 64 * 1024,
   idleTimeoutMs: 30_000,
+  leaseMs: 120_000,
 };
 
 /** One core for the event loop (HTTP, commits), the others score, up to 4. */
@@ -55,7 +61,7 @@ const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() -
  * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms), `RUN_SCORING_THREADS` (the cores but
  * one, 1 to 4), `RUN_MAX_CLAIMS` (10), and an NDJSON upload's `RUN_NDJSON_MAX_BYTES` (1 GiB, up to
  * 16 GiB), `RUN_NDJSON_MAX_LINES` (5,000,000, its maximum), `RUN_NDJSON_MAX_LINE_BYTES` (64 KiB) and
- * `RUN_NDJSON_IDLE_TIMEOUT` (30s).
+ * `RUN_NDJSON_IDLE_TIMEOUT` (30s) and `RUN_NDJSON_UPLOAD_LEASE` (2m).
  */
 export function readRunConfig(reader: EnvReader): RunConfig {
   return {
@@ -77,6 +83,7 @@ export function readRunConfig(reader: EnvReader): RunConfig {
         1024 ** 2,
       ),
       idleTimeoutMs: reader.durationMs('RUN_NDJSON_IDLE_TIMEOUT', DEFAULT_UPLOAD_LIMITS.idleTimeoutMs, 100),
+      leaseMs: reader.durationMs('RUN_NDJSON_UPLOAD_LEASE', 120_000, 400),
     },
   };
 }

@@ -28,8 +28,6 @@ export const NDJSON_MEDIA_TYPE = 'application/x-ndjson';
 const LINES_PER_BATCH = 2000;
 /** Rows per INSERT: 5 parameters a row, well below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 1000;
-/** How long an upload's lease lasts: renewed every quarter of it while the body arrives. */
-export const UPLOAD_LEASE_MS = 120_000;
 
 const INPUT_INSERT = {
   table: 'run_inputs',
@@ -74,6 +72,7 @@ export function ndjsonRunUpload(deps: RunServiceDeps, options: RunUploadOptions)
 
 async function upload(req: Request, res: Response, deps: RunServiceDeps, options: RunUploadOptions) {
   const { limits, storage, clock } = options;
+  const leaseMs = limits.leaseMs ?? 120_000;
   checkCharset(req.headers['content-type'] as string);
   requireDeclaredContentEncoding(req, res, (() => {}) as NextFunction);
   const gzip = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() === 'gzip';
@@ -94,19 +93,19 @@ async function upload(req: Request, res: Response, deps: RunServiceDeps, options
       items: '[]',
       created_at: now.toISOString(),
       deadline_at: null,
-      locked_until: new Date(now.getTime() + UPLOAD_LEASE_MS).toISOString(),
+      locked_until: new Date(now.getTime() + leaseMs).toISOString(),
     })
     .execute();
   let finished = false;
   const lease = setInterval(() => {
     storage.db
       .updateTable('runs')
-      .set({ locked_until: new Date(clock.now().getTime() + UPLOAD_LEASE_MS).toISOString() })
+      .set({ locked_until: new Date(clock.now().getTime() + leaseMs).toISOString() })
       .where('id', '=', runId)
       .where('status', '=', 'uploading')
       .execute()
       .catch(() => {});
-  }, UPLOAD_LEASE_MS / 4);
+  }, leaseMs / 4);
   lease.unref();
   try {
     const { lines, sha256 } = await storeLines(req, gzip, runId, options);

@@ -162,10 +162,14 @@ export function expectUndocumentedProblem(response: Response, body: unknown): vo
 }
 
 /** The request body example of an operation, by name. */
-export function requestExample(operation: ContractOperation, name: string): unknown {
+export function requestExample(
+  operation: ContractOperation,
+  name: string,
+  mediaType = 'application/json',
+): unknown {
   const { method, path } = operation;
   const requestBody = (((bundle.paths as Node)[path] as Node)[method] as Node).requestBody as Node;
-  const media = (requestBody.content as Record<string, Node>)['application/json'] as Node;
+  const media = (requestBody.content as Record<string, Node>)[mediaType] as Node;
   const example = (media.examples as Record<string, Node>)[name];
   if (example === undefined)
     throw new Error(`no request example ${name} for ${method.toUpperCase()} ${path}`);
