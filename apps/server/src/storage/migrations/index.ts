@@ -13,7 +13,7 @@ import * as tenantUsage from './0011-tenant-usage.js';
 import * as deploymentKeys from './0012-deployment-keys.js';
 import * as eventTraceparent from './0013-event-traceparent.js';
 import * as webhookOperations from './0014-webhook-operations.js';
-import * as logFaults from './0015-log-faults.js';
+import * as logFaultsRunEvents from './0015-log-faults-run-events.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -35,5 +35,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0012-deployment-keys': deploymentKeys,
   '0013-event-traceparent': eventTraceparent,
   '0014-webhook-operations': webhookOperations,
-  '0015-log-faults': logFaults,
+  '0015-log-faults-run-events': logFaultsRunEvents,
 };
