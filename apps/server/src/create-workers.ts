@@ -5,6 +5,7 @@ import type { Features } from './features.js';
 import { IdempotencyPurge } from './idempotency/idempotency-purge.js';
 import type { Metrics } from './metrics/metrics.js';
 import type { Logger } from './request-logging/logger.js';
+import { RunLogCompletion } from './runs/run-log-completion.js';
 import { createRunStore } from './runs/run-store.js';
 import { RunWorker } from './runs/run-worker.js';
 import type { Config } from './server-config.js';
@@ -43,6 +44,14 @@ export function createWorkers({
   const { storage } = features;
   // Every connection is checked at connect time and pinned to the checked address (DNS rebinding).
   const connector = checkedConnector(webhooks, undefined, { timeout: webhooks.timeoutMs });
+  // run.completed waits for its items' records to be signed: woken by this instance's sequencer.
+  const runLogCompletion = new RunLogCompletion({
+    db: storage.db,
+    outbox: features.outbox,
+    clock,
+    logger,
+    pollIntervalMs: config.runs.pollIntervalMs,
+  });
   return [
     new DeliveryWorker({
       storage,
@@ -68,7 +77,12 @@ export function createWorkers({
       config: config.verifiableLog,
       clock,
       logger,
-      checkpoints: features.logCheckpoints,
+      checkpoints: {
+        notify(tenantId) {
+          features.logCheckpoints.notify(tenantId);
+          runLogCompletion.logSigned();
+        },
+      },
       selfCheckFailures: metrics.logSelfCheckFailures,
     }),
     new RootLog({
@@ -79,6 +93,7 @@ export function createWorkers({
       clock,
       logger,
     }),
+    runLogCompletion,
     new IdempotencyPurge({ db: storage.db, clock, logger }),
     new ErasureWorker({
       storage,

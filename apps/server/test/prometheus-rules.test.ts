@@ -59,7 +59,7 @@ function dashboardQueries(): string[] {
 it('the alert rules pass promtool check rules', () => {
   const { status, output } = run(['check', 'rules', RULES]);
   expect(status, output).toBe(0);
-  expect(output).toMatch(/SUCCESS: 6 rules found/);
+  expect(output).toMatch(/SUCCESS: 7 rules found/);
 });
 
 it('the alert rules pass their promtool unit tests (each alert fires when it should, and not before)', () => {

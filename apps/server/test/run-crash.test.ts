@@ -70,6 +70,22 @@ for (const kind of DATABASE_KINDS) {
         }
         expect(run.status).toBe('completed');
         expect(run.counts.succeeded).toBe(ITEMS);
+        // run.completed follows once the run's records are signed (a checkpoint interval later).
+        const watching = await openStorage(database.options);
+        try {
+          const sent = () =>
+            watching.db
+              .selectFrom('events')
+              .select('id')
+              .where('type', '=', 'run.completed')
+              .where('payload', 'like', `%"run_id":"${id}"%`)
+              .execute();
+          while ((await sent()).length === 0 && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        } finally {
+          await watching.close();
+        }
       } finally {
         await second.stop('SIGTERM');
       }

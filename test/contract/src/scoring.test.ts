@@ -1,4 +1,4 @@
-import type { ScoreRequest, ScoringClient } from '@scenario-scoring/client';
+import { type ScoreRequest, type ScoringClient, verifyScoreInclusion } from '@scenario-scoring/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getLog, postScore, SCORE_OPERATION } from './harness/contract-calls.js';
 import { clientOf } from './harness/contract-client.js';
@@ -256,5 +256,41 @@ describe('the reasons the score was not higher (scorecard-2)', () => {
       'Die Kredithistorie ist zu kurz',
     ]);
     expect(other.response.headers.get('content-language')).toBe('en');
+  });
+});
+
+describe('the proof in the answer (Prefer: log-inclusion)', () => {
+  it("answers, on the server, the record's signed checkpoint and inclusion proof with Preference-Applied, which the client verifies", async () => {
+    const { data, response } = await postScore(
+      client,
+      { json: FULL_FILE },
+      { status: 200, example: 'FullFile' },
+      // Prism reads its own preferences from the same header and ignores this one.
+      { Prefer: 'code=200, example=FullFile, log-inclusion, wait=10' },
+    );
+    if (target.kind !== 'server' || data === undefined) return;
+    expect(response.headers.get('preference-applied')).toBe('log-inclusion');
+    expect(data.log_inclusion?.log_cid).toBe(data.log_cid);
+    const { verifier_key: verifierKey } = (await (
+      await fetch(`${target.baseUrl}/log/verifier-key`)
+    ).json()) as { verifier_key: string };
+    const checkpoint = await verifyScoreInclusion(client, data, {
+      verifierKey,
+      origin: 'localhost/scenario-scoring/default',
+    });
+    expect(checkpoint.treeSize).toBeGreaterThan(data.log_inclusion?.leaf_index ?? Number.MAX_SAFE_INTEGER);
+  });
+
+  it('says Preference-Applied exactly when the answer carries the proof (wait=0: almost always without)', async () => {
+    const { data, response } = await postScore(
+      client,
+      { json: THIN_FILE },
+      { status: 200, example: 'ThinFile' },
+      { Prefer: 'code=200, example=ThinFile, log-inclusion, wait=0' },
+    );
+    // The mock answers every declared header with an example; only the server decides.
+    if (target.kind !== 'server') return;
+    const applied = response.headers.get('preference-applied');
+    expect(applied === 'log-inclusion').toBe(data?.log_inclusion !== undefined);
   });
 });

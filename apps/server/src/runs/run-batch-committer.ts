@@ -216,6 +216,7 @@ function fence(db: Kysely<Database>, batch: BatchCommit): CompiledQuery {
         ? {
             status: 'completed',
             completed_at: batch.now.toISOString(),
+            log_event_pending: 1,
             locked_by: null,
             locked_until: null,
           }

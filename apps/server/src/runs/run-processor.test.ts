@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { RunCompletedEvent, ScoreRequest } from '@scenario-scoring/api-types';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
+import { signAndReleaseRuns } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testRunWorker } from '../../test/support/test-run-worker.js';
 import { createTestWebhook } from '../../test/support/test-webhooks.js';
@@ -72,6 +73,8 @@ forEachDatabase('processing a run', ({ storage }) => {
       .where('tenant_id', '=', tenant)
       .where('type', '=', 'policy.escalated')
       .execute();
+    // run.completed is sent once the run's records are signed.
+    expect(await signAndReleaseRuns(storage())).toBe(1);
     const completed = await db
       .selectFrom('events')
       .select('payload')

@@ -34,7 +34,8 @@ export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
  * writes its items' results, their log records and `policy.escalated` events, and advances `next_index`
  * and the counts, fenced on this claim and the index it started from, so an item is never
  * committed twice even when a lease expired and another worker took the run over. The last batch ends the
- * run `completed` and raises `run.completed` in its own transaction. A passed deadline, or a batch whose
+ * run `completed`, its `run.completed` left to be raised once every item's record is in a signed
+ * checkpoint (run-log-completion.ts). A passed deadline, or a batch whose
  * commit still fails after `storageRetries` retries, ends the run `failed` with `run.failed`.
  */
 export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
@@ -87,7 +88,6 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
     const after = addCounts(counts, batch.counts);
     // The run ends, and its lease is renewed, as of the commit, not of the scoring.
     const commitNow = clock.now();
-    if (completes) batch.events.push(completedEvent(run, after, commitNow));
     const commit = {
       ...claim,
       tenantId: run.tenantId,
@@ -136,21 +136,6 @@ function addCounts(a: RunCounts, b: RunCounts): RunCounts {
 /** Drops batches scored ahead that will not be committed (their scoring errors, if any, are moot). */
 function discard(batches: readonly PendingBatch[]): void {
   for (const batch of batches) batch.scored.catch(() => {});
-}
-
-function completedEvent(run: ClaimedRun, counts: RunCounts, now: Date) {
-  return newEvent(
-    run.tenantId,
-    'run.completed',
-    {
-      run_id: run.id,
-      status: 'completed',
-      item_count: run.itemCount,
-      counts,
-      completed_at: now.toISOString(),
-    },
-    now,
-  );
 }
 
 async function commitWithRetries(

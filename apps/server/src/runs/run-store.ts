@@ -14,7 +14,10 @@ export type { BatchCommit, RunClaim } from './run-claim.js';
 export type { ClaimedRun, RunShare } from './run-claims.js';
 
 /** A run as the API shows it: every column but the submitted items and the worker's claim. */
-export type RunRecord = Omit<Selectable<RunsTable>, 'items' | 'locked_until' | 'locked_by' | 'claims'>;
+export type RunRecord = Omit<
+  Selectable<RunsTable>,
+  'items' | 'locked_until' | 'locked_by' | 'claims' | 'log_event_pending'
+>;
 
 /** The columns of a RunRecord. */
 const RUN_COLUMNS = [

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Problem, RunCompletedEvent, RunFailedEvent, ScoreRequest } from '@scenario-scoring/api-types';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
+import { signAndReleaseRuns } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { failingCommits, heldCommit, testRunWorker } from '../../test/support/test-run-worker.js';
 import { createTestWebhook } from '../../test/support/test-webhooks.js';
@@ -147,6 +148,8 @@ forEachDatabase('the run worker', ({ storage }) => {
     expect(state.attempts).toBe(5);
     expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 5, succeeded: 5 });
     expect(await count('run_items', 'run_id', id)).toBe(5);
+    expect(await runEvents(tenant, 'run.completed')).toEqual([]);
+    await signAndReleaseRuns(storage());
     expect(await runEvents(tenant, 'run.completed')).toHaveLength(1);
   });
 
@@ -190,6 +193,7 @@ forEachDatabase('the run worker', ({ storage }) => {
     expect(run).toMatchObject({ status: 'completed', next_index: 50, succeeded: 50, claims: 2 });
     expect(await count('run_items', 'run_id', id)).toBe(50);
     expect(await count('log_records', 'request_id', id)).toBe(50);
+    await signAndReleaseRuns(storage());
     const completed = (await runEvents(tenant, 'run.completed')) as RunCompletedEvent[];
     const escalated = (await runEvents(tenant, 'policy.escalated')).length;
     expect(completed.map((e) => e.data.counts)).toEqual([{ succeeded: 50, failed: 0, escalated }]);

@@ -254,6 +254,8 @@ export interface RunsTable {
    * release gives its claim back. With `locked_by` it fences a claim's writes.
    */
   claims: ColumnType<number, number | undefined, number>;
+  /** 1 while the completed run's `run.completed` waits for every item's record to be signed (runs/run-log-completion.ts). */
+  log_event_pending: ColumnType<number, number | undefined, number>;
 }
 
 /** The outcome of one attempted item of a run, written in its batch's transaction. */

@@ -5,6 +5,7 @@ import { NoteSigner } from '@scenario-scoring/tlog';
 import type { Kysely } from 'kysely';
 import { systemClock } from '../../src/common/clock.js';
 import { silentLogger } from '../../src/request-logging/logger.js';
+import { RunLogCompletion } from '../../src/runs/run-log-completion.js';
 import { logRowInserts } from '../../src/score-log/score-log-store.js';
 import type { Database } from '../../src/storage/database.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -86,4 +87,24 @@ export function widestLeafTile(db: Kysely<Database>, tenantId: string) {
     .where('level', '=', 0)
     .orderBy('width', 'desc')
     .executeTakeFirstOrThrow();
+}
+
+/** The one key signAndReleaseRuns signs with, so its self-check accepts the checkpoints it signed before. */
+const RUN_LOG_SIGNER = new NoteSigner('test-log', randomBytes(32));
+
+/**
+ * Signs every record waiting in the log (a test sequencer, rounds until nothing waits) and sends the
+ * `run.completed` of every completed run whose records are now all signed, as the sequencer and the
+ * run-log-completion worker of a running server do; answers how many events it sent.
+ */
+export async function signAndReleaseRuns(storage: Storage, signer = RUN_LOG_SIGNER): Promise<number> {
+  const { sequencer } = testSequencer(storage, signer);
+  while ((await sequencer.sequenceOnce()).length > 0);
+  return new RunLogCompletion({
+    db: storage.db,
+    outbox: testFeatures(storage).outbox,
+    clock: systemClock,
+    logger: silentLogger,
+    pollIntervalMs: 1000,
+  }).releaseOnce();
 }

@@ -820,8 +820,10 @@ export type webhooks = {
         put?: never;
         /**
          * A run completed
-         * @description Sent when a run ends `completed`: every item was attempted. Fetch the results with
-         *     `GET /v1/scoring/runs/{run_id}/results`.
+         * @description Sent when a run has ended `completed` (every item was attempted) and every item's log record is in a
+         *     signed checkpoint of your log, which `log_checkpoint` names (so the event comes about a
+         *     `LOG_CHECKPOINT_INTERVAL` after `completed_at`; not while the log's signing is stopped by a self-check
+         *     fault). Fetch the results with `GET /v1/scoring/runs/{run_id}/results`.
          */
         post: operations["onRunCompleted"];
         delete?: never;
@@ -2026,7 +2028,11 @@ export type components = {
                 detected_at: string;
             }[];
         };
-        /** @description A run ended `completed`; every item was attempted. */
+        /**
+         * @description A run ended `completed`; every item was attempted, and every item's log record is in a signed checkpoint
+         *     of your log: the event is sent only then (usually within a second of `completed_at`), and names that
+         *     checkpoint in `log_checkpoint`.
+         */
         RunCompletedEvent: {
             id: components["schemas"]["EventId"];
             /** @constant */
@@ -2044,6 +2050,12 @@ export type components = {
                 counts: components["schemas"]["RunCounts"];
                 /** Format: date-time */
                 completed_at: string;
+                /**
+                 * @description The signed checkpoint of your log whose tree holds every item's record: prove each `log_cid` in it
+                 *     (`GET /v1/log/proofs/inclusion/{cid}?tree_size=<tree_size>`). Absent only when your log has no
+                 *     checkpoint at all (no item produced a record), and from events sent before it existed.
+                 */
+                log_checkpoint?: components["schemas"]["LogCheckpoint"];
             };
         };
         /** @description A run ended `failed`; `data.error` says why. */

@@ -13,7 +13,7 @@ import * as tenantUsage from './0011-tenant-usage.js';
 import * as deploymentKeys from './0012-deployment-keys.js';
 import * as eventTraceparent from './0013-event-traceparent.js';
 import * as webhookOperations from './0014-webhook-operations.js';
-import * as logFaults from './0015-log-faults.js';
+import * as logFaultsRunEvents from './0015-log-faults-run-events.js';
 import * as rootLog from './0016-root-log.js';
 import * as ndjsonRunInputs from './0018-ndjson-run-inputs.js';
 
@@ -37,7 +37,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0012-deployment-keys': deploymentKeys,
   '0013-event-traceparent': eventTraceparent,
   '0014-webhook-operations': webhookOperations,
-  '0015-log-faults': logFaults,
+  '0015-log-faults-run-events': logFaultsRunEvents,
   '0016-root-log': rootLog,
   '0018-ndjson-run-inputs': ndjsonRunInputs,
 };
