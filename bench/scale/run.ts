@@ -19,7 +19,8 @@
  *     records of the whole tree).
  *  6. One JSON run of 1,000 items: items/s end to end, and the server's CPU per item.
  *
- * Prints a table and writes every figure to `--out` (JSON, what bench/scale/sizing.ts reads).
+ * Prints a table and writes every figure to `--out` (JSON, what bench/scale/sizing.ts reads), a path relative to
+ * where `npm run` was typed.
  *
  *   npm run bench:scale -- [--sizes 0,20000] [--db sqlite|postgres|both] [--duration 5] [--connections 50]
  *                          [--latency-seconds 5] [--proofs 300] [--out scale-result.json]
@@ -27,7 +28,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import {
@@ -65,8 +66,10 @@ const { values: args } = parseArgs({
     sizing: { type: 'boolean', default: false },
   },
 });
+// Relative to where `npm run` was typed (npm runs the script in bench/).
+const OUT = resolve(process.env.INIT_CWD ?? process.cwd(), args.out);
 if (args.sizing) {
-  printSizing(args.out);
+  printSizing(OUT);
   process.exit(0);
 }
 const SIZES = args.sizes.split(',').map(Number);
@@ -432,7 +435,7 @@ const output: ScaleResult = {
   options: { sizes: SIZES, duration: Number(args.duration), connections: Number(args.connections) },
   results,
 };
-writeFileSync(args.out, `${JSON.stringify(output, null, 2)}\n`);
+writeFileSync(OUT, `${JSON.stringify(output, null, 2)}\n`);
 const fixed = (value: number | null | undefined, digits = 0) =>
   value === null || value === undefined || Number.isNaN(value) ? '–' : Number(value.toFixed(digits));
 console.table(
@@ -453,4 +456,4 @@ console.table(
     'sequencer leaves/s': fixed(r.sequencerLeavesPerSecond),
   })),
 );
-console.log(`wrote ${args.out}`);
+console.log(`wrote ${OUT}`);
