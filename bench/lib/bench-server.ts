@@ -48,12 +48,12 @@ export async function freshBenchDatabase(
 }
 
 /** The server's environment under load: production mode, no rate limit, on `database`. */
-function loadEnv(database: BenchDatabase): Record<string, string> {
+export function loadEnv(database: BenchDatabase): Record<string, string> {
   return { NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '0', ...database.env };
 }
 
 /** Creates an API key for `tenant` with the built CLI (on the database `env` names); returns it. */
-function createApiKey(env: Record<string, string>, tenant: string, cli = SERVER_CLI): string {
+export function createApiKey(env: Record<string, string>, tenant: string, cli = SERVER_CLI): string {
   const printed = execFileSync(process.execPath, [cli, 'create-key', '--tenant', tenant], {
     env: { ...process.env, ...env },
     encoding: 'utf8',
@@ -86,17 +86,9 @@ export async function startBenchServer(
   try {
     const env = { ...loadEnv(database), ...extraEnv };
     const apiKey = createApiKey(env, 'bench', join(dirname(main), 'cli.js'));
-    const port = await freePort();
-    const server = await startProcess([main], {
-      env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
-      url: `http://127.0.0.1:${port}`,
-      readyPath: '/readyz',
-      pollMs: 5,
-    });
+    const server = await startServerOn(database, apiKey, extraEnv, main);
     return {
-      url: server.url,
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      process: server,
+      ...server,
       async stop() {
         const code = await server.stop();
         await database.drop();
@@ -107,4 +99,32 @@ export async function startBenchServer(
     await database.drop();
     throw error;
   }
+}
+
+/**
+ * Starts the built server on an existing `database` (already holding `apiKey`), on a free port, with
+ * `extraEnv` on top of the load environment, and waits until /readyz answers 200. `stop()` stops the
+ * server and leaves the database in place.
+ */
+export async function startServerOn(
+  database: BenchDatabase,
+  apiKey: string,
+  extraEnv: Record<string, string> = {},
+  main = SERVER_MAIN,
+): Promise<BenchServer> {
+  const env = { ...loadEnv(database), ...extraEnv };
+  const port = await freePort();
+  const server = await startProcess([main], {
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+    url: `http://127.0.0.1:${port}`,
+    readyPath: '/readyz',
+    pollMs: 5,
+    timeoutMs: 120_000,
+  });
+  return {
+    url: server.url,
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    process: server,
+    stop: () => server.stop(),
+  };
 }
