@@ -142,6 +142,7 @@ export type paths = {
          *     Line `n` is item `n - 1`. A line that is not a valid item does not refuse the run: its item fails with
          *     its own error (`malformed_json` for a line that is not JSON or not UTF-8, an empty line included;
          *     `validation_failed` for one that does not match the item's schema, with every problem listed;
+         *     `payload_too_large` for one longer than 64 KiB (`RUN_NDJSON_MAX_LINE_BYTES`);
          *     `unknown_jurisdiction` when the deployment refuses jurisdictions without a policy), and its result
          *     names the line; every other item is scored. `deadline_seconds` cannot be given in this form.
          *     With an `Idempotency-Key`, the body's bytes are what a repeat must match.
