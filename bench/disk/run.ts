@@ -5,12 +5,15 @@
  *  - SQLite: the `dbstat` virtual table (pages of each table and index, free pages apart);
  *  - PostgreSQL: pg_relation_size (heap), the TOAST relation, and pg_relation_size of each index.
  * Two workloads: `plain` (inputs that no policy escalates: no event) and `escalated` (thin files under FR's
- * default policy: every scoring also writes a `policy.escalated` event).
+ * default policy, with a webhook subscribed to `policy.escalated` on a local receiver answering 204: every
+ * scoring also writes its event, a delivery and its attempt).
  *
  *   npm run bench:disk -- [--db sqlite|postgres|both] [--scorings 20000] [--concurrency 32]
  *                         [--workloads plain,escalated] [--settle 3]
  */
 
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -100,8 +103,22 @@ async function postgresSizes(url: string): Promise<Relation[]> {
 }
 
 async function measureOne(db: string, workload: string): Promise<void> {
-  const server = await startBenchServer(db, `disk-${workload}`);
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+  const server = await startBenchServer(db, `disk-${workload}`, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' });
   try {
+    if (workload === 'escalated') {
+      const { port } = receiver.address() as AddressInfo;
+      const created = await fetch(`${server.url}/v1/webhooks/register`, {
+        method: 'POST',
+        headers: server.headers,
+        body: JSON.stringify({ url: `http://127.0.0.1:${port}/hook`, events: ['policy.escalated'] }),
+      });
+      if (created.status !== 201) throw new Error(`webhook: ${created.status} ${await created.text()}`);
+    }
     let next = 0;
     let failed = 0;
     const started = performance.now();
@@ -143,6 +160,7 @@ async function measureOne(db: string, workload: string): Promise<void> {
     }
   } finally {
     await server.stop();
+    receiver.close();
   }
 }
 
