@@ -67,6 +67,8 @@ export interface BenchServer {
   headers: Record<string, string>;
   /** The server's process: its pid and the lines it printed. */
   process: RunningProcess;
+  /** Its database: DATA_DIR, and DATABASE_URL on PostgreSQL (see BenchDatabase). */
+  env: Record<string, string>;
   /** Stops the server (SIGTERM) and drops its database; resolves with the server's exit code. */
   stop(): Promise<number | null>;
 }
@@ -89,6 +91,7 @@ export async function startBenchServer(
     const server = await startServerOn(database, apiKey, extraEnv, main);
     return {
       ...server,
+      env: database.env,
       async stop() {
         const code = await server.stop();
         await database.drop();
@@ -125,6 +128,7 @@ export async function startServerOn(
     url: server.url,
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
     process: server,
+    env: database.env,
     stop: () => server.stop(),
   };
 }
