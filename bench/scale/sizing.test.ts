@@ -12,16 +12,33 @@ function section(markdown: string, name: string): string {
   return markdown.slice(start + `<!-- ${name}:start -->`.length, end).trim();
 }
 
+/**
+ * A Markdown table's cells, row by row, trimmed: the docs' formatter (biome) pads the columns, so the text
+ * differs from the script's while the table is the same; a separator row is its column count.
+ */
+function cells(table: string): string[][] {
+  return table
+    .trim()
+    .split('\n')
+    .map((line) =>
+      line
+        .trim()
+        .replace(/^\||\|$/g, '')
+        .split('|')
+        .map((cell) => (/^\s*-+\s*$/.test(cell) ? '---' : cell.trim())),
+    );
+}
+
 describe('docs/scaling.md', () => {
   const result = JSON.parse(readFileSync(new URL('scale-result.json', DOCS), 'utf8')) as ScaleResult;
   const guide = readFileSync(new URL('scaling.md', DOCS), 'utf8');
 
   it('holds the cost table computed from docs/scale-result.json', () => {
-    expect(section(guide, 'cost-table')).toBe(costTable(result));
+    expect(cells(section(guide, 'cost-table'))).toEqual(cells(costTable(result)));
   });
 
   it('holds the sizing table computed from docs/scale-result.json', () => {
-    expect(section(guide, 'sizing-table')).toBe(sizingTable(result));
+    expect(cells(section(guide, 'sizing-table'))).toEqual(cells(sizingTable(result)));
   });
 
   it('sizes more of everything for more load', () => {
