@@ -63,7 +63,12 @@ export async function uploadRunNdjson(
 
 async function chunksOf(source: NdjsonSource): Promise<AsyncIterator<Uint8Array | string>> {
   if (typeof source === 'string') {
-    const { createReadStream } = await import('node:fs');
+    // A file path exists only in Node: the module name is a value, not a literal, so that a web app's
+    // bundler (esbuild, Vite, webpack) leaves the import alone instead of failing to resolve `node:fs`.
+    const fsModule: string = 'node:fs';
+    const { createReadStream } = (await import(
+      /* @vite-ignore */ /* webpackIgnore: true */ fsModule
+    )) as typeof import('node:fs');
     return (createReadStream(source) as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   }
   if (source instanceof ReadableStream)
