@@ -59,6 +59,13 @@ describe('loadConfig', () => {
         storageRetryBackoffMs: 100,
         scoringThreads: expect.any(Number),
         maxClaims: 10,
+        upload: {
+          maxBytes: 1_073_741_824,
+          maxLines: 5_000_000,
+          maxLineBytes: 65_536,
+          idleTimeoutMs: 30_000,
+          leaseMs: 120_000,
+        },
       },
       verifiableLog: {
         origin: 'localhost/scenario-scoring',
@@ -66,6 +73,7 @@ describe('loadConfig', () => {
         signingKey: undefined,
         checkpointIntervalMs: 1000,
         maxBatch: 4096,
+        inclusionMaxWaitMs: 5000,
         witnessPolicy: undefined,
         witnessMode: 'fail-open',
         witnessTimeoutMs: 5000,

@@ -65,6 +65,10 @@ for (const kind of DATABASE_KINDS) {
       expect((await runBuiltCli(['log-faults', '--tenant', 'acme'], env)).code).toBe(0);
       expect((await runBuiltCli(['log-faults'], env)).stdout).toContain('beta');
       expect(await runBuiltCli(['clear-log-fault'], env)).toMatchObject({ code: 2 });
+      // A mistyped tenant is not "no open fault".
+      const typo = await runBuiltCli(['clear-log-fault', '--tenant', 'acmee'], env);
+      expect(typo.code).toBe(1);
+      expect(typo.stderr).toMatch(/^error: no tenant named acmee/);
     }, 60_000);
   });
 }

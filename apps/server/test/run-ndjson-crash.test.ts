@@ -124,6 +124,22 @@ for (const kind of DATABASE_KINDS) {
           item_count: LINES,
           counts: { succeeded: LINES - FAILED, failed: FAILED },
         });
+        // run.completed follows once the run's records are in a signed checkpoint (an interval later).
+        const watching = await openStorage(database.options);
+        try {
+          const sent = () =>
+            watching.db
+              .selectFrom('events')
+              .select('id')
+              .where('type', '=', 'run.completed')
+              .where('payload', 'like', `%"run_id":"${id}"%`)
+              .execute();
+          const until = Date.now() + 30_000;
+          while ((await sent()).length === 0 && Date.now() < until)
+            await new Promise((r) => setTimeout(r, 50));
+        } finally {
+          await watching.close();
+        }
       } finally {
         await second.stop('SIGTERM');
       }

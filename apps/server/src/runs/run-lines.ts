@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type { ScoreRequest } from '@scenario-scoring/api-types';
+import type { ScoreRequest, ValidationError } from '@scenario-scoring/api-types';
 import type { ErrorObject } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -8,6 +8,8 @@ import { AppError } from '../errors/app-error.js';
 import { problem } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
 import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
+import { firstDuplicateMember } from '../transport/duplicate-members.js';
+import { collectTextViolations } from '../transport/text-policy.js';
 
 /** A line of an NDJSON run as stored (`run_inputs` without its run and index): the item, or why it fails. */
 export interface RunLine {
@@ -72,6 +74,24 @@ export function lineReader(
           ? `Line ${line} is empty.`
           : `Line ${line} is not JSON: ${(error as Error).message}`;
       return fail(null, problem('malformed_json', { detail }));
+    }
+    // The rules a JSON body is held to (transport/json-body.ts, text-policy.ts): no member named twice (JSON.parse
+    // keeps the last, another reader the first), no lone surrogate or NUL in any string or key.
+    const duplicate = firstDuplicateMember(text);
+    if (duplicate !== undefined) {
+      const detail = `Line ${line} names the member ${JSON.stringify(duplicate.name.slice(0, 100))} twice in one object (/line/${line}${duplicate.pointer.slice(0, 200)}); send each member once.`;
+      return fail(null, problem('malformed_json', { detail }));
+    }
+    const textErrors: ValidationError[] = [];
+    collectTextViolations(value, `/line/${line}`, textErrors);
+    if (textErrors.length > 0) {
+      return fail(
+        null,
+        problem('validation_failed', {
+          detail: `Line ${line} is not a valid item. ${validationDetail(textErrors)}`,
+          errors: textErrors,
+        }),
+      );
     }
     if (!validItem(value)) {
       const errors = (validItem.errors ?? []).map((e: ErrorObject) => ({

@@ -81,6 +81,9 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
     lines[40] = `${JSON.stringify({ subject: 'nd-40', context: { jurisdiction: 'DE' } })}\r`; // CRLF: valid
     lines[50] = JSON.stringify({ subject: 'nd-50', context: { jurisdiction: 'DE', note: 'y'.repeat(2000) } });
     lines[60] = '[1, 2]';
+    // The rules of a JSON body hold for a line: a member named twice, a lone surrogate.
+    lines[70] = '{"subject":"nd-70","subject":"other","context":{"jurisdiction":"DE"}}';
+    lines[80] = '{"subject":"nd-80\\ud800","context":{"jurisdiction":"DE"}}';
     const failing = new Map([
       [3, 'malformed_json'],
       [10, 'malformed_json'],
@@ -88,6 +91,8 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
       [30, 'validation_failed'],
       [50, 'payload_too_large'],
       [60, 'validation_failed'],
+      [70, 'malformed_json'],
+      [80, 'validation_failed'],
     ]);
     // No newline after the last line.
     const created = await post(lines.join('\n'));
@@ -97,9 +102,9 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
     expect(queued.progress).toEqual({ attempted: 0, failed: 0, items_per_second: null });
 
     const run = await waitForRunEnd(server, key, queued.id);
-    expect(run).toMatchObject({ status: 'completed', counts: { succeeded: 114, failed: 6 } });
+    expect(run).toMatchObject({ status: 'completed', counts: { succeeded: 112, failed: 8 } });
     expect(run.progress.attempted).toBe(120);
-    expect(run.progress.failed).toBe(6);
+    expect(run.progress.failed).toBe(8);
     expect(run.progress.items_per_second).toBeGreaterThan(0);
     // Every line was consumed in the transaction that committed its item.
     expect(await inputRows()).toBe(0);

@@ -34,6 +34,18 @@ export async function runLogFaultCommand(
     console.log(formatTable(['TENANT', 'DETECTED', 'TREE_SIZE', 'LEAVES', 'REASON'], rows));
     return faults.length === 0 ? 0 : 1;
   }
+  // A mistyped name must not read as success ("no open fault").
+  const tenant = await db
+    .selectFrom('tenants')
+    .select('id')
+    .where('id', '=', request.tenant)
+    .executeTakeFirst();
+  if (tenant === undefined && (await selectOpenLogFaults(db, request.tenant)).length === 0) {
+    console.error(
+      `error: no tenant named ${request.tenant}; \`log-faults\` lists the tenants with an open fault`,
+    );
+    return 1;
+  }
   const signer = new NoteSigner(
     config.keyName,
     await loadLogSigningKey({ signingKey: config.signingKey, dataDir }),

@@ -62,6 +62,37 @@ export interface TestServer {
 }
 
 /** Starts `createApp` on a free port: real HTTP, real storage. */
+/** The bundled contract, loaded once per test file (a worker), as the runtime loads it once per process. */
+let bundledContract: Contract | undefined;
+function defaultContract(): Contract {
+  bundledContract ??= loadContract();
+  return bundledContract;
+}
+
+/**
+ * The contract validator, built and warmed up once per contract and mode in a test file, as the runtime
+ * does once per process: checking the document and compiling every operation's schemas takes seconds of
+ * CPU, and suites start dozens of servers. Its handlers keep no state of one app's.
+ */
+const warmed = new WeakMap<Contract, Map<boolean, Promise<ReturnType<typeof contractValidation>>>>();
+function warmedValidation(
+  contract: Contract,
+  strict: boolean,
+): Promise<ReturnType<typeof contractValidation>> {
+  let byMode = warmed.get(contract);
+  if (byMode === undefined) {
+    byMode = new Map();
+    warmed.set(contract, byMode);
+  }
+  let validation = byMode.get(strict);
+  if (validation === undefined) {
+    const handlers = contractValidation(contract, { validateResponses: strict, checkDocument: strict });
+    validation = warmUpContractValidation(handlers, contract).then(() => handlers);
+    byMode.set(strict, validation);
+  }
+  return validation;
+}
+
 export async function startTestServer(options: {
   storage: Storage;
   /** The features to serve; by default the ones wired once on `storage` (testFeatures). */
@@ -84,12 +115,8 @@ export async function startTestServer(options: {
 }): Promise<TestServer> {
   // Warmed up as the runtime does before it listens, so tests see the same first-request behaviour.
   const config = testConfig(options.config);
-  const contract = options.contract ?? loadContract();
-  const validation = contractValidation(contract, {
-    validateResponses: config.nodeEnv !== 'production',
-    checkDocument: config.nodeEnv !== 'production',
-  });
-  await warmUpContractValidation(validation, contract);
+  const contract = options.contract ?? defaultContract();
+  const validation = await warmedValidation(contract, config.nodeEnv !== 'production');
   const app = await createApp({
     contract,
     validation,

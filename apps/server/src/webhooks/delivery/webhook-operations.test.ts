@@ -127,10 +127,9 @@ forEachDatabase('webhook operations: operational events and the per-webhook cap'
       'every capped delivery',
     );
     const times = await attemptTimes(cappedHook.id);
-    // Each attempt starts at or after its slot, slots 200 ms apart; an attempt the event loop starts a few
-    // ms late comes closer to the next one: hence the 25 ms of slack.
-    for (let n = 1; n < times.length; n++)
-      expect((times[n] as number) - (times[n - 1] as number)).toBeGreaterThanOrEqual(175);
+    // Each attempt starts at or after its slot, slots 200 ms apart. Two neighbours are not compared: an
+    // attempt the event loop starts late (a loaded machine) comes closer to the next, on-time one. What the
+    // cap promises is held: never more than 5 in any second, and 8 attempts span at least 7 slots.
     expect((times.at(-1) as number) - (times[0] as number)).toBeGreaterThanOrEqual(
       ((count - 1) * 1000) / 5 - 25,
     );
