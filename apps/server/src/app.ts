@@ -39,10 +39,10 @@ import { loadPolicy } from '@scenario-scoring/tlog';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { policyRoute } from './policies/policy-routes.js';
 import { jsonLogger, type Logger } from './request-logging/logger.js';
-import { DEFAULT_UPLOAD_LIMITS } from './runs/run-config.js';
+import { DEFAULT_MAX_PENDING_ITEMS, DEFAULT_UPLOAD_LIMITS } from './runs/run-config.js';
 import { lineReader } from './runs/run-lines.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
-import { ndjsonRunUpload } from './runs/run-upload.js';
+import { isNdjson, ndjsonRunUpload } from './runs/run-upload.js';
 import { noticeRoute } from './score-log/notice-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
 import { readLogRecord } from './score-log/score-log-service.js';
@@ -55,6 +55,7 @@ import { selectOpenLogFaults } from './verifiable-log/verifiable-log-store.js';
 import { inclusionProofView } from './verifiable-log/verifiable-log-views.js';
 import { webhookRoutes } from './webhooks/api/webhook-routes.js';
 import type { SecretBox } from './webhooks/outbound/secret-box.js';
+import type { BackgroundPacer } from './workers/background-pacer.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
 /**
@@ -139,7 +140,12 @@ export async function createApp(options: AppOptions): Promise<Express> {
       },
     }),
     createRun: createRunRoute(
-      { storage, runQueue: features.runQueue, keyedHash: features.keyedHash },
+      {
+        storage,
+        runQueue: features.runQueue,
+        keyedHash: features.keyedHash,
+        maxPendingItems: config.runs.maxPendingItems ?? DEFAULT_MAX_PENDING_ITEMS,
+      },
       clock,
       config.unknownJurisdiction,
     ),
@@ -221,6 +227,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     '/v1',
     inSequence([
       authenticate(features.keys),
+      noteForeground(features.backgroundPacer),
       ...(config.rateLimitPerSecond > 0 ? [await createRateLimit(storage, config.rateLimitPerSecond)] : []),
       requireScope(scopes),
       enforceStorageQuota(quota, quotaOperations(operations)),
@@ -230,12 +237,19 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.post(
     '/v1/scoring/runs',
     ndjsonRunUpload(
-      { storage, runQueue: features.runQueue, keyedHash: features.keyedHash },
+      {
+        storage,
+        runQueue: features.runQueue,
+        keyedHash: features.keyedHash,
+        maxPendingItems: config.runs.maxPendingItems ?? DEFAULT_MAX_PENDING_ITEMS,
+      },
       {
         storage,
         clock,
         limits: config.runs.upload ?? DEFAULT_UPLOAD_LIMITS,
         readLine: lineReader(contract.document, config.unknownJurisdiction),
+        pacer: features.backgroundPacer,
+        quota,
       },
     ),
   );
@@ -271,6 +285,24 @@ export async function createApp(options: AppOptions): Promise<Express> {
     }),
   );
   return app;
+}
+
+/**
+ * Tells the pacer of every authenticated request a client waits on, so that background work gives way to
+ * it. Not of an NDJSON run upload (background work itself), nor of reading a run or its results: a client
+ * polling its run's progress must not slow that run.
+ */
+function noteForeground(pacer: BackgroundPacer): RequestHandler {
+  return (req, res, next) => {
+    const operation = res.locals.operationId;
+    if (
+      operation !== 'getRun' &&
+      operation !== 'listRunResults' &&
+      !(req.method === 'POST' && isNdjson(req.headers['content-type']))
+    )
+      pacer.noteForeground();
+    next();
+  };
 }
 
 /** While the instance drains, answers close their connection, so clients reconnect to another instance. */

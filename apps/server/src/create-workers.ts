@@ -70,6 +70,7 @@ export function createWorkers({
       logger,
       runQueue: features.runQueue,
       outbox: features.outbox,
+      pacer: features.backgroundPacer,
     }),
     new LogSequencer({
       storage,

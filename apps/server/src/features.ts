@@ -4,6 +4,7 @@ import { TenantKeyedHash } from './keys/tenant-keyed-hash.js';
 import { createScoreLogStore, type ScoreLogStore, type SubjectKey } from './score-log/score-log-store.js';
 import type { Storage } from './storage/storage.js';
 import { CheckpointSignal } from './verifiable-log/checkpoint-signal.js';
+import { BackgroundPacer } from './workers/background-pacer.js';
 
 /**
  * What the features of one instance share on top of its storage: the stores that outlive a request and
@@ -28,6 +29,11 @@ export interface Features {
   readonly erasureQueue: OutboxSignal;
   /** Notified by this instance's log sequencer after each tenant checkpoint it commits; scorings waiting for their proof listen. */
   readonly logCheckpoints: CheckpointSignal;
+  /**
+   * Told of every request a client waits on (the `/v1` middleware); runs' batch commits and NDJSON uploads'
+   * writes go through it, so they give way to those requests.
+   */
+  readonly backgroundPacer: BackgroundPacer;
   /** Flushes the log's pending appends. Call it before `storage.close()`. */
   close(): Promise<void>;
 }
@@ -38,6 +44,8 @@ export interface FeatureOptions {
   secret: Uint8Array;
   /** The log's group commit cap (records per transaction). */
   groupCommitMaxBatch?: number | undefined;
+  /** The share of the time background work may take while clients wait on requests (0.5 when absent). */
+  backgroundShare?: number | undefined;
 }
 
 /** Builds the features' stores and signals on `storage`. */
@@ -56,6 +64,7 @@ export function wireFeatures(storage: Storage, options: FeatureOptions): Feature
     runQueue: new OutboxSignal(),
     erasureQueue: new OutboxSignal(),
     logCheckpoints: new CheckpointSignal(),
+    backgroundPacer: new BackgroundPacer({ share: options.backgroundShare ?? 0.5 }),
     close: () => logs.close(),
   };
 }

@@ -82,7 +82,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     throw error;
   });
   // The signals between features (events committed → delivery workers, run created → run workers) are wired here.
-  const features = wireFeatures(storage, { secret: secretsKey });
+  const features = wireFeatures(storage, {
+    secret: secretsKey,
+    backgroundShare: (config.runs.backgroundPercent ?? 50) / 100,
+  });
   let metricsServer: MetricsServer | undefined;
   try {
     const logSigner = new NoteSigner(

@@ -59,12 +59,15 @@ describe('loadConfig', () => {
         storageRetryBackoffMs: 100,
         scoringThreads: expect.any(Number),
         maxClaims: 10,
+        backgroundPercent: 50,
+        maxPendingItems: 10_000_000,
         upload: {
           maxBytes: 1_073_741_824,
           maxLines: 5_000_000,
           maxLineBytes: 65_536,
           idleTimeoutMs: 30_000,
           leaseMs: 120_000,
+          maxUploadsPerTenant: 2,
         },
       },
       verifiableLog: {

@@ -127,6 +127,38 @@ export function runUsageUpsert(db: Kysely<Database>, runId: string, bytes: numbe
   );
 }
 
+/**
+ * The upsert taking back from the tenant of run `runId` what its NDJSON lines (`run_inputs`) counted as
+ * they were uploaded (`rowBytes(subject, item, error)` each, run-upload.ts): all of them, or those of
+ * item indexes `range` [from, to). In the transaction that deletes them, before the DELETE; nothing
+ * changes when no line is left.
+ */
+export function releasedInputsUsage(
+  db: Kysely<Database>,
+  runId: string,
+  now: Date,
+  range?: { from: number; to: number },
+): CompiledQuery {
+  const numbered = usesNumberedParameters(db);
+  const parameters: unknown[] = [];
+  const mark = (value: unknown) => {
+    parameters.push(value);
+    return numbered ? `$${parameters.length}` : '?';
+  };
+  const bytes = (column: string) =>
+    numbered
+      ? `coalesce(octet_length(i."${column}"), 0)`
+      : `coalesce(length(cast(i."${column}" as blob)), 0)`;
+  const updatedAt = mark(now.toISOString());
+  const where = [`i."run_id" = ${mark(runId)}`];
+  if (range) where.push(`i."item_index" >= ${mark(range.from)}`, `i."item_index" < ${mark(range.to)}`);
+  const released = `-sum(${bytes('subject')} + ${bytes('item')} + ${bytes('error')} + ${ROW_OVERHEAD_BYTES})`;
+  return CompiledQuery.raw(
+    `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select r."tenant_id", ${numbered ? `(${released})::bigint` : released}, ${updatedAt} from "run_inputs" i join "runs" r on r."id" = i."run_id" where ${where.join(' and ')} group by r."tenant_id" on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`,
+    parameters,
+  );
+}
+
 /** The bytes `tenantId` has stored (0 before its first). */
 export async function readTenantUsage(db: Kysely<Database>, tenantId: string): Promise<number> {
   const row = await db

@@ -1,6 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely } from 'kysely';
 import { eventInserts, subscribedEventInserts } from '../events/event-outbox.js';
-import { rowBytes, runUsageUpsert, writtenEventsUsage } from '../quota/tenant-usage.js';
+import { releasedInputsUsage, rowBytes, runUsageUpsert, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, RunItemsTable } from '../storage/database.js';
@@ -179,7 +179,15 @@ function batchSteps(
         batch.now,
       ),
       runUsageUpsert(db, batch.runId, batchBytes(batch, others), batch.now),
-      ...(batch.consumesInputs ? [consumedInputs(db, batch)] : []),
+      ...(batch.consumesInputs
+        ? [
+            releasedInputsUsage(db, batch.runId, batch.now, {
+              from: batch.fromIndex,
+              to: batch.fromIndex + batch.items.length,
+            }),
+            consumedInputs(db, batch),
+          ]
+        : []),
     ];
     for (const statement of statements) steps.push({ statement, onlyIfChanged });
   }

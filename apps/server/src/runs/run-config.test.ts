@@ -18,6 +18,9 @@ describe('the run configuration', () => {
       RUN_NDJSON_MAX_LINES: '1000',
       RUN_NDJSON_MAX_LINE_BYTES: '4096',
       RUN_NDJSON_IDLE_TIMEOUT: '5s',
+      RUN_NDJSON_MAX_UPLOADS: '1',
+      RUN_BACKGROUND_PERCENT: '25',
+      RUN_MAX_PENDING_ITEMS: '50000',
     });
     expect(readRunConfig(reader)).toEqual({
       batchSize: 50,
@@ -28,12 +31,15 @@ describe('the run configuration', () => {
       storageRetryBackoffMs: 1000,
       scoringThreads: 0,
       maxClaims: 3,
+      backgroundPercent: 25,
+      maxPendingItems: 50_000,
       upload: {
         maxBytes: 1_048_576,
         maxLines: 1000,
         maxLineBytes: 4096,
         idleTimeoutMs: 5000,
         leaseMs: 120_000,
+        maxUploadsPerTenant: 1,
       },
     });
     expect(reader.problems).toEqual([]);

@@ -25,7 +25,22 @@ export interface RunConfig {
   maxClaims: number;
   /** The bounds of a run submitted as NDJSON; DEFAULT_UPLOAD_LIMITS when absent. */
   upload?: RunUploadLimits;
+  /**
+   * The share of the time (percent) that background work (runs' batch commits, NDJSON uploads' writes) may
+   * take while requests clients wait on are being served (workers/background-pacer.ts); 100 never paces.
+   * 50 when absent.
+   */
+  backgroundPercent?: number;
+  /**
+   * Items a tenant may have waiting (in runs queued or running, not attempted yet, and in this instance's
+   * NDJSON uploads in progress); a run past it is refused 429 `rate_limited`. DEFAULT_MAX_PENDING_ITEMS
+   * when absent.
+   */
+  maxPendingItems?: number;
 }
+
+/** Two full-size NDJSON runs. */
+export const DEFAULT_MAX_PENDING_ITEMS = 10_000_000;
 
 /** The bounds of a run's NDJSON upload (run-upload.ts). */
 export interface RunUploadLimits {
@@ -42,15 +57,18 @@ export interface RunUploadLimits {
    * died is swept away (with its lines) once it passed.
    */
   leaseMs?: number;
+  /** Uploads a tenant may have in progress at once on an instance; past them 429 `rate_limited`. 2 when absent. */
+  maxUploadsPerTenant?: number;
 }
 
-/** 1 GiB, 5,000,000 lines, lines up to 64 KiB, 30 s without a byte, a lease of 2 minutes. */
+/** 1 GiB, 5,000,000 lines, lines up to 64 KiB, 30 s without a byte, a lease of 2 minutes, 2 at once per tenant. */
 export const DEFAULT_UPLOAD_LIMITS: RunUploadLimits = {
   maxBytes: 1024 ** 3,
   maxLines: 5_000_000,
   maxLineBytes: 64 * 1024,
   idleTimeoutMs: 30_000,
   leaseMs: 120_000,
+  maxUploadsPerTenant: 2,
 };
 
 /** One core for the event loop (HTTP, commits), the others score, up to 4. */
@@ -59,9 +77,10 @@ const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() -
 /**
  * Reads `RUN_BATCH_SIZE` (500), `RUN_POLL_INTERVAL` (1s), `RUN_LEASE` (30s), `RUN_CONCURRENCY` (4),
  * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms), `RUN_SCORING_THREADS` (the cores but
- * one, 1 to 4), `RUN_MAX_CLAIMS` (10), and an NDJSON upload's `RUN_NDJSON_MAX_BYTES` (1 GiB, up to
+ * one, 1 to 4), `RUN_MAX_CLAIMS` (10), `RUN_BACKGROUND_PERCENT` (50, from 10 to 100), `RUN_MAX_PENDING_ITEMS` (10,000,000 per tenant), and an NDJSON upload's `RUN_NDJSON_MAX_BYTES` (1 GiB, up to
  * 16 GiB), `RUN_NDJSON_MAX_LINES` (5,000,000, its maximum), `RUN_NDJSON_MAX_LINE_BYTES` (64 KiB) and
- * `RUN_NDJSON_IDLE_TIMEOUT` (30s) and `RUN_NDJSON_UPLOAD_LEASE` (2m).
+ * `RUN_NDJSON_IDLE_TIMEOUT` (30s), `RUN_NDJSON_UPLOAD_LEASE` (2m) and `RUN_NDJSON_MAX_UPLOADS` (2 per tenant
+ * and instance at once).
  */
 export function readRunConfig(reader: EnvReader): RunConfig {
   return {
@@ -73,6 +92,8 @@ export function readRunConfig(reader: EnvReader): RunConfig {
     storageRetryBackoffMs: reader.durationMs('RUN_STORAGE_RETRY_BACKOFF', 100),
     scoringThreads: reader.integer('RUN_SCORING_THREADS', DEFAULT_SCORING_THREADS, 0, 64),
     maxClaims: reader.integer('RUN_MAX_CLAIMS', 10, 1, 1000),
+    backgroundPercent: reader.integer('RUN_BACKGROUND_PERCENT', 50, 10, 100),
+    maxPendingItems: reader.integer('RUN_MAX_PENDING_ITEMS', DEFAULT_MAX_PENDING_ITEMS, 1000, 1_000_000_000),
     upload: {
       maxBytes: reader.integer('RUN_NDJSON_MAX_BYTES', DEFAULT_UPLOAD_LIMITS.maxBytes, 1, 16 * 1024 ** 3),
       maxLines: reader.integer('RUN_NDJSON_MAX_LINES', DEFAULT_UPLOAD_LIMITS.maxLines, 1, 5_000_000),
@@ -84,6 +105,7 @@ export function readRunConfig(reader: EnvReader): RunConfig {
       ),
       idleTimeoutMs: reader.durationMs('RUN_NDJSON_IDLE_TIMEOUT', DEFAULT_UPLOAD_LIMITS.idleTimeoutMs, 100),
       leaseMs: reader.durationMs('RUN_NDJSON_UPLOAD_LEASE', 120_000, 400),
+      maxUploadsPerTenant: reader.integer('RUN_NDJSON_MAX_UPLOADS', 2, 1, 100),
     },
   };
 }

@@ -3,10 +3,14 @@ import type { Clock } from '../common/clock.js';
 import { problem } from '../errors/problem.js';
 import { newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import type { Logger } from '../request-logging/logger.js';
+import type { BackgroundPacer } from '../workers/background-pacer.js';
 import type { ScoredBatch } from './run-batch.js';
 import type { RunConfig } from './run-config.js';
 import { type ClaimedRun, claimOf, type RunStore } from './run-store.js';
 import type { ScoringPool } from './scoring-pool.js';
+
+/** The largest batch scored while the pacer says clients wait on requests. */
+const BUSY_BATCH_SIZE = 100;
 
 /** What processing a claimed run needs. */
 export interface RunProcessorContext {
@@ -23,6 +27,8 @@ export interface RunProcessorContext {
   stopping(): boolean;
   /** Waits `ms`; injectable so tests need not wait for backoff. */
   sleep(ms: number): Promise<void>;
+  /** Each batch commit runs through it, giving way to requests clients wait on (none: at once). */
+  pacer?: Pick<BackgroundPacer, 'run' | 'foregroundBusy'>;
 }
 
 /** How processing a claimed run ended, for the worker's logs and tests. */
@@ -50,7 +56,12 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   const fill = () => {
     // A run with nothing left to score still commits one (empty) batch, the one that completes it.
     while (window.length === 0 || (window.length <= ahead && scoredTo < itemCount)) {
-      const to = Math.min(scoredTo + config.batchSize, itemCount);
+      // Shorter batches while clients wait on requests: each commit holds the event loop and the
+      // database's writer for less time.
+      const size = context.pacer?.foregroundBusy
+        ? Math.min(config.batchSize, BUSY_BATCH_SIZE)
+        : config.batchSize;
+      const to = Math.min(scoredTo + size, itemCount);
       const from = scoredTo;
       const scored =
         run.input === 'ndjson'
@@ -99,7 +110,11 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
       completes,
       consumesInputs: run.input === 'ndjson',
     };
-    const committed = await commitWithRetries(() => store.commitBatch(commit), context, run.id);
+    const committed = await commitWithRetries(
+      () => (context.pacer ? context.pacer.run(() => store.commitBatch(commit)) : store.commitBatch(commit)),
+      context,
+      run.id,
+    );
     if (committed === 'lost') {
       discard(window);
       return 'lost';

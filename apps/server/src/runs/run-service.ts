@@ -5,6 +5,7 @@ import type {
   RunResultList,
   ScoreRequest,
 } from '@scenario-scoring/api-types';
+import { sql } from 'kysely';
 import { newId } from '../common/ids.js';
 import { AppError } from '../errors/app-error.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
@@ -22,10 +23,37 @@ export const DEFAULT_RESULTS_LIMIT = 100;
 /** What the run use cases need: the storage, and the signal that wakes this instance's run workers. */
 export interface RunServiceDeps {
   storage: Pick<Storage, 'db'>;
+  /** Items a tenant may have waiting at once (RunConfig.maxPendingItems); no bound when absent. */
+  maxPendingItems?: number;
   runQueue: Pick<OutboxSignal, 'notify'>;
   /** The tenant-keyed hash the idempotency records' request hashes are made with. */
   keyedHash: Pick<TenantKeyedHash, 'hash'>;
 }
+
+/**
+ * The items `tenantId` has waiting in runs queued or running (not attempted yet); an upload in progress
+ * is not counted here (run-upload.ts counts its lines).
+ */
+export async function pendingRunItems(db: Storage['db'], tenantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('runs')
+    .select(sql<string | number>`coalesce(sum(item_count - next_index), 0)`.as('pending'))
+    .where('tenant_id', '=', tenantId)
+    .where('status', 'in', ['queued', 'running'])
+    .executeTakeFirst();
+  return Number(row?.pending ?? 0);
+}
+
+/** The answer to a run that would take its tenant's waiting items past `maxPendingItems`. */
+export function backlogFull(pending: number, adding: number, maxPendingItems: number): AppError {
+  return new AppError('rate_limited', {
+    detail: `This tenant has ${pending} items waiting in runs, and this run would add ${adding}: the limit is ${maxPendingItems} items waiting at once. Retry once earlier runs have progressed.`,
+    headers: { 'Retry-After': String(BACKLOG_RETRY_AFTER_S) },
+  });
+}
+
+/** The Retry-After of a run refused for its tenant's backlog. */
+const BACKLOG_RETRY_AFTER_S = 60;
 
 /** Who submits a run, with the Idempotency-Key it sent (if any). */
 export interface RunCaller {
@@ -54,6 +82,11 @@ export async function createRun(
   };
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const { items, deadline_seconds } = body;
+    if (deps.maxPendingItems !== undefined) {
+      const pending = await pendingRunItems(trx, caller.tenantId);
+      if (pending + items.length > deps.maxPendingItems)
+        throw backlogFull(pending, items.length, deps.maxPendingItems);
+    }
     const deadlineAt =
       deadline_seconds === undefined ? null : new Date(now.getTime() + deadline_seconds * 1000);
     const run = await insertRun(trx, { id: newId('run'), tenantId: caller.tenantId, items, now, deadlineAt });

@@ -1,6 +1,7 @@
 import type { Problem, ScoreRequest } from '@scenario-scoring/api-types';
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
+import { releasedInputsUsage } from '../quota/tenant-usage.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
 import type { Database, RunItemsTable, RunsTable } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
@@ -148,7 +149,8 @@ export function createRunStore(
           .executeTakeFirst();
         if (Number(ended.numUpdatedRows) !== 1) return false;
         await insertEvents(trx, [failure.event]);
-        // An NDJSON run's lines not attempted are never needed again.
+        // An NDJSON run's lines not attempted are never needed again (nor counted in its tenant's usage).
+        await trx.executeQuery(releasedInputsUsage(trx, failure.runId, failure.now));
         await trx.deleteFrom('run_inputs').where('run_id', '=', failure.runId).execute();
         return true;
       });

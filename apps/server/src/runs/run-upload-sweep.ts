@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { releasedInputsUsage } from '../quota/tenant-usage.js';
 import type { Storage } from '../storage/storage.js';
 
 /**
@@ -19,13 +20,19 @@ export async function sweepAbandonedUploads(
     .execute();
   for (const { id } of abandoned) {
     await storage.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('run_inputs').where('run_id', '=', id).execute();
-      await trx
-        .deleteFrom('runs')
+      // Still abandoned, and locked (PostgreSQL: the row; SQLite: the writer) until the lines are gone: an
+      // upload whose lease was renewed meanwhile is left alone.
+      const held = await trx
+        .updateTable('runs')
+        .set({ locked_until: sql<string>`locked_until` })
         .where('id', '=', id)
         .where('status', '=', 'uploading')
         .where('locked_until', '<', sql<string>`${now.toISOString()}`)
-        .execute();
+        .executeTakeFirst();
+      if (Number(held.numUpdatedRows) !== 1) return;
+      await trx.executeQuery(releasedInputsUsage(trx, id, now));
+      await trx.deleteFrom('run_inputs').where('run_id', '=', id).execute();
+      await trx.deleteFrom('runs').where('id', '=', id).execute();
     });
   }
   return abandoned.length;

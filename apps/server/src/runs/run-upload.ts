@@ -9,15 +9,18 @@ import { newId } from '../common/ids.js';
 import { AppError } from '../errors/app-error.js';
 import { replyCreated } from '../http/created-reply.js';
 import { idempotentCreate } from '../idempotency/idempotent-create.js';
+import type { StorageQuota } from '../quota/storage-quota.js';
+import { releasedInputsUsage, rowBytes, usageUpserts } from '../quota/tenant-usage.js';
 import type { RunInputsTable } from '../storage/database.js';
 import { rowInsertQuery } from '../storage/row-insert.js';
 import type { Storage } from '../storage/storage.js';
 import { exemptFromBodyDeadline } from '../transport/body-deadline.js';
 import { requireDeclaredContentEncoding } from '../transport/content-encoding.js';
 import { declaredLength, lingerClose } from '../transport/unread-body.js';
+import type { BackgroundPacer } from '../workers/background-pacer.js';
 import type { RunUploadLimits } from './run-config.js';
 import type { RunLine } from './run-lines.js';
-import type { RunServiceDeps } from './run-service.js';
+import { backlogFull, pendingRunItems, type RunServiceDeps } from './run-service.js';
 import { findRun } from './run-store.js';
 import { runView } from './run-view.js';
 
@@ -26,6 +29,8 @@ export const NDJSON_MEDIA_TYPE = 'application/x-ndjson';
 
 /** Lines written per transaction while the body arrives. */
 const LINES_PER_BATCH = 2000;
+/** Lines written per transaction while clients wait on requests (the pacer says so): shorter steps. */
+const BUSY_LINES_PER_BATCH = 500;
 /** Rows per INSERT: 5 parameters a row, well below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 1000;
 
@@ -48,7 +53,18 @@ export interface RunUploadOptions {
   limits: RunUploadLimits;
   /** Reads a line into its `run_inputs` row (run-lines.ts `lineReader`). */
   readLine: (bytes: Buffer, line: number, overlong?: number) => RunLine;
+  /** Each batch of lines is written through it, giving way to requests clients wait on (none: at once). */
+  pacer?: Pick<BackgroundPacer, 'run' | 'foregroundBusy'>;
+  /**
+   * The tenant's storage quota: the lines count in its usage as they are written (and stop counting as
+   * they are scored or dropped), and an upload that takes the tenant to its quota is refused 403
+   * `quota_exceeded` (checked before each batch; none: no bound).
+   */
+  quota?: Pick<StorageQuota, 'check'>;
 }
+
+/** The uploads in progress on this instance, per tenant: how many, and the lines they hold so far. */
+type UploadsInProgress = Map<string, { uploads: number; lines: number }>;
 
 /**
  * `POST /v1/scoring/runs` with an `application/x-ndjson` body (any other body is passed on to the JSON
@@ -64,22 +80,72 @@ export interface RunUploadOptions {
  * `maxLines` it is refused 413 `payload_too_large`; with no line at all 400 `validation_failed`.
  */
 export function ndjsonRunUpload(deps: RunServiceDeps, options: RunUploadOptions): RequestHandler {
+  const inProgress: UploadsInProgress = new Map();
   return (req, res, next) => {
     if (!isNdjson(req.headers['content-type'])) return next();
-    upload(req, res, deps, options).catch(next);
+    upload(req, res, deps, options, inProgress).catch(next);
   };
 }
 
-async function upload(req: Request, res: Response, deps: RunServiceDeps, options: RunUploadOptions) {
-  const { limits, storage, clock } = options;
+async function upload(
+  req: Request,
+  res: Response,
+  deps: RunServiceDeps,
+  options: RunUploadOptions,
+  inProgress: UploadsInProgress,
+) {
+  const { limits, storage } = options;
   const leaseMs = limits.leaseMs ?? 120_000;
   checkCharset(req.headers['content-type'] as string);
   requireDeclaredContentEncoding(req, res, (() => {}) as NextFunction);
   const gzip = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() === 'gzip';
   const declared = declaredLength(req);
   if (!gzip && declared !== undefined && declared > limits.maxBytes) throw tooLarge(limits, 'bytes');
-  exemptFromBodyDeadline(req);
   const { tenantId, keyId } = res.locals.apiKey;
+  // Bounds on what one tenant may have waiting, before a byte of the body is read.
+  const maxUploads = limits.maxUploadsPerTenant ?? 2;
+  const mine = inProgress.get(tenantId) ?? { uploads: 0, lines: 0 };
+  if (mine.uploads >= maxUploads) {
+    throw new AppError('rate_limited', {
+      detail: `This tenant already has ${mine.uploads} NDJSON uploads in progress on this instance, the most at once; retry when one has finished.`,
+      headers: { 'Retry-After': String(UPLOAD_RETRY_AFTER_S) },
+    });
+  }
+  mine.uploads += 1;
+  inProgress.set(tenantId, mine);
+  try {
+    const waiting = deps.maxPendingItems === undefined ? 0 : await pendingRunItems(storage.db, tenantId);
+    if (deps.maxPendingItems !== undefined && waiting + mine.lines >= deps.maxPendingItems)
+      throw backlogFull(waiting + mine.lines, 1, deps.maxPendingItems);
+    await uploadRun(req, res, deps, options, { tenantId, keyId, gzip, leaseMs, waiting, mine });
+  } finally {
+    mine.uploads -= 1;
+    if (mine.uploads === 0) inProgress.delete(tenantId);
+  }
+}
+
+/** Retry-After of an upload refused because its tenant has as many in progress as it may. */
+const UPLOAD_RETRY_AFTER_S = 5;
+
+async function uploadRun(
+  req: Request,
+  res: Response,
+  deps: RunServiceDeps,
+  options: RunUploadOptions,
+  upload: {
+    tenantId: string;
+    keyId: string;
+    gzip: boolean;
+    leaseMs: number;
+    /** The tenant's items waiting in runs when the upload began. */
+    waiting: number;
+    /** The tenant's uploads in progress here: their lines so far (this one's included as they come). */
+    mine: { lines: number };
+  },
+) {
+  const { storage, clock } = options;
+  const { tenantId, keyId, gzip, leaseMs } = upload;
+  exemptFromBodyDeadline(req);
   const runId = newId('run');
   const now = clock.now();
   await storage.db
@@ -107,8 +173,17 @@ async function upload(req: Request, res: Response, deps: RunServiceDeps, options
       .catch(() => {});
   }, leaseMs / 4);
   lease.unref();
+  let added = 0;
   try {
-    const { lines, sha256 } = await storeLines(req, gzip, runId, options);
+    const { lines, sha256 } = await storeLines(req, gzip, runId, options, {
+      tenantId,
+      line() {
+        added += 1;
+        upload.mine.lines += 1;
+        if (deps.maxPendingItems !== undefined && upload.waiting + upload.mine.lines > deps.maxPendingItems)
+          throw backlogFull(upload.waiting + upload.mine.lines - 1, 1, deps.maxPendingItems);
+      },
+    });
     if (lines === 0) {
       const errors = [{ path: '/body', message: 'must hold at least one line' }];
       throw new AppError('validation_failed', {
@@ -125,7 +200,7 @@ async function upload(req: Request, res: Response, deps: RunServiceDeps, options
     if (!created.replayed) deps.runQueue.notify();
     replyCreated(res, 202, `/v1/scoring/runs/${created.value.id}`, created);
   } catch (error) {
-    if (error instanceof AppError && error.code === 'payload_too_large') {
+    if (error instanceof AppError && !req.readableEnded) {
       // The rest of the body is not read: the answer goes out, then the connection closes.
       res.setHeader('Connection', 'close');
       res.once('finish', () => lingerClose(req.socket));
@@ -133,7 +208,8 @@ async function upload(req: Request, res: Response, deps: RunServiceDeps, options
     throw error;
   } finally {
     clearInterval(lease);
-    if (!finished) await deleteUpload(storage, runId).catch(() => {});
+    upload.mine.lines -= added;
+    if (!finished) await deleteUpload(storage, runId, clock.now()).catch(() => {});
   }
 }
 
@@ -165,8 +241,9 @@ async function storeLines(
   gzip: boolean,
   runId: string,
   options: RunUploadOptions,
+  hooks: { tenantId: string; line(): void },
 ): Promise<{ lines: number; bytes: number; sha256: string }> {
-  const { limits, storage, readLine } = options;
+  const { limits, readLine } = options;
   const source: Readable = gzip ? req.pipe(createGunzip()) : req;
   const hash = createHash('sha256');
   let rows: RunInputsTable[] = [];
@@ -179,14 +256,15 @@ async function storeLines(
   const endLine = async () => {
     lines += 1;
     if (lines > limits.maxLines) throw tooLarge(limits, 'lines');
+    hooks.line();
     const text = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partLength);
     const line = readLine(text, lines, overlong ? limits.maxLineBytes : undefined);
     rows.push({ run_id: runId, item_index: lines - 1, ...line });
     parts = [];
     partLength = 0;
     overlong = false;
-    if (rows.length >= LINES_PER_BATCH) {
-      await writeLines(storage, rows);
+    if (rows.length >= (options.pacer?.foregroundBusy ? BUSY_LINES_PER_BATCH : LINES_PER_BATCH)) {
+      await writeLines(options, hooks.tenantId, rows);
       rows = [];
     }
   };
@@ -227,18 +305,26 @@ async function storeLines(
     clearTimeout(idle);
   }
   if (partLength > 0 || overlong) await endLine();
-  if (rows.length > 0) await writeLines(storage, rows);
+  if (rows.length > 0) await writeLines(options, hooks.tenantId, rows);
   return { lines, bytes, sha256: hash.digest('hex') };
 }
 
-/** Writes a batch of lines in one transaction. */
-async function writeLines(storage: RunUploadOptions['storage'], rows: readonly RunInputsTable[]) {
+/**
+ * Writes a batch of lines in one transaction with what they add to the tenant's storage usage (once the
+ * quota allows it), through the pacer when there is one.
+ */
+async function writeLines(options: RunUploadOptions, tenantId: string, rows: readonly RunInputsTable[]) {
+  const { storage, pacer, quota, clock } = options;
+  await quota?.check(tenantId);
   const steps: CompiledQuery[] = [];
   for (let from = 0; from < rows.length; from += ROWS_PER_STATEMENT)
     steps.push(
       rowInsertQuery(storage.db, INPUT_INSERT, rows.slice(from, from + ROWS_PER_STATEMENT), ['run_id']),
     );
-  await storage.transact(steps);
+  let bytes = 0;
+  for (const row of rows) bytes += rowBytes(row.subject, row.item, row.error);
+  steps.push(...usageUpserts(storage.db, tenantId, bytes, clock.now()));
+  await (pacer ? pacer.run(() => storage.transact(steps)) : storage.transact(steps));
 }
 
 /**
@@ -274,9 +360,10 @@ async function queueRun(
   });
 }
 
-/** Deletes an upload that did not finish (or was a replay) with its lines. */
-async function deleteUpload(storage: RunUploadOptions['storage'], runId: string): Promise<void> {
+/** Deletes an upload that did not finish (or was a replay) with its lines, which stop counting in its tenant's usage. */
+async function deleteUpload(storage: RunUploadOptions['storage'], runId: string, now: Date): Promise<void> {
   await storage.db.transaction().execute(async (trx) => {
+    await trx.executeQuery(releasedInputsUsage(trx, runId, now));
     await trx.deleteFrom('run_inputs').where('run_id', '=', runId).execute();
     await trx.deleteFrom('runs').where('id', '=', runId).where('status', '=', 'uploading').execute();
   });

@@ -2,6 +2,7 @@ import type { Clock } from '../common/clock.js';
 import { newId } from '../common/ids.js';
 import type { OutboxSignal } from '../events/event-outbox.js';
 import type { Logger } from '../request-logging/logger.js';
+import type { BackgroundPacer } from '../workers/background-pacer.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { RunConfig } from './run-config.js';
 import { processRun, type RunOutcome } from './run-processor.js';
@@ -24,6 +25,8 @@ export interface RunWorkerOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Where batches are scored; by default a pool of `config.scoringThreads` threads, closed by stop(). */
   pool?: ScoringPool;
+  /** Paces the batch commits while clients wait on requests; none paces nothing. */
+  pacer?: BackgroundPacer;
   /** Told how each claimed run ended (tests). */
   onRunEnded?: (runId: string, outcome: RunOutcome) => void;
 }
@@ -155,6 +158,7 @@ export class RunWorker implements BackgroundWorker {
         pool: this.#pool as ScoringPool,
         stopping: () => this.#stopping,
         sleep,
+        ...(this.#options.pacer && { pacer: this.#options.pacer }),
       });
       logger.info('run processed', { runId: run.id, outcome, from: run.nextIndex, items: run.itemCount });
       this.#options.onRunEnded?.(run.id, outcome);

@@ -146,6 +146,17 @@ export type paths = {
          *     `unknown_jurisdiction` when the deployment refuses jurisdictions without a policy), and its result
          *     names the line; every other item is scored. `deadline_seconds` cannot be given in this form.
          *     With an `Idempotency-Key`, the body's bytes are what a repeat must match.
+         *
+         *     **Bounds per tenant.** A tenant may have at most 10,000,000 items waiting (`RUN_MAX_PENDING_ITEMS`):
+         *     items of its runs queued or running not yet attempted, and the lines of its NDJSON uploads in progress.
+         *     A run past it is refused with 429 `rate_limited` and `Retry-After: 60` (an NDJSON upload as soon as its
+         *     lines reach it), and no run is created. At most 2 NDJSON uploads of a tenant are in progress at once
+         *     on an instance (`RUN_NDJSON_MAX_UPLOADS`): another is refused with 429 `rate_limited` and
+         *     `Retry-After: 5` before its body is read. An upload's lines count in the tenant's storage quota while
+         *     they wait to be scored (each item's result then counts instead): an upload that takes the tenant to
+         *     its quota is refused with 403 `quota_exceeded` and leaves no run. Runs are background work: while
+         *     requests that clients wait on are being served, a run's batches (and an upload's writes) are paced
+         *     to half the time (`RUN_BACKGROUND_PERCENT`), so a portfolio slows no one's scoring.
          */
         post: operations["createRun"];
         delete?: never;

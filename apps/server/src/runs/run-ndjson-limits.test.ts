@@ -1,0 +1,205 @@
+import { request as httpRequest } from 'node:http';
+import type { Problem, Run } from '@scenario-scoring/api-types';
+import { waitUntil } from '@scenario-scoring/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
+import { startTestServer, type TestServer, testConfig } from '../../test/support/test-server.js';
+import { readTenantUsage, rowBytes } from '../quota/tenant-usage.js';
+import { DEFAULT_UPLOAD_LIMITS } from './run-config.js';
+
+const NDJSON = { 'content-type': 'application/x-ndjson' };
+
+function item(tenant: string, i: number) {
+  return { subject: `${tenant}-${i}`, context: { jurisdiction: 'DE', on_time_ratio: (i % 21) / 20 } };
+}
+const lines = (tenant: string, count: number) =>
+  Array.from({ length: count }, (_, i) => JSON.stringify(item(tenant, i)));
+
+/** What the lines count in their tenant's usage while they wait (run-upload.ts): each line's row. */
+const linesBytes = (texts: string[]) =>
+  texts.reduce(
+    (sum, text) => sum + rowBytes((JSON.parse(text) as { subject: string }).subject, text, null),
+    0,
+  );
+
+// What one tenant's NDJSON uploads may hold: uploads at once, items waiting, bytes of its quota; and the
+// lines counted in its usage while they wait. No run worker here unless a test starts one: runs stay queued.
+forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
+  let server: TestServer;
+  let quotaServer: TestServer;
+  const keys: Record<string, string> = {};
+  beforeAll(async () => {
+    const runs = {
+      ...testConfig().runs,
+      maxPendingItems: 300,
+      upload: { ...DEFAULT_UPLOAD_LIMITS, maxLines: 10_000, maxUploadsPerTenant: 1 },
+    };
+    server = await startTestServer({ storage: storage(), config: { runs } });
+    quotaServer = await startTestServer({
+      storage: storage(),
+      config: {
+        runs: { ...runs, maxPendingItems: 1_000_000 },
+        quota: { tenantStorageQuotaBytes: 1_000_000, usageRefreshMs: 0 },
+      },
+    });
+    for (const tenant of ['busy', 'other', 'backlog', 'counted', 'quota', 'viaNdjson', 'viaJson'])
+      keys[tenant] = (await testFeatures(storage()).keys.create(tenant)).key;
+  });
+  afterAll(async () => {
+    await server.close();
+    await quotaServer.close();
+  });
+
+  const post = (tenant: string, body: string, target = server) =>
+    fetch(`${target.url}/v1/scoring/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys[tenant]}`, ...NDJSON },
+      body,
+    });
+  const runsOf = async (tenant: string) =>
+    (await storage().db.selectFrom('runs').select(['id', 'status']).where('tenant_id', '=', tenant).execute())
+      .length;
+  const inputsOf = async (tenant: string) =>
+    Number(
+      (
+        await storage()
+          .db.selectFrom('run_inputs')
+          .innerJoin('runs', 'runs.id', 'run_inputs.run_id')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('runs.tenant_id', '=', tenant)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const usage = (tenant: string) => readTenantUsage(storage().db, tenant);
+
+  /** An upload whose body stays open after `text`: its answer once `end()` sends the rest. */
+  function openUpload(tenant: string, text: string, target = server) {
+    const { port } = new URL(target.url);
+    const sent = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/scoring/runs',
+      headers: { authorization: `Bearer ${keys[tenant]}`, ...NDJSON, 'transfer-encoding': 'chunked' },
+    });
+    sent.on('error', () => {});
+    const answer = new Promise<{ status: number; body: string }>((resolve) => {
+      sent.on('response', (res) => {
+        let body = '';
+        res.on('data', (chunk) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+    });
+    sent.write(text);
+    return { answer, end: () => sent.end(), destroy: () => sent.destroy() };
+  }
+
+  it('when a tenant has as many uploads in progress as it may, then another of its uploads is refused 429 before its body is read, while another tenant uploads', async () => {
+    const open = openUpload('busy', `${lines('busy', 5).join('\n')}\n`);
+    await waitUntil(
+      async () =>
+        (
+          await storage()
+            .db.selectFrom('runs')
+            .select('id')
+            .where('tenant_id', '=', 'busy')
+            .where('status', '=', 'uploading')
+            .execute()
+        ).length === 1,
+      5000,
+    );
+    const refused = await post('busy', `${lines('busy', 3).join('\n')}\n`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    const problem = (await refused.json()) as Problem;
+    expect(problem.code).toBe('rate_limited');
+    expect(problem.detail).toMatch(/1 NDJSON uploads in progress/);
+    expect((await post('other', `${lines('other', 3).join('\n')}\n`)).status).toBe(202);
+    open.end();
+    const first = await open.answer;
+    expect(first.status).toBe(202);
+    expect((JSON.parse(first.body) as Run).item_count).toBe(5);
+    // The slot is free again once the first upload ended.
+    expect((await post('busy', `${lines('busy', 3).join('\n')}\n`)).status).toBe(202);
+  });
+
+  it('when a run would take the tenant past its items waiting, then it is refused 429 (NDJSON or JSON), no run is created, and other tenants go on', async () => {
+    expect((await post('backlog', `${lines('backlog', 200).join('\n')}\n`)).status).toBe(202);
+    const refused = await post('backlog', `${lines('backlog', 150).join('\n')}\n`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('60');
+    const problem = (await refused.json()) as Problem;
+    expect(problem.code).toBe('rate_limited');
+    expect(problem.detail).toMatch(/the limit is 300 items waiting/);
+    expect(await runsOf('backlog')).toBe(1);
+    expect(await inputsOf('backlog')).toBe(200);
+    const json = (count: number) =>
+      server.request('/v1/scoring/runs', {
+        method: 'POST',
+        key: keys.backlog,
+        body: { items: Array.from({ length: count }, (_, i) => item('backlog', i)) },
+      });
+    const tooMany = await json(101);
+    expect(tooMany.status).toBe(429);
+    expect(((await tooMany.json()) as Problem).detail).toMatch(
+      /200 items waiting in runs, and this run would add 101/,
+    );
+    expect((await json(100)).status).toBe(202);
+    expect(await runsOf('backlog')).toBe(2);
+    expect((await post('other', `${lines('other', 200).join('\n')}\n`)).status).toBe(202);
+  });
+
+  it('when lines are uploaded, then they count in the tenant’s usage while they wait, and stop counting when an upload is cut off', async () => {
+    const before = await usage('counted');
+    const sent = lines('counted', 50);
+    expect((await post('counted', `${sent.join('\n')}\n`)).status).toBe(202);
+    expect((await usage('counted')) - before).toBe(linesBytes(sent));
+    const afterRun = await usage('counted');
+    // A cut-off upload's lines stop counting with them (more than a batch is sent, so some were written).
+    const open = openUpload('counted', `${lines('counted', 2100).join('\n')}\n`, quotaServer);
+    await waitUntil(async () => (await usage('counted')) > afterRun, 5000);
+    open.destroy();
+    await waitUntil(
+      async () => (await runsOf('counted')) === 1 && (await usage('counted')) === afterRun,
+      5000,
+    );
+  });
+
+  it('when an upload takes the tenant to its storage quota, then it is refused 403 quota_exceeded, and no run, line or byte of it is left', async () => {
+    const before = await usage('quota');
+    // About 1.16 MB of lines (145 bytes each) against a quota of 1 MB: refused at a batch after the first.
+    const refused = await post('quota', `${lines('quota', 8000).join('\n')}\n`, quotaServer);
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as Problem).code).toBe('quota_exceeded');
+    expect(await runsOf('quota')).toBe(0);
+    expect(await inputsOf('quota')).toBe(0);
+    expect(await usage('quota')).toBe(before);
+  });
+
+  it('when an NDJSON run completes, then its lines no longer count: its usage is that of the same run sent as JSON, less the JSON run’s items', async () => {
+    const sent = lines('same', 40);
+    const ndjson = await post('viaNdjson', `${sent.join('\n')}\n`);
+    expect(ndjson.status).toBe(202);
+    const items = sent.map((text) => JSON.parse(text));
+    const json = await server.request('/v1/scoring/runs', {
+      method: 'POST',
+      key: keys.viaJson,
+      body: { items },
+    });
+    expect(json.status).toBe(202);
+    const worker = testRunWorker(storage(), { config: { batchSize: 15 } });
+    worker.start();
+    try {
+      await waitForRunEnd(server, keys.viaNdjson as string, ((await ndjson.json()) as Run).id);
+      await waitForRunEnd(server, keys.viaJson as string, ((await json.json()) as Run).id);
+    } finally {
+      await worker.stop();
+    }
+    expect(await inputsOf('viaNdjson')).toBe(0);
+    expect(await usage('viaNdjson')).toBe((await usage('viaJson')) - rowBytes(JSON.stringify(items)));
+  });
+});
