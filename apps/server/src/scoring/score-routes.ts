@@ -1,6 +1,7 @@
 import type { components } from '@scenario-scoring/api-types';
 import { type Clock, systemClock } from '../common/clock.js';
 import { reasonLanguage } from '../http/accept-language.js';
+import { sendJson } from '../http/json-answer.js';
 import type { OperationHandler } from '../http/operation-route.js';
 import { parsePreferences, preferredWaitMs } from '../http/prefer-header.js';
 import { ownRequestId } from '../http/request-id.js';
@@ -56,11 +57,11 @@ export function scoreRoute(
         const proof = await inclusion.await(caller.tenantId, scored.log_cid, waitMs);
         if (proof !== undefined) {
           res.setHeader('Preference-Applied', 'log-inclusion');
-          res.json({ ...scored, log_inclusion: proof });
+          sendJson(res, { ...scored, log_inclusion: proof });
           return;
         }
       }
     }
-    res.json(scored);
+    sendJson(res, scored);
   };
 }

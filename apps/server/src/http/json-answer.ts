@@ -1,0 +1,23 @@
+import express, { type Response } from 'express';
+
+/** Express's own `res.json`, as the prototype has it. */
+const EXPRESS_JSON = express.response.json;
+
+/**
+ * Sends `value` as the JSON answer, head and body in one write: Express's `res.json` turns a body of
+ * 1,000 characters or more into a Buffer, which Node then writes beside its head with `writev` (about
+ * 5 µs more per scoring, whose answer is about 1,500 characters); a string body given to `res.end` is
+ * appended to the head and written once. The same bytes and headers as `res.json` (no ETag: the app
+ * sets none). When something wrapped `res.json` on this answer (the contract's response validation
+ * outside production), that wrapper is used instead, so the answer is still checked.
+ */
+export function sendJson(res: Response, value: unknown): void {
+  if (res.json !== EXPRESS_JSON) {
+    res.json(value);
+    return;
+  }
+  const body = JSON.stringify(value);
+  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}
