@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -23,6 +24,7 @@ import {
 } from '@scenario-scoring/tlog';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Witness, type WitnessRefusal } from './witness.js';
+import { createWitnessServer } from './witness-server.js';
 import { WitnessStore } from './witness-store.js';
 
 const ORIGIN = 'localhost/scenario-scoring';
@@ -276,6 +278,39 @@ describe('the scenario-scoring-witness command', () => {
       expect(stdout.trim()).toBe(verifierKey);
     } finally {
       child.kill('SIGTERM');
+    }
+  });
+});
+
+describe('the witness server facing slow or large clients', () => {
+  it('cuts off a client that sends its request too slowly, and closes after refusing a body over 64 KiB', async () => {
+    const { witness } = await newWitness();
+    const server = createWitnessServer(witness, '', { requestTimeoutMs: 300, headersTimeoutMs: 200 });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      // Headers and a promised body that never comes: the witness answers 408 and closes, well before Node's 300 s default.
+      const slow = connect(port, '127.0.0.1');
+      slow.write('POST /add-checkpoint HTTP/1.1\r\nHost: w\r\nContent-Length: 100\r\n\r\nold 0\n');
+      const started = performance.now();
+      const answer = await new Promise<string>((resolve) => {
+        let text = '';
+        slow.on('data', (chunk) => {
+          text += chunk;
+        });
+        slow.on('close', () => resolve(text));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      // A body over the bound: 413, and the connection is closed rather than read on.
+      const large = await fetch(`http://127.0.0.1:${port}/add-checkpoint`, {
+        method: 'POST',
+        body: 'x'.repeat(70 * 1024),
+      });
+      expect(large.status).toBe(413);
+      expect(large.headers.get('connection')).toBe('close');
+    } finally {
+      server.close();
     }
   });
 });
