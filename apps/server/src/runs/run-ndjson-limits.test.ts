@@ -29,6 +29,7 @@ const linesBytes = (texts: string[]) =>
 forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
   let server: TestServer;
   let quotaServer: TestServer;
+  let idleServer: TestServer;
   const keys: Record<string, string> = {};
   beforeAll(async () => {
     const runs = {
@@ -44,12 +45,17 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
         quota: { tenantStorageQuotaBytes: 1_000_000, usageRefreshMs: 0 },
       },
     });
-    for (const tenant of ['busy', 'other', 'backlog', 'counted', 'quota', 'viaNdjson', 'viaJson'])
+    idleServer = await startTestServer({
+      storage: storage(),
+      config: { runs: { ...runs, upload: { ...runs.upload, idleTimeoutMs: 300 } } },
+    });
+    for (const tenant of ['idle', 'busy', 'other', 'backlog', 'counted', 'quota', 'viaNdjson', 'viaJson'])
       keys[tenant] = (await testFeatures(storage()).keys.create(tenant)).key;
   });
   afterAll(async () => {
     await server.close();
     await quotaServer.close();
+    await idleServer.close();
   });
 
   const post = (tenant: string, body: string, target = server) =>
@@ -97,6 +103,16 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
     sent.write(text);
     return { answer, end: () => sent.end(), destroy: () => sent.destroy() };
   }
+
+  it('when an upload (not compressed) sends nothing for the idle time, then it is answered 408 and no run is left', async () => {
+    const open = openUpload('idle', `${lines('idle', 3).join('\n')}\n`, idleServer);
+    const answer = await open.answer;
+    expect(answer.status).toBe(408);
+    const problem = JSON.parse(answer.body) as Problem;
+    expect(problem.code).toBe('request_timeout');
+    expect(problem.detail).toMatch(/sent nothing for 0.3 s; no run was created/);
+    await waitUntil(async () => (await runsOf('idle')) === 0, 5000);
+  });
 
   it('when a tenant has as many uploads in progress as it may, then another of its uploads is refused 429 before its body is read, while another tenant uploads', async () => {
     const open = openUpload('busy', `${lines('busy', 5).join('\n')}\n`);

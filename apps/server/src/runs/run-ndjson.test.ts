@@ -165,6 +165,23 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
     expect(from.data.map((item) => item.index)).toEqual([118, 119]);
   });
 
+  it('when a line is exactly the longest allowed and ends in CRLF, then it is an item; one byte longer, it fails payload_too_large', async () => {
+    const padded = (subject: string, length: number) => {
+      const text = JSON.stringify({ subject, context: { jurisdiction: 'DE' } });
+      return text + ' '.repeat(length - text.length);
+    };
+    const body = `${padded('nd-crlf', limits.maxLineBytes)}\r\n${padded('nd-long', limits.maxLineBytes + 1)}\n`;
+    const created = await post(body);
+    expect(created.status).toBe(202);
+    const run = (await created.json()) as Run;
+    await waitForRunEnd(server, key, run.id);
+    const results = (await (
+      await server.request(`/v1/scoring/runs/${run.id}/results`, { key })
+    ).json()) as RunResultList;
+    expect(results.data.map((item) => item.status)).toEqual(['ok', 'error']);
+    expect((results.data[1] as RunItemError).error.code).toBe('payload_too_large');
+  });
+
   it('when the body is gzip-compressed, then its lines are read inflated', async () => {
     const body = gzipSync(`${[line(1), line(2), line(3)].join('\n')}\n`);
     const created = await post(body, { 'content-encoding': 'gzip' });

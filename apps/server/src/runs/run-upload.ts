@@ -257,6 +257,11 @@ async function storeLines(
     lines += 1;
     if (lines > limits.maxLines) throw tooLarge(limits, 'lines');
     hooks.line();
+    // A line may hold one byte more than the bound when that byte is the `\r` of a CRLF ending.
+    if (!overlong && partLength > limits.maxLineBytes) {
+      const last = parts.at(-1) as Buffer;
+      if (last[last.length - 1] !== 0x0d) overlong = true;
+    }
     const text = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partLength);
     const line = readLine(text, lines, overlong ? limits.maxLineBytes : undefined);
     rows.push({ run_id: runId, item_index: lines - 1, ...line });
@@ -270,7 +275,7 @@ async function storeLines(
   };
   const take = (piece: Buffer) => {
     if (overlong || piece.length === 0) return;
-    if (partLength + piece.length > limits.maxLineBytes) {
+    if (partLength + piece.length > limits.maxLineBytes + 1) {
       overlong = true;
       parts = [];
       partLength = 0;
@@ -279,17 +284,28 @@ async function storeLines(
     parts.push(piece);
     partLength += piece.length;
   };
+  // The next chunk, or 408 once the client has sent nothing for `idleTimeoutMs` (only the wait for the
+  // client counts, not this server's writes): the answer goes out, then the connection closes (upload()).
+  const chunks = source.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
   let idle: NodeJS.Timeout | undefined;
-  const armIdle = () => {
-    clearTimeout(idle);
-    idle = setTimeout(() => {
-      source.destroy(new AppError('request_timeout', { detail: 'The upload sent nothing for too long.' }));
-    }, limits.idleTimeoutMs);
-  };
-  armIdle();
+  const nextChunk = () =>
+    Promise.race([
+      chunks.next(),
+      new Promise<never>((_, reject) => {
+        idle = setTimeout(
+          () =>
+            reject(
+              new AppError('request_timeout', {
+                detail: `The upload sent nothing for ${limits.idleTimeoutMs / 1000} s; no run was created.`,
+              }),
+            ),
+          limits.idleTimeoutMs,
+        );
+      }),
+    ]).finally(() => clearTimeout(idle));
   try {
-    for await (const chunk of source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      armIdle();
+    for (let next = await nextChunk(); !next.done; next = await nextChunk()) {
+      const chunk = next.value;
       bytes += chunk.length;
       if (bytes > limits.maxBytes) throw tooLarge(limits, 'bytes');
       hash.update(chunk);
