@@ -49,7 +49,7 @@ import { readLogRecord } from './score-log/score-log-service.js';
 import { getModelRoute, listModelsRoute } from './scoring/model-routes.js';
 import { scoreRoute } from './scoring/score-routes.js';
 import { tracing } from './tracing/tracing.js';
-import { awaitInclusion } from './verifiable-log/inclusion-wait.js';
+import { awaitInclusion, InclusionWaiters } from './verifiable-log/inclusion-wait.js';
 import { verifiableLogRoutes } from './verifiable-log/verifiable-log-routes.js';
 import { selectOpenLogFaults } from './verifiable-log/verifiable-log-store.js';
 import { inclusionProofView } from './verifiable-log/verifiable-log-views.js';
@@ -114,6 +114,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
   const quota = new StorageQuota(storage.db, config.quota.tenantStorageQuotaBytes, {
     refreshMs: config.quota.usageRefreshMs,
   });
+  const inclusionWaiters = new InclusionWaiters(config.verifiableLog.inclusionMaxWaiters);
   const validation =
     options.validation ??
     contractValidation(contract, {
@@ -126,15 +127,17 @@ export async function createApp(options: AppOptions): Promise<Express> {
     scoreSubject: scoreRoute(features.logs, metrics, clock, config.unknownJurisdiction, {
       maxWaitMs: config.verifiableLog.inclusionMaxWaitMs,
       await: async (tenantId, cid, waitMs) => {
-        const proof = await awaitInclusion(
-          {
-            db: storage.db,
-            checkpoints: features.logCheckpoints,
-            pollMs: storage.kind === 'postgres' ? INCLUSION_POLL_MS : undefined,
-          },
-          tenantId,
-          cid,
-          waitMs,
+        const proof = await inclusionWaiters.run(tenantId, () =>
+          awaitInclusion(
+            {
+              db: storage.db,
+              checkpoints: features.logCheckpoints,
+              pollMs: storage.kind === 'postgres' ? INCLUSION_POLL_MS : undefined,
+            },
+            tenantId,
+            cid,
+            waitMs,
+          ),
         );
         return proof && inclusionProofView(proof);
       },

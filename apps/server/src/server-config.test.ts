@@ -77,6 +77,7 @@ describe('loadConfig', () => {
         checkpointIntervalMs: 1000,
         maxBatch: 4096,
         inclusionMaxWaitMs: 5000,
+        inclusionMaxWaiters: 100,
         witnessPolicy: undefined,
         witnessMode: 'fail-open',
         witnessTimeoutMs: 5000,

@@ -113,6 +113,44 @@ forEachDatabase('Prefer: log-inclusion on POST /v1/scoring/score', ({ storage, k
     expect(testFeatures(storage()).logCheckpoints.waitingTenants).toBe(0);
   });
 
+  it('when a tenant has as many scorings waiting as it may, then its next gets the usual answer at once, while another tenant still waits', async () => {
+    const capped = await startTestServer({
+      storage: storage(),
+      logSigner: signer,
+      config: {
+        verifiableLog: { ...testConfig().verifiableLog, inclusionMaxWaitMs: 3000, inclusionMaxWaiters: 2 },
+      },
+    });
+    try {
+      const { key: otherKey } = await testFeatures(storage()).keys.create('inclusion-other');
+      // No sequencer runs: every waiter waits its whole 1.5 s.
+      const ask = (apiKey: string) => {
+        const started = performance.now();
+        return capped
+          .request('/v1/scoring/score', {
+            key: apiKey,
+            body: REQUEST,
+            headers: { Prefer: 'log-inclusion, wait=1.5' },
+          })
+          .then((answer) => ({ answer, ms: performance.now() - started }));
+      };
+      const waiting = [ask(key), ask(key)];
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const [third, other] = await Promise.all([ask(key), ask(otherKey)]);
+      expect(third.answer.status).toBe(200);
+      expect(third.answer.headers.get('preference-applied')).toBeNull();
+      expect(third.ms).toBeLessThan(1000);
+      expect(other.answer.status).toBe(200);
+      expect(other.ms).toBeGreaterThanOrEqual(1400);
+      for (const { answer, ms } of await Promise.all(waiting)) {
+        expect(answer.status).toBe(200);
+        expect(ms).toBeGreaterThanOrEqual(1400);
+      }
+    } finally {
+      await capped.close();
+    }
+  });
+
   if (kind === 'postgres') {
     it('is woken by a poll when another instance signs (the in-process signal only hears its own)', async () => {
       const other = await openStorage(database().options);

@@ -4,6 +4,37 @@ import type { Database } from '../storage/database.js';
 import type { CheckpointSignal } from './checkpoint-signal.js';
 import { type InclusionProof, proveInclusion } from './verifiable-log-service.js';
 
+/**
+ * How many scorings of each tenant wait for their proof at once, bounded per tenant: each waiter reads a
+ * proof on every checkpoint signed for its tenant (and every poll), so a tenant with thousands waiting
+ * would have the database answer thousands of proof reads a second at everyone's expense.
+ */
+export class InclusionWaiters {
+  readonly #maxPerTenant: number;
+  readonly #waiting = new Map<string, number>();
+
+  constructor(maxPerTenant: number) {
+    this.#maxPerTenant = maxPerTenant;
+  }
+
+  /**
+   * Runs `wait` when the tenant has fewer than the bound waiting (counting it until it settles);
+   * otherwise answers undefined at once, as a wait that ran out.
+   */
+  async run<T>(tenantId: string, wait: () => Promise<T | undefined>): Promise<T | undefined> {
+    const waiting = this.#waiting.get(tenantId) ?? 0;
+    if (waiting >= this.#maxPerTenant) return undefined;
+    this.#waiting.set(tenantId, waiting + 1);
+    try {
+      return await wait();
+    } finally {
+      const left = (this.#waiting.get(tenantId) ?? 1) - 1;
+      if (left > 0) this.#waiting.set(tenantId, left);
+      else this.#waiting.delete(tenantId);
+    }
+  }
+}
+
 /** What waiting for a record's inclusion reads and listens to. */
 export interface InclusionWaitOptions {
   db: Kysely<Database>;

@@ -26,6 +26,11 @@ export interface VerifiableLogConfig {
    * wait when it names none): past it, the answer goes out without the proof.
    */
   inclusionMaxWaitMs: number;
+  /**
+   * Scorings of one tenant that may wait for their proof at once on an instance (each wake reads a proof):
+   * another gets the usual answer at once, without `Preference-Applied`.
+   */
+  inclusionMaxWaiters: number;
   /** The C2SP tlog-policy naming the root log's witnesses and quorum (LOG_WITNESS_POLICY); undefined: none. */
   witnessPolicy: { path: string; text: string; policy: Policy } | undefined;
   /**
@@ -42,6 +47,7 @@ export interface VerifiableLogConfig {
  * Reads `LOG_ORIGIN` (localhost/scenario-scoring), `LOG_KEY_NAME` (the origin), `LOG_SIGNING_KEY` (required
  * with DATABASE_URL, so every instance signs with one key), `LOG_CHECKPOINT_INTERVAL` (1s),
  * `LOG_SEQUENCER_BATCH` (4096), `LOG_INCLUSION_MAX_WAIT` (5s; more than 60s is taken as 60s),
+ * `LOG_INCLUSION_MAX_WAITERS` (100 per tenant and instance),
  * `LOG_WITNESS_POLICY` (none), `LOG_WITNESS_MODE` (fail-open) and `LOG_WITNESS_TIMEOUT` (5s).
  */
 export function readVerifiableLogConfig(
@@ -75,6 +81,7 @@ export function readVerifiableLogConfig(
     checkpointIntervalMs: reader.durationMs('LOG_CHECKPOINT_INTERVAL', 1000, 1),
     maxBatch: reader.integer('LOG_SEQUENCER_BATCH', DEFAULT_LOG_SEQUENCER_BATCH, 1, 10_000_000),
     inclusionMaxWaitMs: Math.min(reader.durationMs('LOG_INCLUSION_MAX_WAIT', 5000, 0), 60_000),
+    inclusionMaxWaiters: reader.integer('LOG_INCLUSION_MAX_WAITERS', 100, 0, 100_000),
     witnessPolicy,
     witnessMode: witnessMode === 'fail-closed' ? 'fail-closed' : 'fail-open',
     witnessTimeoutMs: reader.durationMs('LOG_WITNESS_TIMEOUT', 5000, 1),

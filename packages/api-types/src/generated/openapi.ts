@@ -2414,7 +2414,9 @@ export type components = {
          *     the wait; the server caps it at its own maximum (`LOG_INCLUSION_MAX_WAIT`, 5 s by default) and uses that
          *     maximum when `wait` is absent. When the record is not signed in time, the answer is the one without the
          *     preference: no `log_inclusion`, no `Preference-Applied` (fetch the proof later with
-         *     `GET /v1/log/proofs/inclusion/{cid}`). Other preferences are ignored.
+         *     `GET /v1/log/proofs/inclusion/{cid}`). At most 100 scorings of a tenant wait at once on an instance
+         *     (`LOG_INCLUSION_MAX_WAITERS`): past them, the answer is at once the one without the preference. Other
+         *     preferences are ignored.
          */
         Prefer: string;
         /**
@@ -2646,7 +2648,9 @@ export interface operations {
                  *     the wait; the server caps it at its own maximum (`LOG_INCLUSION_MAX_WAIT`, 5 s by default) and uses that
                  *     maximum when `wait` is absent. When the record is not signed in time, the answer is the one without the
                  *     preference: no `log_inclusion`, no `Preference-Applied` (fetch the proof later with
-                 *     `GET /v1/log/proofs/inclusion/{cid}`). Other preferences are ignored.
+                 *     `GET /v1/log/proofs/inclusion/{cid}`). At most 100 scorings of a tenant wait at once on an instance
+                 *     (`LOG_INCLUSION_MAX_WAITERS`): past them, the answer is at once the one without the preference. Other
+                 *     preferences are ignored.
                  */
                 Prefer?: components["parameters"]["Prefer"];
                 /**
