@@ -18,6 +18,7 @@ describe('loadConfig', () => {
         retention: undefined,
         batchSize: 500,
         leaseMs: 60_000,
+        settleMs: 30_000,
         pollIntervalMs: 1000,
         retentionCheckIntervalMs: 3_600_000,
       },

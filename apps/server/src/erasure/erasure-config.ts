@@ -18,6 +18,13 @@ export interface ErasureConfig {
   batchSize: number;
   /** `ERASURE_LEASE` (60s): how long a worker's claim on an erasure lasts; each batch renews it. */
   leaseMs: number;
+  /**
+   * `ERASURE_SETTLE` (30s): how long after it was accepted an erasure by subject starts erasing. A scoring
+   * stamped before the erasure began may still be committing: none commits later than
+   * SCORE_LOG_MAX_COMMIT_AGE_MS after its stamp (it is refused instead), and this is longer, so every
+   * record of the subject stamped before the erasure is stored by the time it is looked for.
+   */
+  settleMs: number;
 }
 
 const RETENTION_PATTERN = /^([1-9][0-9]{0,5})(h|d|mo|y)$/;
@@ -51,7 +58,7 @@ export function retentionCutoff(retention: Retention, now: Date): Date {
 
 /**
  * Reads `LOG_RETENTION` (off), `ERASURE_POLL_INTERVAL` (1s), `LOG_RETENTION_CHECK_INTERVAL` (1h),
- * `ERASURE_BATCH_SIZE` (500), `ERASURE_LEASE` (60s).
+ * `ERASURE_BATCH_SIZE` (500), `ERASURE_LEASE` (60s), `ERASURE_SETTLE` (30s; below SCORE_LOG_MAX_COMMIT_AGE_MS, 15 s, a scoring in flight could escape an erasure).
  */
 export function readErasureConfig(reader: EnvReader): ErasureConfig {
   const raw = reader.raw('LOG_RETENTION');
@@ -70,5 +77,6 @@ export function readErasureConfig(reader: EnvReader): ErasureConfig {
     retentionCheckIntervalMs: reader.durationMs('LOG_RETENTION_CHECK_INTERVAL', 60 * 60 * 1000, 10),
     batchSize: reader.integer('ERASURE_BATCH_SIZE', 500, 1, 10_000),
     leaseMs: reader.durationMs('ERASURE_LEASE', 60_000, 100),
+    settleMs: reader.durationMs('ERASURE_SETTLE', 30_000, 0),
   };
 }

@@ -32,6 +32,11 @@ export interface ErasureContext {
   compactionPending?: () => void;
   /** True once the worker is stopping: the erasure is left where it is, to resume. */
   stopping?: () => boolean;
+  /**
+   * How long after it began an erasure by subject waits before it looks for records (ErasureConfig's
+   * `settleMs`): scorings stamped before it have then committed or been refused. 0 when absent.
+   */
+  settleMs?: number;
 }
 
 /** How far processing got: done, waiting for a run holding the subject, or stopped (to resume). */
@@ -42,7 +47,8 @@ export type ErasureOutcome = 'completed' | 'waiting' | 'stopped';
  * mid-way resumes where the last committed batch left it. Every batch is one transaction, and each record is
  * emptied by one UPDATE: a record is whole or erased, never half-erased.
  *
- * - `wait` (subject): while a run of the tenant created before the erasure began, and holding the subject,
+ * - `wait` (subject): until `settleMs` after the erasure began (a scoring stamped before it may still be
+ *   committing), and while a run of the tenant created before the erasure began, and holding the subject,
  *   is queued or running (an NDJSON run: uploading too, with a line of the subject not scored yet, read
  *   from `run_inputs` without an index of the subject: a scan of the lines waiting), the erasure waits, so
  *   the run's items are erased when they land.
@@ -120,6 +126,8 @@ async function step(
 
   switch (phase) {
     case 'wait': {
+      if (bySubject && context.now().getTime() < Date.parse(began) + (context.settleMs ?? 0))
+        return 'waiting';
       if (bySubject) {
         const open = await db
           .selectFrom('runs')

@@ -90,6 +90,7 @@ export class ErasureWorker implements BackgroundWorker {
         lease: { workerId: this.#workerId, ms: config.leaseMs },
         stopping: () => this.#stopping.signal.aborted,
         compactionPending: () => this.#markCompactionPending(),
+        settleMs: config.settleMs,
       });
       if (outcome === 'completed') completed += 1;
       else {

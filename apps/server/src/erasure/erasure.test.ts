@@ -46,7 +46,7 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
   let alice: string;
   let bob: string;
   const subject = `erase-me-${randomBytes(6).toString('hex')}`;
-  const erasureWorker = (erasureQueue = new OutboxSignal()) =>
+  const erasureWorker = (erasureQueue = new OutboxSignal(), settleMs = 0) =>
     new ErasureWorker({
       storage: storage(),
       // Several batches per phase, as a large erasure has.
@@ -56,6 +56,7 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
         retentionCheckIntervalMs: 1000,
         batchSize: 2,
         leaseMs: 60_000,
+        settleMs,
       },
       subjectKey: testFeatures(storage()).subjectKey,
       erasureQueue,
@@ -278,6 +279,44 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
       expect((await server.request(`/v1/logs/${row.cid}`, { key: alice })).status).toBe(200);
   });
 
+  it('when a scoring stamped before the erasure began commits after it was accepted, then the erasure (waiting ERASURE_SETTLE) still erases it', async () => {
+    const late = `late-${randomBytes(6).toString('hex')}`;
+    const accepted = await server.request('/v1/erasures', { key: alice, body: { subject: late } });
+    expect(accepted.status).toBe(202);
+    const erasure = (await accepted.json()) as Erasure;
+    const worker = erasureWorker(new OutboxSignal(), 600);
+    worker.start();
+    try {
+      // A scoring of the subject stamped just before the erasure began, its commit held past the start.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const bytes = new TextEncoder().encode(JSON.stringify({ subject: late }));
+      const record = {
+        tenantId: `alice-${kind}`,
+        cid: cidOfBytes(bytes),
+        bytes,
+        requestId: 'req_late',
+        createdAt: new Date(Date.parse(erasure.created_at) - 50),
+        subject: late,
+      };
+      await testFeatures(storage()).logs.append(record);
+      const deadline = Date.now() + 10_000;
+      while ((await getErasure(erasure.id)).status !== 'completed' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const done = await getErasure(erasure.id);
+      expect(done.status, JSON.stringify(done)).toBe('completed');
+      expect(done.log_cids).toEqual([record.cid]);
+      const row = await storage()
+        .db.selectFrom('log_records')
+        .select('erasure_id')
+        .where('cid', '=', record.cid)
+        .executeTakeFirstOrThrow();
+      expect(row.erasure_id).toBe(erasure.id);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('completes an erasure of a subject with no records, with zero counts', async () => {
     const accepted = await server.request('/v1/erasures', { key: alice, body: { subject: 'never-scored' } });
     const { id } = (await accepted.json()) as Erasure;
@@ -378,6 +417,7 @@ forEachDatabase('retention', ({ storage }) => {
           retentionCheckIntervalMs: 1000,
           batchSize: 2,
           leaseMs: 60_000,
+          settleMs: 0,
         },
         subjectKey: testFeatures(storage()).subjectKey,
         erasureQueue: new OutboxSignal(),

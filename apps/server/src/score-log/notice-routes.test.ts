@@ -144,6 +144,7 @@ forEachDatabase('GET /v1/logs/{cid}/notice', ({ storage, kind }) => {
         retentionCheckIntervalMs: 1000,
         batchSize: 500,
         leaseMs: 60_000,
+        settleMs: 0,
       },
       subjectKey: testFeatures(storage()).subjectKey,
       erasureQueue: new OutboxSignal(),

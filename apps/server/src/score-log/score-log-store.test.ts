@@ -122,6 +122,22 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
 });
 
 forEachDatabase('the score log with a small batch cap', ({ storage }) => {
+  it('refuses a record stamped longer ago than the commit age bound (503, nothing stored) while its batch commits', async () => {
+    const logs = createScoreLogStore(storage(), { maxCommitAgeMs: 15_000 });
+    const stale = { ...record('tenant_stale'), createdAt: new Date(Date.now() - 20_000) };
+    const fresh = record('tenant_stale');
+    const [staleResult, freshResult] = await Promise.allSettled([logs.append(stale), logs.append(fresh)]);
+    expect(freshResult.status).toBe('fulfilled');
+    expect(staleResult.status).toBe('rejected');
+    expect((staleResult as PromiseRejectedResult).reason).toMatchObject({
+      code: 'storage_unavailable',
+      detail: expect.stringMatching(/within 15 s of its start, so it was not stored/),
+    });
+    expect(await logs.get('tenant_stale', stale.cid)).toBeUndefined();
+    expect(await logs.get('tenant_stale', fresh.cid)).toBeDefined();
+    await logs.close();
+  });
+
   it('splits a burst into batches of at most maxBatch records', async () => {
     const logs = createScoreLogStore(storage(), { maxBatch: 100 });
     await Promise.all(Array.from({ length: 250 }, () => logs.append(record('tenant_cap'))));

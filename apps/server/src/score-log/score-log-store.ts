@@ -1,4 +1,5 @@
 import type { CompiledQuery, Insertable, Kysely, Transaction } from 'kysely';
+import { AppError } from '../errors/app-error.js';
 import { type OutboxEvent, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
 import { rowBytes, UsageTally, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { chunks } from '../storage/chunks.js';
@@ -167,9 +168,20 @@ export async function selectLogRecord(
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+/**
+ * The longest a scoring's record may wait between its stamp (`createdAt`, the request's time) and the
+ * start of its commit: an older one is refused (503 `storage_unavailable`, nothing stored), so an erasure
+ * that waits longer than this (ERASURE_SETTLE) finds every record stamped before it began.
+ */
+export const SCORE_LOG_MAX_COMMIT_AGE_MS = 15_000;
+
 /** What a log store is built with: the group commit's cap, and the signal to notify after events commit. */
 export interface LogStoreOptions {
   maxBatch?: number | undefined;
+  /** SCORE_LOG_MAX_COMMIT_AGE_MS when absent. */
+  maxCommitAgeMs?: number;
+  /** The time a commit starts at (tests); the system clock when absent. */
+  now?: () => number;
   outbox?: OutboxSignal;
   /** Keys each record's subject (`subject_key`), so an erasure and an access request find it by an index. */
   subjectKey?: SubjectKey;
@@ -182,8 +194,18 @@ export function createScoreLogStore(
 ): ScoreLogStore {
   const { db } = storage;
   // Isolated: a record that cannot be stored fails its own request only, never the others of its batch.
+  const maxAgeMs = options.maxCommitAgeMs ?? SCORE_LOG_MAX_COMMIT_AGE_MS;
+  const now = options.now ?? Date.now;
   const committer = new GroupCommitter<StoredLogRecord>(
     async (batch) => {
+      // A record stamped too long ago fails alone (the committer isolates it): see SCORE_LOG_MAX_COMMIT_AGE_MS.
+      const oldest = now() - maxAgeMs;
+      if (batch.some((record) => record.createdAt.getTime() < oldest)) {
+        throw new AppError('storage_unavailable', {
+          detail: `The scoring could not be logged within ${maxAgeMs / 1000} s of its start, so it was not stored; retry it.`,
+          headers: { 'Retry-After': '1' },
+        });
+      }
       const events = await insertLogRecords(storage, batch, options.subjectKey);
       if (events > 0) options.outbox?.notify();
     },

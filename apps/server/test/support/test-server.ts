@@ -34,6 +34,8 @@ const TEST_ENV: NodeJS.ProcessEnv = {
   RUN_POLL_INTERVAL: '50ms',
   RUN_STORAGE_RETRY_BACKOFF: '1ms',
   RUN_SCORING_THREADS: '0',
+  // Erasures start at once: no scoring is in flight in these tests unless one says so (erasure-settle.test.ts).
+  ERASURE_SETTLE: '0s',
 };
 
 /**
