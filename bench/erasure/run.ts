@@ -113,6 +113,7 @@ for (const kind of kinds) {
         retentionCheckIntervalMs: 3_600_000,
         batchSize: 500,
         leaseMs: 60_000,
+        settleMs: 0,
       },
       subjectKey,
       erasureQueue: new OutboxSignal(),

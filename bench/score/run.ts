@@ -6,10 +6,14 @@
  * Express, and each server's cold start (spawn to its first 200 from /readyz, on a fresh database).
  *
  * `--compare <other build's apps/server/dist/main.js>` adds that build as a target on each database, to
- * compare two versions of the server in one run (its targets are named `… (before)`).
+ * compare two versions of the server in one run (its targets are named `… (before)`). `--tracing` adds
+ * the server with OpenTelemetry tracing on (every request sampled, spans exported over OTLP/HTTP to a
+ * receiver in this process that answers 200 and keeps nothing), named `… (tracing on)`.
  *
- *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism] [--compare <main.js>]
+ *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism] [--compare <main.js>] [--tracing]
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
@@ -26,6 +30,7 @@ const { values: args } = parseArgs({
     db: { type: 'string', default: 'both' },
     'no-prism': { type: 'boolean', default: false },
     compare: { type: 'string' },
+    tracing: { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -57,6 +62,19 @@ const sameJson = JSON.stringify({
 });
 
 const databases = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db];
+/** With --tracing: where the traced servers send their spans (a sink: 200, nothing kept). */
+let otlpSink: { url: string; close(): void } | undefined;
+if (args.tracing) {
+  const sink = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  otlpSink = {
+    url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+    close: () => sink.close(),
+  };
+}
 const servers: { db: string; server: BenchServer; name: string }[] = [];
 const processes: RunningProcess[] = [];
 try {
@@ -65,6 +83,13 @@ try {
     if (args.compare !== undefined) {
       const before = await startBenchServer(db, 'bench-before', {}, args.compare);
       servers.push({ db, name: `server (${db}, before)`, server: before });
+    }
+    if (otlpSink !== undefined) {
+      const traced = await startBenchServer(db, 'bench-traced', {
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.url,
+        OTEL_SERVICE_NAME: 'bench',
+      });
+      servers.push({ db, name: `server (${db}, tracing on)`, server: traced });
     }
   }
   const { headers } = servers[0]?.server ?? { headers: {} };
@@ -141,4 +166,5 @@ try {
 } finally {
   for (const p of processes) await p.stop();
   for (const { server } of servers) await server.stop();
+  otlpSink?.close();
 }

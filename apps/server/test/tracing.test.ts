@@ -45,58 +45,61 @@ describe('OpenTelemetry tracing of the built server', () => {
     for (const close of closers.splice(0)) close();
   });
 
-  it('follows an escalating scoring from the request to the webhook attempt, linked, with trace ids in the log', async () => {
-    const otlp = await otlpReceiver();
-    closers.push(() => otlp.server.close());
-    const setup = await prepare('sqlite', {
-      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'tracing-test',
-      OTEL_BSP_SCHEDULE_DELAY: '100',
-    });
-    const receiver = await receive((_r, _i, res) => res.end('ok'));
-    await webhookTo(setup, receiver);
-    const server = await serve(setup);
-    const url = await server.baseUrl();
-    const key = server.firstKey();
-    const response = await fetch(`${url}/v1/scoring/score`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${key}`,
-        'content-type': 'application/json',
-        traceparent: `00-${INCOMING_TRACE}-00f067aa0ba902b7-01`,
-      },
-      body: JSON.stringify({ subject: 'traced-subject', context: ESCALATED }),
-    });
-    expect(response.status).toBe(200);
-    await waitUntil(() => receivedIds(receiver).length >= 1, 15_000, 'the webhook attempt');
-    await waitUntil(
-      () => otlp.spans.some((span) => span.name === 'webhook.delivery_attempt'),
-      15_000,
-      'the attempt span',
-    );
-    const request = otlp.spans.find((span) => span.name === 'POST /v1/scoring/score');
-    expect(request?.traceId).toBe(INCOMING_TRACE);
-    expect(request?.parentSpanId).toBe('00f067aa0ba902b7');
-    const child = (parent: ReceivedSpan | undefined, name: string) =>
-      otlp.spans.find((span) => span.name === name && span.parentSpanId === parent?.spanId);
-    const scoring = child(request, 'scoring.score');
-    expect(child(scoring, 'engine.score')).toBeDefined();
-    const append = child(scoring, 'score_log.append');
-    const commit = child(append, 'score_log.commit');
-    expect(commit?.traceId).toBe(INCOMING_TRACE);
-    expect(child(commit, 'outbox.enqueue')).toBeDefined();
+  it.each(['sqlite', 'postgres'] as const)(
+    'follows an escalating scoring from the request to the webhook attempt, linked, with trace ids in the log (%s)',
+    async (kind) => {
+      const otlp = await otlpReceiver();
+      closers.push(() => otlp.server.close());
+      const setup = await prepare(kind, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'tracing-test',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+      });
+      const receiver = await receive((_r, _i, res) => res.end('ok'));
+      await webhookTo(setup, receiver);
+      const server = await serve(setup);
+      const url = await server.baseUrl();
+      const key = server.firstKey();
+      const response = await fetch(`${url}/v1/scoring/score`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          traceparent: `00-${INCOMING_TRACE}-00f067aa0ba902b7-01`,
+        },
+        body: JSON.stringify({ subject: 'traced-subject', context: ESCALATED }),
+      });
+      expect(response.status).toBe(200);
+      await waitUntil(() => receivedIds(receiver).length >= 1, 15_000, 'the webhook attempt');
+      await waitUntil(
+        () => otlp.spans.some((span) => span.name === 'webhook.delivery_attempt'),
+        15_000,
+        'the attempt span',
+      );
+      const request = otlp.spans.find((span) => span.name === 'POST /v1/scoring/score');
+      expect(request?.traceId).toBe(INCOMING_TRACE);
+      expect(request?.parentSpanId).toBe('00f067aa0ba902b7');
+      const child = (parent: ReceivedSpan | undefined, name: string) =>
+        otlp.spans.find((span) => span.name === name && span.parentSpanId === parent?.spanId);
+      const scoring = child(request, 'scoring.score');
+      expect(child(scoring, 'engine.score')).toBeDefined();
+      const append = child(scoring, 'score_log.append');
+      const commit = child(append, 'score_log.commit');
+      expect(commit?.traceId).toBe(INCOMING_TRACE);
+      expect(child(commit, 'outbox.enqueue')).toBeDefined();
 
-    const attempt = otlp.spans.find((span) => span.name === 'webhook.delivery_attempt');
-    expect(attempt?.traceId).not.toBe(INCOMING_TRACE);
-    expect(attempt?.links).toEqual([
-      expect.objectContaining({ traceId: INCOMING_TRACE, spanId: request?.spanId }),
-    ]);
-    expect(receiver.requests[0]?.headers.traceparent).toBe(`00-${attempt?.traceId}-${attempt?.spanId}-01`);
+      const attempt = otlp.spans.find((span) => span.name === 'webhook.delivery_attempt');
+      expect(attempt?.traceId).not.toBe(INCOMING_TRACE);
+      expect(attempt?.links).toEqual([
+        expect.objectContaining({ traceId: INCOMING_TRACE, spanId: request?.spanId }),
+      ]);
+      expect(receiver.requests[0]?.headers.traceparent).toBe(`00-${attempt?.traceId}-${attempt?.spanId}-01`);
 
-    const line = server.logLines().find((l) => l.message === 'request' && l.operation === 'scoreSubject');
-    expect(line).toMatchObject({ trace_id: INCOMING_TRACE, span_id: request?.spanId });
-  });
+      const line = server.logLines().find((l) => l.message === 'request' && l.operation === 'scoreSubject');
+      expect(line).toMatchObject({ trace_id: INCOMING_TRACE, span_id: request?.spanId });
+    },
+  );
 
   it('ignores a malformed traceparent (a new trace), and answers promptly with the OTLP endpoint down', async () => {
     const setup = await prepare('sqlite', {
