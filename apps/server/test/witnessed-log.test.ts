@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,7 +7,14 @@ import { fileURLToPath } from 'node:url';
 import type { components, ScoreResponse } from '@scenario-scoring/api-types';
 import { verifyProofFile } from '@scenario-scoring/client';
 import { startNodeProcess, type WatchedProcess } from '@scenario-scoring/testkit';
-import { checkTree, fromBase64, loadPolicy, NoteSigner, verifyCheckpoint } from '@scenario-scoring/tlog';
+import {
+  CosignatureSigner,
+  checkTree,
+  fromBase64,
+  loadPolicy,
+  NoteSigner,
+  verifyCheckpoint,
+} from '@scenario-scoring/tlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
@@ -14,6 +22,23 @@ import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support
 type Schemas = components['schemas'];
 const WITNESS_MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'witness', 'dist', 'main.js');
 const ORIGIN = 'witnessed.test/scenario-scoring';
+/** The client package's built auditor, run as `npx scenario-scoring-audit` runs it. */
+const AUDITOR = fileURLToPath(
+  new URL('../../../packages/client/dist/bin/scenario-scoring-audit.js', import.meta.url),
+);
+
+/** Runs the auditor polling `url` with the root log's checks (`--policy`); its exit code and output. */
+function audit(url: string, apiKey: string, args: string[]) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [AUDITOR, '--url', url, ...args],
+      { env: { SCENARIO_SCORING_API_KEY: apiKey } },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
 
 beforeAll(() => {
   requireBuiltServer();
@@ -127,6 +152,40 @@ for (const kind of DATABASE_KINDS) {
         );
         const verified = await verifyProofFile(file as string, policyText, { cid: first[19] as string });
         expect(verified.witnesses).toEqual(['p1', 'p2']);
+        // The polling auditor with the policy checks the root log too: quorum, inclusion, and (next run) growth.
+        const tenantOrigin = (
+          (await (await fetch(`${url}/v1/log/checkpoint`, { headers })).json()) as { origin: string }
+        ).origin;
+        const state = join(dir, 'audit-state.json');
+        const auditArgs = [
+          '--key',
+          logKey,
+          '--origin',
+          tenantOrigin,
+          '--state',
+          state,
+          '--policy',
+          policyPath,
+        ];
+        const audited = await audit(url, key, auditArgs);
+        expect(audited.stderr).toBe('');
+        expect(audited.stdout).toMatch(/^OK .* in root tree size \d+ cosigned by p1, p2\n$/);
+        // A policy whose second witness has another key: no quorum, the root log's check fails.
+        const stranger = await new CosignatureSigner('witness.test/p2', randomBytes(32)).verifierKey();
+        const wrongPolicy = join(dir, 'wrong.policy');
+        writeFileSync(wrongPolicy, policyText.replace(witnesses[1]?.verifierKey as string, stranger));
+        const refused = await audit(url, key, [
+          '--key',
+          logKey,
+          '--origin',
+          tenantOrigin,
+          '--state',
+          join(dir, 'audit-wrong.json'),
+          '--policy',
+          wrongPolicy,
+        ]);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toMatch(/^FAIL root log: /m);
 
         server.kill('SIGKILL');
         await server.exited;
@@ -154,6 +213,10 @@ for (const kind of DATABASE_KINDS) {
           firstRoot?.tree_size as number,
           fromBase64(firstRoot?.root_hash as string) as Uint8Array,
         );
+        // The auditor again, with the state of its first run: the root log grew consistently.
+        const again = await audit(url, key, auditArgs);
+        expect(again.stderr).toBe('');
+        expect(again.stdout).toMatch(/consistent\), in root tree size \d+ cosigned by p1, p2\n$/);
         // Neither witness refused a checkpoint as a fork or a bad proof (422); a 409 after the restart is the
         // resynchronisation of a client that forgot the witness's size.
         for (const witness of witnesses) expect(witness.process.output()).not.toMatch(/"status":422/);

@@ -1,5 +1,19 @@
 import { createClient } from './client-factory.js';
 import {
+  checkRecord,
+  fromBase64,
+  type LoadedPolicy,
+  loadPolicy,
+  NoteError,
+  openNote,
+  PolicyError,
+  ProofError,
+  parseCheckpoint,
+  recordHash,
+  sha256,
+  verifyCheckpoint as verifyWithPolicy,
+} from './generated/tlog/index.js';
+import {
   LogProofError,
   type VerifiedCheckpoint,
   verifyCheckpoint,
@@ -23,6 +37,15 @@ export interface LogAuditOptions {
   cids?: readonly string[];
   /** The checkpoint note accepted last time, if any. */
   previousNote?: string;
+  /**
+   * A C2SP tlog-policy (the log's key, the witnesses' keys, the quorum): when given, the audit also checks
+   * the root log — the latest root checkpoint is signed by the log's key and cosigned by a quorum, your
+   * checkpoint in it is yours and consistent with the latest, its inclusion proof holds, and the root
+   * checkpoint is consistent with the one accepted last time (`previousRootNote`).
+   */
+  policy?: string;
+  /** The root checkpoint note accepted last time, if any (with `policy`). */
+  previousRootNote?: string;
   fetch?: typeof fetch;
 }
 
@@ -31,6 +54,8 @@ export interface LogAuditResult {
   failures: string[];
   checkpoint?: VerifiedCheckpoint;
   previous?: VerifiedCheckpoint;
+  /** With `policy`: the cosigned root checkpoint that holds your checkpoint, and the witnesses that cosigned it. */
+  root?: { checkpoint: VerifiedCheckpoint; witnesses: string[] };
 }
 
 /**
@@ -80,7 +105,67 @@ export async function auditLog(options: LogAuditOptions): Promise<LogAuditResult
       failures.push(`${cid}: ${messageOf(error)}`);
     }
   }
-  return { failures, checkpoint, ...(previous && { previous }) };
+  let root: LogAuditResult['root'];
+  if (options.policy !== undefined) {
+    try {
+      root = await proveInRoot(client, await loadPolicy(options.policy), options, checkpoint);
+    } catch (error) {
+      failures.push(`root log: ${messageOf(error)}`);
+    }
+  }
+  return { failures, checkpoint, ...(previous && { previous }), ...(root && { root }) };
+}
+
+/**
+ * The root log's part of an audit: the latest root checkpoint (policy: signature and quorum), the
+ * tenant's checkpoint in it (signed, its origin, consistent with `latest`), the inclusion proof, and the
+ * root's growth since the one accepted last time.
+ */
+async function proveInRoot(
+  client: Client,
+  policy: LoadedPolicy,
+  options: LogAuditOptions,
+  latest: VerifiedCheckpoint,
+): Promise<NonNullable<LogAuditResult['root']>> {
+  const { data, error, response } = await client.GET('/v1/log/root/proofs/inclusion');
+  if (!data) throw new LogProofError(`inclusion in the root: ${describeHttp(response, error)}`);
+  const opened = await asProofError(() => verifyWithPolicy(policy, data.root_checkpoint.note));
+  const root: VerifiedCheckpoint = {
+    origin: opened.origin,
+    treeSize: opened.treeSize,
+    rootHash: opened.rootHash,
+    note: data.root_checkpoint.note,
+  };
+  const logKey = policy.logs.get(root.origin);
+  if (!logKey) throw new LogProofError(`the policy has no log key for ${root.origin}`);
+  const note = data.tenant_checkpoint.note;
+  const parsed = parseCheckpoint((await asProofError(() => openNote(note, [logKey]))).text);
+  if (parsed.origin !== options.origin) {
+    throw new LogProofError(`the checkpoint in the root is for log ${parsed.origin}, not ${options.origin}`);
+  }
+  const tenant: VerifiedCheckpoint = { ...parsed, note };
+  await proveGrowth(client, tenant, latest);
+  const leaf = await recordHash(await sha256(new TextEncoder().encode(note)));
+  // A hash that is not base64 is an empty one, which the proof check refuses.
+  const path = data.inclusion_path.map((hash) => fromBase64(hash) ?? new Uint8Array(0));
+  await asProofError(() => checkRecord(path, root.treeSize, root.rootHash, data.leaf_index, leaf));
+  if (options.previousRootNote !== undefined) {
+    const previous = await asProofError(() => verifyWithPolicy(policy, options.previousRootNote as string));
+    const older: VerifiedCheckpoint = { ...previous, note: options.previousRootNote };
+    if (root.treeSize < older.treeSize) {
+      throw new LogProofError(`the root log shrank from ${older.treeSize} to ${root.treeSize} leaves`);
+    }
+    if (root.treeSize === older.treeSize) await verifyConsistency(older, root, []);
+    else {
+      const proof = await client.GET('/log/root/proofs/consistency', {
+        params: { query: { from: older.treeSize, to: root.treeSize } },
+      });
+      if (!proof.data)
+        throw new LogProofError(`root consistency: ${describeHttp(proof.response, proof.error)}`);
+      await verifyConsistency(older, root, proof.data);
+    }
+  }
+  return { checkpoint: root, witnesses: [...opened.witnessed].sort() };
 }
 
 type Client = ReturnType<typeof createClient>;
@@ -124,6 +209,17 @@ async function proveRecord(client: Client, cid: string, checkpoint: VerifiedChec
     );
   }
   await verifyInclusion(bytes, proof.data, checkpoint);
+}
+
+/** `run()`'s value; the tlog package's errors become a LogProofError with their message. */
+async function asProofError<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof NoteError || error instanceof ProofError || error instanceof PolicyError)
+      throw new LogProofError(error.message);
+    throw error;
+  }
 }
 
 function describeHttp(response: Response, error: unknown): string {
