@@ -93,6 +93,7 @@ export function createWorkers({
       policyText: config.verifiableLog.witnessPolicy?.text,
       clock,
       logger,
+      selfCheckFailures: metrics.logSelfCheckFailures,
     }),
     runLogCompletion,
     new IdempotencyPurge({ db: storage.db, clock, logger }),

@@ -13,6 +13,7 @@ forEachDatabase('the root log self-check', ({ storage, kind }) => {
   it('signs nothing once a stored root tile was edited behind its back', async () => {
     const db = storage().db;
     const tenantLog = testSequencer(storage(), new NoteSigner(TEST_LOG_ORIGIN, randomBytes(32)));
+    let refused = 0;
     const root = new RootLog({
       storage: storage(),
       signer: tenantLog.signer,
@@ -20,6 +21,11 @@ forEachDatabase('the root log self-check', ({ storage, kind }) => {
       policyText: undefined,
       clock: systemClock,
       logger: silentLogger,
+      selfCheckFailures: {
+        inc() {
+          refused += 1;
+        },
+      },
     });
     for (let round = 0; round < 3; round++) {
       await logRecords(storage(), [testRecord('selfcheck-alice', round)]);
@@ -49,6 +55,8 @@ forEachDatabase('the root log self-check', ({ storage, kind }) => {
     await tenantLog.sequencer.sequenceOnce();
     await expect(root.sequenceOnce()).rejects.toThrow(RootLogMismatchError);
     await expect(root.sequenceOnce()).rejects.toThrow(/no longer has the signed root hash/);
+    // Each refused round is counted (scenario_scoring_log_self_check_failures_total).
+    expect(refused).toBe(2);
     expect((await selectRootCheckpoint(db))?.treeSize).toBe(3);
     expect(await db.selectFrom('root_log_queue').selectAll().execute()).toHaveLength(1);
   });

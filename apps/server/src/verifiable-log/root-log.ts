@@ -72,6 +72,11 @@ export interface RootLogOptions {
   policyText: string | undefined;
   clock: Clock;
   logger: Logger;
+  /**
+   * Counts a refused round (the stored root tree no longer gives the signed root): the same counter as the
+   * tenant logs' self-check, `scenario_scoring_log_self_check_failures_total`.
+   */
+  selfCheckFailures?: { inc(): void };
 }
 
 /**
@@ -135,7 +140,15 @@ export class RootLog implements BackgroundWorker {
       const queued = await selectQueuedTenantCheckpoints(trx, config.maxBatch);
       if (queued.length === 0) return undefined;
       const size = await selectRootTreeSize(trx);
-      await checkSignedRoot(trx, size);
+      try {
+        await checkSignedRoot(trx, size);
+      } catch (error) {
+        if (error instanceof RootLogMismatchError) {
+          this.#options.selfCheckFailures?.inc();
+          this.#options.logger.error('root log self-check failed: nothing signed', { reason: error.message });
+        }
+        throw error;
+      }
       const leaves = await Promise.all(queued.map(async (q) => recordHash(await rootLeaf(q.note))));
       const tree = rootTree(trx);
       const tiles = await tilesForAppend(tree, size, leaves);
