@@ -42,7 +42,7 @@ import { jsonLogger, type Logger } from './request-logging/logger.js';
 import { DEFAULT_MAX_PENDING_ITEMS, DEFAULT_UPLOAD_LIMITS } from './runs/run-config.js';
 import { lineReader } from './runs/run-lines.js';
 import { createRunRoute, getRunRoute, listRunResultsRoute } from './runs/run-routes.js';
-import { isNdjson, ndjsonRunUpload } from './runs/run-upload.js';
+import { isNdjson, ndjsonRunUpload, UploadsInProgress } from './runs/run-upload.js';
 import { noticeRoute } from './score-log/notice-routes.js';
 import { logRoute } from './score-log/score-log-routes.js';
 import { readLogRecord } from './score-log/score-log-service.js';
@@ -115,6 +115,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     refreshMs: config.quota.usageRefreshMs,
   });
   const inclusionWaiters = new InclusionWaiters(config.verifiableLog.inclusionMaxWaiters);
+  const uploadsInProgress = new UploadsInProgress();
   const validation =
     options.validation ??
     contractValidation(contract, {
@@ -148,6 +149,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
         runQueue: features.runQueue,
         keyedHash: features.keyedHash,
         maxPendingItems: config.runs.maxPendingItems ?? DEFAULT_MAX_PENDING_ITEMS,
+        uploadingLines: (tenantId) => uploadsInProgress.lines(tenantId),
       },
       clock,
       config.unknownJurisdiction,
@@ -253,6 +255,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
         readLine: lineReader(contract.document, config.unknownJurisdiction),
         pacer: features.backgroundPacer,
         quota,
+        uploads: uploadsInProgress,
       },
     ),
   );

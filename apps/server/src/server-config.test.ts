@@ -69,6 +69,7 @@ describe('loadConfig', () => {
           idleTimeoutMs: 30_000,
           leaseMs: 120_000,
           maxUploadsPerTenant: 2,
+          maxDurationMs: 3_600_000,
         },
       },
       verifiableLog: {

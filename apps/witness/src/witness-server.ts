@@ -12,6 +12,11 @@ export interface WitnessServerLimits {
   headersTimeoutMs?: number;
   /** Connections open at once; more are refused at once. 512. */
   maxConnections?: number;
+  /**
+   * Connections open at once from one address; more from it are closed at once, so one client cannot take
+   * every connection from the logs it serves. 16.
+   */
+  maxConnectionsPerAddress?: number;
 }
 
 /**
@@ -64,6 +69,22 @@ export function createWitnessServer(witness: Witness, prefix = '', limits: Witne
     }
   });
   server.maxConnections = limits.maxConnections ?? 512;
+  const perAddress = limits.maxConnectionsPerAddress ?? 16;
+  const open = new Map<string, number>();
+  server.on('connection', (socket) => {
+    const address = socket.remoteAddress ?? '';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > perAddress) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
   return server;
 }
 

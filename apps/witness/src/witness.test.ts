@@ -313,4 +313,27 @@ describe('the witness server facing slow or large clients', () => {
       server.close();
     }
   });
+
+  it('closes at once a connection past the bound from one address, keeping the others', async () => {
+    const { witness } = await newWitness();
+    const server = createWitnessServer(witness, '', { maxConnectionsPerAddress: 2 });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const sockets = [0, 1, 2].map(() => connect(port, '127.0.0.1'));
+    try {
+      const closed = sockets.map(
+        (socket) =>
+          new Promise<boolean>((resolve) => {
+            socket.on('error', () => {});
+            socket.once('close', () => resolve(true));
+            setTimeout(() => resolve(false), 1000);
+          }),
+      );
+      // Whichever of the three the server saw last is closed; the other two stay open.
+      expect((await Promise.all(closed)).filter(Boolean)).toHaveLength(1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    }
+  });
 });

@@ -1,3 +1,4 @@
+import type { components } from './api-types.js';
 import { createClient } from './client-factory.js';
 import {
   checkRecord,
@@ -46,6 +47,12 @@ export interface LogAuditOptions {
   policy?: string;
   /** The root checkpoint note accepted last time, if any (with `policy`). */
   previousRootNote?: string;
+  /**
+   * How long to keep asking when the latest root checkpoint is not cosigned by a quorum yet (a server in
+   * LOG_WITNESS_MODE=fail-open serves a new root checkpoint before its witnesses answered): asked again
+   * every second until then. 5 s when absent; 0 fails at once.
+   */
+  quorumWaitMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -127,9 +134,25 @@ async function proveInRoot(
   options: LogAuditOptions,
   latest: VerifiedCheckpoint,
 ): Promise<NonNullable<LogAuditResult['root']>> {
-  const { data, error, response } = await client.GET('/v1/log/root/proofs/inclusion');
-  if (!data) throw new LogProofError(`inclusion in the root: ${describeHttp(response, error)}`);
-  const opened = await asProofError(() => verifyWithPolicy(policy, data.root_checkpoint.note));
+  const waitUntil = Date.now() + (options.quorumWaitMs ?? 5000);
+  let data: RootInclusion;
+  let opened: Awaited<ReturnType<typeof verifyWithPolicy>>;
+  for (;;) {
+    const answer = await client.GET('/v1/log/root/proofs/inclusion');
+    if (!answer.data)
+      throw new LogProofError(`inclusion in the root: ${describeHttp(answer.response, answer.error)}`);
+    data = answer.data;
+    try {
+      opened = await verifyWithPolicy(policy, data.root_checkpoint.note);
+      break;
+    } catch (error) {
+      // Not cosigned by a quorum yet: the witnesses may not have answered this new root checkpoint.
+      const short = error instanceof NoteError && /do not satisfy the quorum/.test(error.message);
+      if (!short || Date.now() >= waitUntil)
+        throw error instanceof NoteError ? new LogProofError(error.message) : error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
   const root: VerifiedCheckpoint = {
     origin: opened.origin,
     treeSize: opened.treeSize,
@@ -169,6 +192,8 @@ async function proveInRoot(
 }
 
 type Client = ReturnType<typeof createClient>;
+/** What `GET /v1/log/root/proofs/inclusion` answers. */
+type RootInclusion = components['schemas']['RootInclusionProof'];
 
 async function proveGrowth(
   client: Client,

@@ -40,6 +40,7 @@ describe('the run configuration', () => {
         idleTimeoutMs: 5000,
         leaseMs: 120_000,
         maxUploadsPerTenant: 1,
+        maxDurationMs: 3_600_000,
       },
     });
     expect(reader.problems).toEqual([]);

@@ -59,6 +59,8 @@ export interface RunUploadLimits {
   leaseMs?: number;
   /** Uploads a tenant may have in progress at once on an instance; past them 429 `rate_limited`. 2 when absent. */
   maxUploadsPerTenant?: number;
+  /** The longest an upload may take, however steadily it sends: past it 408 `request_timeout`. 1 hour when absent. */
+  maxDurationMs?: number;
 }
 
 /** 1 GiB, 5,000,000 lines, lines up to 64 KiB, 30 s without a byte, a lease of 2 minutes, 2 at once per tenant. */
@@ -69,6 +71,7 @@ export const DEFAULT_UPLOAD_LIMITS: RunUploadLimits = {
   idleTimeoutMs: 30_000,
   leaseMs: 120_000,
   maxUploadsPerTenant: 2,
+  maxDurationMs: 3_600_000,
 };
 
 /** One core for the event loop (HTTP, commits), the others score, up to 4. */
@@ -79,7 +82,7 @@ const DEFAULT_SCORING_THREADS = Math.max(1, Math.min(4, availableParallelism() -
  * `RUN_STORAGE_RETRIES` (5), `RUN_STORAGE_RETRY_BACKOFF` (100ms), `RUN_SCORING_THREADS` (the cores but
  * one, 1 to 4), `RUN_MAX_CLAIMS` (10), `RUN_BACKGROUND_PERCENT` (50, from 10 to 100), `RUN_MAX_PENDING_ITEMS` (10,000,000 per tenant), and an NDJSON upload's `RUN_NDJSON_MAX_BYTES` (1 GiB, up to
  * 16 GiB), `RUN_NDJSON_MAX_LINES` (5,000,000, its maximum), `RUN_NDJSON_MAX_LINE_BYTES` (64 KiB) and
- * `RUN_NDJSON_IDLE_TIMEOUT` (30s), `RUN_NDJSON_UPLOAD_LEASE` (2m) and `RUN_NDJSON_MAX_UPLOADS` (2 per tenant
+ * `RUN_NDJSON_IDLE_TIMEOUT` (30s), `RUN_NDJSON_UPLOAD_LEASE` (2m) and `RUN_NDJSON_UPLOAD_TIMEOUT` (1h), `RUN_NDJSON_MAX_UPLOADS` (2 per tenant
  * and instance at once).
  */
 export function readRunConfig(reader: EnvReader): RunConfig {
@@ -106,6 +109,7 @@ export function readRunConfig(reader: EnvReader): RunConfig {
       idleTimeoutMs: reader.durationMs('RUN_NDJSON_IDLE_TIMEOUT', DEFAULT_UPLOAD_LIMITS.idleTimeoutMs, 100),
       leaseMs: reader.durationMs('RUN_NDJSON_UPLOAD_LEASE', 120_000, 400),
       maxUploadsPerTenant: reader.integer('RUN_NDJSON_MAX_UPLOADS', 2, 1, 100),
+      maxDurationMs: reader.durationMs('RUN_NDJSON_UPLOAD_TIMEOUT', 3_600_000, 1000),
     },
   };
 }

@@ -47,9 +47,20 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
     });
     idleServer = await startTestServer({
       storage: storage(),
-      config: { runs: { ...runs, upload: { ...runs.upload, idleTimeoutMs: 300 } } },
+      config: { runs: { ...runs, upload: { ...runs.upload, idleTimeoutMs: 300, maxDurationMs: 1000 } } },
     });
-    for (const tenant of ['idle', 'busy', 'other', 'backlog', 'counted', 'quota', 'viaNdjson', 'viaJson'])
+    for (const tenant of [
+      'mixed',
+      'trickle',
+      'idle',
+      'busy',
+      'other',
+      'backlog',
+      'counted',
+      'quota',
+      'viaNdjson',
+      'viaJson',
+    ])
       keys[tenant] = (await testFeatures(storage()).keys.create(tenant)).key;
   });
   afterAll(async () => {
@@ -103,6 +114,64 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
     sent.write(text);
     return { answer, end: () => sent.end(), destroy: () => sent.destroy() };
   }
+
+  it('when a tenant’s upload in progress holds lines, then a JSON run that would take it past its items waiting is refused', async () => {
+    const open = openUpload('mixed', `${lines('mixed', 250).join('\n')}\n`);
+    await waitUntil(
+      async () =>
+        (await storage().db.selectFrom('runs').select('id').where('tenant_id', '=', 'mixed').execute())
+          .length === 1,
+      5000,
+    );
+    // The 250 lines have arrived (the upload's run row exists once its first byte is read; give them time).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const json = (count: number) =>
+      server.request('/v1/scoring/runs', {
+        method: 'POST',
+        key: keys.mixed,
+        body: { items: Array.from({ length: count }, (_, i) => item('mixed', i)) },
+      });
+    const refused = await json(100);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as Problem).detail).toMatch(
+      /250 items waiting in runs, and this run would add 100/,
+    );
+    open.end();
+    expect((await open.answer).status).toBe(202);
+  });
+
+  it('when an upload trickles a line now and then, then it is answered 408 once the upload time is up', async () => {
+    const { port } = new URL(idleServer.url);
+    const sent = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/scoring/runs',
+      headers: { authorization: `Bearer ${keys.trickle}`, ...NDJSON, 'transfer-encoding': 'chunked' },
+    });
+    sent.on('error', () => {});
+    const answer = new Promise<{ status: number; body: string }>((resolve) => {
+      sent.on('response', (res) => {
+        let body = '';
+        res.on('data', (chunk) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+    });
+    // A line every 150 ms: never idle for the 300 ms idle time, but not done within the 1 s upload time.
+    let i = 0;
+    const trickle = setInterval(() => sent.write(`${JSON.stringify(item('trickle', i++))}\n`), 150);
+    try {
+      const { status, body } = await answer;
+      expect(status).toBe(408);
+      expect((JSON.parse(body) as Problem).detail).toMatch(/did not finish within 1 s/);
+    } finally {
+      clearInterval(trickle);
+      sent.destroy();
+    }
+    await waitUntil(async () => (await runsOf('trickle')) === 0, 5000);
+  });
 
   it('when an upload (not compressed) sends nothing for the idle time, then it is answered 408 and no run is left', async () => {
     const open = openUpload('idle', `${lines('idle', 3).join('\n')}\n`, idleServer);

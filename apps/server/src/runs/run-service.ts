@@ -25,6 +25,8 @@ export interface RunServiceDeps {
   storage: Pick<Storage, 'db'>;
   /** Items a tenant may have waiting at once (RunConfig.maxPendingItems); no bound when absent. */
   maxPendingItems?: number;
+  /** The lines of the tenant's NDJSON uploads in progress on this instance (run-upload.ts), counted as waiting. */
+  uploadingLines?: (tenantId: string) => number;
   runQueue: Pick<OutboxSignal, 'notify'>;
   /** The tenant-keyed hash the idempotency records' request hashes are made with. */
   keyedHash: Pick<TenantKeyedHash, 'hash'>;
@@ -83,7 +85,8 @@ export async function createRun(
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx) => {
     const { items, deadline_seconds } = body;
     if (deps.maxPendingItems !== undefined) {
-      const pending = await pendingRunItems(trx, caller.tenantId);
+      const pending =
+        (await pendingRunItems(trx, caller.tenantId)) + (deps.uploadingLines?.(caller.tenantId) ?? 0);
       if (pending + items.length > deps.maxPendingItems)
         throw backlogFull(pending, items.length, deps.maxPendingItems);
     }

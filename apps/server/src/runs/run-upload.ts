@@ -18,7 +18,7 @@ import { exemptFromBodyDeadline } from '../transport/body-deadline.js';
 import { requireDeclaredContentEncoding } from '../transport/content-encoding.js';
 import { declaredLength, lingerClose } from '../transport/unread-body.js';
 import type { BackgroundPacer } from '../workers/background-pacer.js';
-import type { RunUploadLimits } from './run-config.js';
+import { DEFAULT_UPLOAD_LIMITS, type RunUploadLimits } from './run-config.js';
 import type { RunLine } from './run-lines.js';
 import { backlogFull, pendingRunItems, type RunServiceDeps } from './run-service.js';
 import { findRun } from './run-store.js';
@@ -55,6 +55,8 @@ export interface RunUploadOptions {
   readLine: (bytes: Buffer, line: number, overlong?: number) => RunLine;
   /** Each batch of lines is written through it, giving way to requests clients wait on (none: at once). */
   pacer?: Pick<BackgroundPacer, 'run' | 'foregroundBusy'>;
+  /** The uploads in progress on this instance, shared with the JSON run route (a new one when absent). */
+  uploads?: UploadsInProgress;
   /**
    * The tenant's storage quota: the lines count in its usage as they are written (and stop counting as
    * they are scored or dropped), and an upload that takes the tenant to its quota is refused 403
@@ -63,8 +65,36 @@ export interface RunUploadOptions {
   quota?: Pick<StorageQuota, 'check'>;
 }
 
-/** The uploads in progress on this instance, per tenant: how many, and the lines they hold so far. */
-type UploadsInProgress = Map<string, { uploads: number; lines: number }>;
+/**
+ * The NDJSON uploads in progress on this instance, per tenant: how many, and the lines they hold so far.
+ * The upload route and the JSON run route share one, so that both count the lines still arriving among
+ * the tenant's items waiting (RUN_MAX_PENDING_ITEMS).
+ */
+export class UploadsInProgress {
+  readonly #byTenant = new Map<string, { uploads: number; lines: number }>();
+
+  /** The tenant's entry (created when absent; dropped by `leave` once its last upload ended). */
+  enter(tenantId: string): { uploads: number; lines: number } {
+    const entry = this.#byTenant.get(tenantId) ?? { uploads: 0, lines: 0 };
+    this.#byTenant.set(tenantId, entry);
+    return entry;
+  }
+
+  leave(tenantId: string): void {
+    const entry = this.#byTenant.get(tenantId);
+    if (entry && entry.uploads === 0) this.#byTenant.delete(tenantId);
+  }
+
+  /** How many uploads the tenant has in progress here. */
+  uploads(tenantId: string): number {
+    return this.#byTenant.get(tenantId)?.uploads ?? 0;
+  }
+
+  /** The lines the tenant's uploads in progress here hold so far. */
+  lines(tenantId: string): number {
+    return this.#byTenant.get(tenantId)?.lines ?? 0;
+  }
+}
 
 /**
  * `POST /v1/scoring/runs` with an `application/x-ndjson` body (any other body is passed on to the JSON
@@ -80,7 +110,7 @@ type UploadsInProgress = Map<string, { uploads: number; lines: number }>;
  * `maxLines` it is refused 413 `payload_too_large`; with no line at all 400 `validation_failed`.
  */
 export function ndjsonRunUpload(deps: RunServiceDeps, options: RunUploadOptions): RequestHandler {
-  const inProgress: UploadsInProgress = new Map();
+  const inProgress = options.uploads ?? new UploadsInProgress();
   return (req, res, next) => {
     if (!isNdjson(req.headers['content-type'])) return next();
     upload(req, res, deps, options, inProgress).catch(next);
@@ -104,15 +134,14 @@ async function upload(
   const { tenantId, keyId } = res.locals.apiKey;
   // Bounds on what one tenant may have waiting, before a byte of the body is read.
   const maxUploads = limits.maxUploadsPerTenant ?? 2;
-  const mine = inProgress.get(tenantId) ?? { uploads: 0, lines: 0 };
-  if (mine.uploads >= maxUploads) {
+  if (inProgress.uploads(tenantId) >= maxUploads) {
     throw new AppError('rate_limited', {
-      detail: `This tenant already has ${mine.uploads} NDJSON uploads in progress on this instance, the most at once; retry when one has finished.`,
+      detail: `This tenant already has ${inProgress.uploads(tenantId)} NDJSON uploads in progress on this instance, the most at once; retry when one has finished.`,
       headers: { 'Retry-After': String(UPLOAD_RETRY_AFTER_S) },
     });
   }
+  const mine = inProgress.enter(tenantId);
   mine.uploads += 1;
-  inProgress.set(tenantId, mine);
   try {
     const waiting = deps.maxPendingItems === undefined ? 0 : await pendingRunItems(storage.db, tenantId);
     if (deps.maxPendingItems !== undefined && waiting + mine.lines >= deps.maxPendingItems)
@@ -120,7 +149,7 @@ async function upload(
     await uploadRun(req, res, deps, options, { tenantId, keyId, gzip, leaseMs, waiting, mine });
   } finally {
     mine.uploads -= 1;
-    if (mine.uploads === 0) inProgress.delete(tenantId);
+    inProgress.leave(tenantId);
   }
 }
 
@@ -177,6 +206,10 @@ async function uploadRun(
   try {
     const { lines, sha256 } = await storeLines(req, gzip, runId, options, {
       tenantId,
+      // Before each batch is written: the tenant's runs created (or finished) since, on any instance.
+      async beforeBatch() {
+        if (deps.maxPendingItems !== undefined) upload.waiting = await pendingRunItems(storage.db, tenantId);
+      },
       line() {
         added += 1;
         upload.mine.lines += 1;
@@ -241,7 +274,7 @@ async function storeLines(
   gzip: boolean,
   runId: string,
   options: RunUploadOptions,
-  hooks: { tenantId: string; line(): void },
+  hooks: { tenantId: string; line(): void; beforeBatch(): Promise<void> },
 ): Promise<{ lines: number; bytes: number; sha256: string }> {
   const { limits, readLine } = options;
   const source: Readable = gzip ? req.pipe(createGunzip()) : req;
@@ -249,6 +282,14 @@ async function storeLines(
   let rows: RunInputsTable[] = [];
   let lines = 0;
   let bytes = 0;
+  // The event loop's time spent reading lines since the last batch was written: charged to that batch's
+  // step by the pacer, so a body of costly lines (long, or failing validation) is paced by what it costs.
+  let parseMs = 0;
+  const takeParseMs = () => {
+    const spent = parseMs;
+    parseMs = 0;
+    return spent;
+  };
   // The line being read: its chunks, their length, and whether it is longer than allowed.
   let parts: Buffer[] = [];
   let partLength = 0;
@@ -263,13 +304,16 @@ async function storeLines(
       if (last[last.length - 1] !== 0x0d) overlong = true;
     }
     const text = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partLength);
+    const parseStarted = performance.now();
     const line = readLine(text, lines, overlong ? limits.maxLineBytes : undefined);
+    parseMs += performance.now() - parseStarted;
     rows.push({ run_id: runId, item_index: lines - 1, ...line });
     parts = [];
     partLength = 0;
     overlong = false;
     if (rows.length >= (options.pacer?.foregroundBusy ? BUSY_LINES_PER_BATCH : LINES_PER_BATCH)) {
-      await writeLines(options, hooks.tenantId, rows);
+      await hooks.beforeBatch();
+      await writeLines(options, hooks.tenantId, rows, takeParseMs());
       rows = [];
     }
   };
@@ -288,18 +332,26 @@ async function storeLines(
   // client counts, not this server's writes): the answer goes out, then the connection closes (upload()).
   const chunks = source.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
   let idle: NodeJS.Timeout | undefined;
+  // The whole body must have come within `maxDurationMs` too: a client trickling a byte now and then would
+  // otherwise hold an upload slot, a run row and its lease for ever.
+  const maxDurationMs = limits.maxDurationMs ?? DEFAULT_UPLOAD_LIMITS.maxDurationMs ?? 3_600_000;
+  const deadline = performance.now() + maxDurationMs;
   const nextChunk = () =>
     Promise.race([
       chunks.next(),
       new Promise<never>((_, reject) => {
+        const left = deadline - performance.now();
+        const idleFirst = limits.idleTimeoutMs <= left;
         idle = setTimeout(
           () =>
             reject(
               new AppError('request_timeout', {
-                detail: `The upload sent nothing for ${limits.idleTimeoutMs / 1000} s; no run was created.`,
+                detail: idleFirst
+                  ? `The upload sent nothing for ${limits.idleTimeoutMs / 1000} s; no run was created.`
+                  : `The upload did not finish within ${maxDurationMs / 1000} s (RUN_NDJSON_UPLOAD_TIMEOUT); no run was created.`,
               }),
             ),
-          limits.idleTimeoutMs,
+          Math.max(0, idleFirst ? limits.idleTimeoutMs : left),
         );
       }),
     ]).finally(() => clearTimeout(idle));
@@ -321,7 +373,10 @@ async function storeLines(
     clearTimeout(idle);
   }
   if (partLength > 0 || overlong) await endLine();
-  if (rows.length > 0) await writeLines(options, hooks.tenantId, rows);
+  if (rows.length > 0) {
+    await hooks.beforeBatch();
+    await writeLines(options, hooks.tenantId, rows, takeParseMs());
+  }
   return { lines, bytes, sha256: hash.digest('hex') };
 }
 
@@ -329,7 +384,12 @@ async function storeLines(
  * Writes a batch of lines in one transaction with what they add to the tenant's storage usage (once the
  * quota allows it), through the pacer when there is one.
  */
-async function writeLines(options: RunUploadOptions, tenantId: string, rows: readonly RunInputsTable[]) {
+async function writeLines(
+  options: RunUploadOptions,
+  tenantId: string,
+  rows: readonly RunInputsTable[],
+  parseMs: number,
+) {
   const { storage, pacer, quota, clock } = options;
   await quota?.check(tenantId);
   const steps: CompiledQuery[] = [];
@@ -340,7 +400,7 @@ async function writeLines(options: RunUploadOptions, tenantId: string, rows: rea
   let bytes = 0;
   for (const row of rows) bytes += rowBytes(row.subject, row.item, row.error);
   steps.push(...usageUpserts(storage.db, tenantId, bytes, clock.now()));
-  await (pacer ? pacer.run(() => storage.transact(steps)) : storage.transact(steps));
+  await (pacer ? pacer.run(() => storage.transact(steps), parseMs) : storage.transact(steps));
 }
 
 /**

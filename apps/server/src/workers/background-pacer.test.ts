@@ -69,6 +69,15 @@ describe('the background pacer', () => {
     expect(order).toEqual(['a starts', 'a ends', 'b starts', 'b ends']);
   });
 
+  it('when the caller spent time preparing a step (parsing), then the pause charges it too', async () => {
+    const { pacer, pauses, advance, endPauses } = pacerOnClock(0.5);
+    pacer.noteForeground();
+    await pacer.run(async () => advance(2), 30);
+    // 2 ms of writing and 30 ms of parsing before it, at a share of one half: 32 ms of pause.
+    expect(pauses).toEqual([32]);
+    endPauses();
+  });
+
   it('when a step fails, then its error is the caller’s and the next step still runs', async () => {
     const { pacer, advance, endPauses } = pacerOnClock(0.5);
     pacer.noteForeground();

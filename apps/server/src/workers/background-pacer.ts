@@ -48,10 +48,11 @@ export class BackgroundPacer {
 
   /**
    * Runs the background step `step`: at once while the foreground is quiet; otherwise after the steps
-   * (and pauses) before it, then pausing after it in proportion to its duration. Its result or error is
-   * the step's own.
+   * (and pauses) before it, then pausing after it in proportion to its duration plus `spentMs`, the event
+   * loop's time the caller spent preparing it (parsing an upload's lines). Its result or error is the
+   * step's own.
    */
-  async run<T>(step: () => Promise<T>): Promise<T> {
+  async run<T>(step: () => Promise<T>, spentMs = 0): Promise<T> {
     if (!this.foregroundBusy) return step();
     const before = this.#turn;
     let done!: () => void;
@@ -63,7 +64,7 @@ export class BackgroundPacer {
     try {
       return await step();
     } finally {
-      const took = this.#now() - started;
+      const took = this.#now() - started + spentMs;
       const pause = this.foregroundBusy ? (took * (1 - this.share)) / this.share : 0;
       if (pause > 0) this.#sleep(Math.min(pause, 1000)).then(done, done);
       else done();

@@ -137,8 +137,8 @@ export type paths = {
          *     ending in `\n` (a `\r` before it is ignored; the last line's newline is optional). Up to 5,000,000
          *     lines and 1 GiB (`RUN_NDJSON_MAX_LINES`, `RUN_NDJSON_MAX_BYTES`): past either, the upload is refused
          *     with 413 `payload_too_large` and no run is created. The body is streamed to storage as it arrives, so
-         *     it may take as long as it needs (after `RUN_NDJSON_IDLE_TIMEOUT`, 30 s, without a byte it is answered
-         *     with 408 `request_timeout` and dropped). A line may be 64 KiB plus the `\r` of a CRLF ending.
+         *     it may take as long as it needs, up to `RUN_NDJSON_UPLOAD_TIMEOUT` (1 hour; after `RUN_NDJSON_IDLE_TIMEOUT`,
+         *     30 s, without a byte, or past that hour, it is answered with 408 `request_timeout` and dropped). A line may be 64 KiB plus the `\r` of a CRLF ending.
          *     The run exists, and is queued, only once the whole body has arrived: an upload cut off leaves no run.
          *     Line `n` is item `n - 1`. A line that is not a valid item does not refuse the run: its item fails with
          *     its own error (`malformed_json` for a line that is not JSON or not UTF-8, an empty line included;
