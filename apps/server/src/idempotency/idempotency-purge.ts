@@ -1,9 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../common/clock.js';
 import { describeError, type Logger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
-import type { BackgroundWorker } from '../workers/background-worker.js';
+import { PollingWorker } from '../workers/polling-worker.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotent-create.js';
 
 /** How often expired idempotency keys are purged. */
@@ -26,30 +25,17 @@ export interface IdempotencyPurgeOptions {
  * first (through `idempotency_keys_created_idx`), yielding between batches. Several instances may purge at
  * once: each deletes what is still there.
  */
-export class IdempotencyPurge implements BackgroundWorker {
+export class IdempotencyPurge extends PollingWorker {
   readonly name = 'idempotency-purge';
   readonly #options: IdempotencyPurgeOptions;
-  #running = false;
-  #stopping = new AbortController();
-  #loop: Promise<void> | undefined;
 
   constructor(options: IdempotencyPurgeOptions) {
+    super();
     this.#options = options;
   }
 
-  get running(): boolean {
-    return this.#running;
-  }
-
-  start(): void {
-    this.#running = true;
-    this.#loop = this.#run();
-  }
-
-  async stop(): Promise<void> {
-    this.#running = false;
-    this.#stopping.abort();
-    await this.#loop;
+  protected get intervalMs(): number {
+    return this.#options.intervalMs ?? IDEMPOTENCY_PURGE_INTERVAL_MS;
   }
 
   /** Deletes every key older than 24 hours by the clock, batch by batch; resolves with how many. */
@@ -67,28 +53,19 @@ export class IdempotencyPurge implements BackgroundWorker {
       const deleted = Number(result.numAffectedRows ?? 0);
       purged += deleted;
       // The rest waits for the next round when the worker is stopping.
-      if (deleted < batchSize || this.#stopping.signal.aborted) break;
+      if (deleted < batchSize || this.stopping.aborted) break;
       await new Promise((resolve) => setImmediate(resolve));
     }
     return purged;
   }
 
-  async #run(): Promise<void> {
-    const { logger } = this.#options;
-    while (this.#running) {
-      try {
-        const purged = await this.purgeOnce();
-        if (purged > 0) logger.info('purged expired idempotency keys', { purged });
-      } catch (error) {
-        logger.error('purging idempotency keys failed', describeError(error));
-      }
-      try {
-        await sleep(this.#options.intervalMs ?? IDEMPOTENCY_PURGE_INTERVAL_MS, undefined, {
-          signal: this.#stopping.signal,
-        });
-      } catch {
-        // Aborted by stop().
-      }
-    }
+  protected async round(): Promise<boolean> {
+    const purged = await this.purgeOnce();
+    if (purged > 0) this.#options.logger.info('purged expired idempotency keys', { purged });
+    return false;
+  }
+
+  protected roundFailed(error: unknown): void {
+    this.#options.logger.error('purging idempotency keys failed', describeError(error));
   }
 }

@@ -1,10 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../common/clock.js';
 import { insertEvents, newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import { describeError, type Logger } from '../request-logging/logger.js';
 import type { Database } from '../storage/database.js';
-import type { BackgroundWorker } from '../workers/background-worker.js';
+import { PollingWorker } from '../workers/polling-worker.js';
 
 /** Runs looked at per pass; more wait for the next one, which follows at once. */
 const RUNS_PER_PASS = 100;
@@ -28,37 +27,22 @@ export interface RunLogCompletionOptions {
  * instance does it. Woken by this instance's log sequencer after each checkpoint (`logSigned`), and every
  * `pollIntervalMs` otherwise.
  */
-export class RunLogCompletion implements BackgroundWorker {
+export class RunLogCompletion extends PollingWorker {
   readonly name = 'run-log-completion';
   readonly #options: RunLogCompletionOptions;
-  #running = false;
-  #stopping = new AbortController();
-  #wake = new AbortController();
-  #loop: Promise<void> | undefined;
 
   constructor(options: RunLogCompletionOptions) {
+    super();
     this.#options = options;
   }
 
-  get running(): boolean {
-    return this.#running;
-  }
-
-  start(): void {
-    this.#running = true;
-    this.#loop = this.#run();
-  }
-
-  async stop(): Promise<void> {
-    this.#running = false;
-    this.#stopping.abort();
-    this.#wake.abort();
-    await this.#loop;
+  protected get intervalMs(): number {
+    return this.#options.pollIntervalMs;
   }
 
   /** A tenant's checkpoint was committed: look at once. */
   logSigned(): void {
-    this.#wake.abort();
+    this.wake();
   }
 
   /** One pass: sends the events of the waiting runs whose records are all signed; answers how many. */
@@ -118,25 +102,13 @@ export class RunLogCompletion implements BackgroundWorker {
     return sent;
   }
 
-  async #run(): Promise<void> {
-    const { logger, pollIntervalMs } = this.#options;
-    while (this.#running) {
-      this.#wake = new AbortController();
-      let full = false;
-      try {
-        full = (await this.releaseOnce()) >= RUNS_PER_PASS;
-      } catch (error) {
-        logger.error('run.completed release failed', describeError(error));
-      }
-      if (full) continue;
-      try {
-        await sleep(pollIntervalMs, undefined, {
-          signal: AbortSignal.any([this.#stopping.signal, this.#wake.signal]),
-        });
-      } catch {
-        // Woken by a checkpoint, or stopped.
-      }
-    }
+  /** A full pass (RUNS_PER_PASS runs released) may have left more: the next starts at once. */
+  protected async round(): Promise<boolean> {
+    return (await this.releaseOnce()) >= RUNS_PER_PASS;
+  }
+
+  protected roundFailed(error: unknown): void {
+    this.#options.logger.error('run.completed release failed', describeError(error));
   }
 }
 
