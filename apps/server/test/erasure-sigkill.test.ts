@@ -39,6 +39,8 @@ for (const kind of DATABASE_KINDS) {
         ...databaseEnv(database),
         // Two rows per transaction and a short lease: the kill lands mid-erasure, the restart resumes soon.
         ERASURE_BATCH_SIZE: '2',
+        // Erasures start at once: every scoring of the subject was answered before the erasure was asked.
+        ERASURE_SETTLE: '0s',
         ERASURE_LEASE: '500ms',
         ERASURE_POLL_INTERVAL: '50ms',
       };

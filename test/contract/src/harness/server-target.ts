@@ -29,6 +29,9 @@ export async function startServerTarget(options: TargetOptions = {}): Promise<Ta
     DATA_DIR: dataDir,
     // Webhooks are registered to receivers on this machine, as in local development.
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
+    // Erasures start at once (ERASURE_SETTLE, 30 s in production, lets scorings in flight commit first):
+    // the suite erases only subjects whose scorings were answered before it asked.
+    ERASURE_SETTLE: '0s',
     ...(options.rateLimitPerSecond !== undefined && {
       RATE_LIMIT_PER_SECOND: String(options.rateLimitPerSecond),
     }),
