@@ -532,7 +532,9 @@ export type paths = {
          *     items' subjects and inputs, `policy.escalated` event payloads and the receivers' answers stored for
          *     them, and stored `Idempotency-Key` answers naming an erased record. Records of the subject created up to
          *     the erasure's `created_at` are erased, later ones kept; a run created before it that holds the subject
-         *     is waited for, and its items are erased when they land. Another tenant's data is never touched. When
+         *     is waited for, and its items are erased when they land. The erasure starts `ERASURE_SETTLE` (30 s by
+         *     default) after it was accepted, so that a scoring of the subject still committing is erased too; expect
+         *     it to complete within a minute. Another tenant's data is never touched. When
          *     done, an `erasure-log/1` record naming the erased CIDs (not the subject) is appended to your log and a
          *     `subject.erased` event is sent. A subject with no records completes with zero counts.
          *
