@@ -122,11 +122,15 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
 });
 
 forEachDatabase('the score log with a small batch cap', ({ storage }) => {
-  it('refuses a record stamped longer ago than the commit age bound (503, nothing stored) while its batch commits', async () => {
-    const logs = createScoreLogStore(storage(), { maxCommitAgeMs: 15_000 });
-    const stale = { ...record('tenant_stale'), createdAt: new Date(Date.now() - 20_000) };
+  it('refuses a record appended longer ago than the commit age bound (503, nothing stored) while its batch commits', async () => {
+    let clock = 0;
+    const logs = createScoreLogStore(storage(), { maxCommitAgeMs: 15_000, now: () => clock });
+    const stale = record('tenant_stale');
     const fresh = record('tenant_stale');
-    const [staleResult, freshResult] = await Promise.allSettled([logs.append(stale), logs.append(fresh)]);
+    // The first waits 20 s between its append and its commit (a stalled queue); the second is appended then.
+    const staleAppend = logs.append(stale);
+    clock = 20_000;
+    const [staleResult, freshResult] = await Promise.allSettled([staleAppend, logs.append(fresh)]);
     expect(freshResult.status).toBe('fulfilled');
     expect(staleResult.status).toBe('rejected');
     expect((staleResult as PromiseRejectedResult).reason).toMatchObject({

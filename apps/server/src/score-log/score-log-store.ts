@@ -169,9 +169,10 @@ export async function selectLogRecord(
 }
 
 /**
- * The longest a scoring's record may wait between its stamp (`createdAt`, the request's time) and the
- * start of its commit: an older one is refused (503 `storage_unavailable`, nothing stored), so an erasure
- * that waits longer than this (ERASURE_SETTLE) finds every record stamped before it began.
+ * The longest a scoring's record may wait between its append (right after its stamp, `createdAt`: the
+ * scoring is computed in between, synchronously) and the start of its commit, on the monotonic clock: an
+ * older one is refused (503 `storage_unavailable`, nothing stored), so an erasure that waits longer than
+ * this (ERASURE_SETTLE) finds every record stamped before it began.
  */
 export const SCORE_LOG_MAX_COMMIT_AGE_MS = 15_000;
 
@@ -180,7 +181,7 @@ export interface LogStoreOptions {
   maxBatch?: number | undefined;
   /** SCORE_LOG_MAX_COMMIT_AGE_MS when absent. */
   maxCommitAgeMs?: number;
-  /** The time a commit starts at (tests); the system clock when absent. */
+  /** A monotonic clock in ms (tests): appends and commits are timed by it; `performance.now` when absent. */
   now?: () => number;
   outbox?: OutboxSignal;
   /** Keys each record's subject (`subject_key`), so an erasure and an access request find it by an index. */
@@ -195,25 +196,29 @@ export function createScoreLogStore(
   const { db } = storage;
   // Isolated: a record that cannot be stored fails its own request only, never the others of its batch.
   const maxAgeMs = options.maxCommitAgeMs ?? SCORE_LOG_MAX_COMMIT_AGE_MS;
-  const now = options.now ?? Date.now;
-  const committer = new GroupCommitter<StoredLogRecord>(
+  const now = options.now ?? (() => performance.now());
+  const committer = new GroupCommitter<{ record: StoredLogRecord; appendedAt: number }>(
     async (batch) => {
       // A record stamped too long ago fails alone (the committer isolates it): see SCORE_LOG_MAX_COMMIT_AGE_MS.
       const oldest = now() - maxAgeMs;
-      if (batch.some((record) => record.createdAt.getTime() < oldest)) {
+      if (batch.some((pending) => pending.appendedAt < oldest)) {
         throw new AppError('storage_unavailable', {
           detail: `The scoring could not be logged within ${maxAgeMs / 1000} s of its start, so it was not stored; retry it.`,
           headers: { 'Retry-After': '1' },
         });
       }
-      const events = await insertLogRecords(storage, batch, options.subjectKey);
+      const events = await insertLogRecords(
+        storage,
+        batch.map((pending) => pending.record),
+        options.subjectKey,
+      );
       if (events > 0) options.outbox?.notify();
     },
     options.maxBatch,
     { isolate: true, span: 'score_log.commit' },
   );
   return {
-    append: (record) => committer.add(record),
+    append: (record) => committer.add({ record, appendedAt: now() }),
     get: (tenantId, cid) => selectLogRecord(db, tenantId, cid),
     erasedBy: async (tenantId, cid) =>
       (
