@@ -9,8 +9,8 @@ import { insertLogRecords } from '../score-log/score-log-store.js';
 import { openStorage, type Storage } from './storage.js';
 
 // SQLite reads SQLITE_TMPDIR once, when the process first uses it: this file sets it before anything here
-// opens a database (vitest runs each test file in a process of its own), and the test checks that it took
-// effect, so it cannot pass for want of it.
+// opens a database (vitest.config.ts runs this file in a process of its own, unlike the rest of src/), and
+// the test checks that it took effect, so it cannot pass for want of it.
 const temporaryFiles = mkdtempSync(join(tmpdir(), 'sqlite-tmpdir-'));
 process.env.SQLITE_TMPDIR = temporaryFiles;
 afterAll(() => rmSync(temporaryFiles, { recursive: true, force: true }));

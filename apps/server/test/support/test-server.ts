@@ -64,7 +64,10 @@ export interface TestServer {
 }
 
 /** Starts `createApp` on a free port: real HTTP, real storage. */
-/** The bundled contract, loaded once per test file (a worker), as the runtime loads it once per process. */
+/**
+ * The bundled contract, loaded once per worker process (the files of src/ share their worker's modules, see
+ * vitest.config.ts), as the runtime loads it once per process.
+ */
 let bundledContract: Contract | undefined;
 function defaultContract(): Contract {
   bundledContract ??= loadContract();
@@ -72,9 +75,9 @@ function defaultContract(): Contract {
 }
 
 /**
- * The contract validator, built and warmed up once per contract and mode in a test file, as the runtime
- * does once per process: checking the document and compiling every operation's schemas takes seconds of
- * CPU, and suites start dozens of servers. Its handlers keep no state of one app's.
+ * The contract validator, built and warmed up once per contract and mode in a worker process, as the
+ * runtime does once per process: checking the document and compiling every operation's schemas takes
+ * seconds of CPU, and suites start dozens of servers. Its handlers keep no state of one app's.
  */
 const warmed = new WeakMap<Contract, Map<boolean, Promise<ReturnType<typeof contractValidation>>>>();
 function warmedValidation(
