@@ -112,7 +112,12 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
       });
     });
     sent.write(text);
-    return { answer, end: () => sent.end(), destroy: () => sent.destroy() };
+    return {
+      answer,
+      write: (more: string) => sent.write(more),
+      end: () => sent.end(),
+      destroy: () => sent.destroy(),
+    };
   }
 
   it('when a tenant’s upload in progress holds lines, then a JSON run that would take it past its items waiting is refused', async () => {
@@ -141,29 +146,12 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
   });
 
   it('when an upload trickles a line now and then, then it is answered 408 once the upload time is up', async () => {
-    const { port } = new URL(idleServer.url);
-    const sent = httpRequest({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/v1/scoring/runs',
-      headers: { authorization: `Bearer ${keys.trickle}`, ...NDJSON, 'transfer-encoding': 'chunked' },
-    });
-    sent.on('error', () => {});
-    const answer = new Promise<{ status: number; body: string }>((resolve) => {
-      sent.on('response', (res) => {
-        let body = '';
-        res.on('data', (chunk) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-    });
+    const sent = openUpload('trickle', `${JSON.stringify(item('trickle', 0))}\n`, idleServer);
     // A line every 150 ms: never idle for the 300 ms idle time, but not done within the 1 s upload time.
-    let i = 0;
+    let i = 1;
     const trickle = setInterval(() => sent.write(`${JSON.stringify(item('trickle', i++))}\n`), 150);
     try {
-      const { status, body } = await answer;
+      const { status, body } = await sent.answer;
       expect(status).toBe(408);
       expect((JSON.parse(body) as Problem).detail).toMatch(/did not finish within 1 s/);
     } finally {
