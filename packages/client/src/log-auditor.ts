@@ -7,14 +7,13 @@ import {
   loadPolicy,
   NoteError,
   openNote,
-  PolicyError,
-  ProofError,
   parseCheckpoint,
   recordHash,
   sha256,
   verifyCheckpoint as verifyWithPolicy,
 } from './generated/tlog/index.js';
 import {
+  asLogProofError,
   LogProofError,
   type VerifiedCheckpoint,
   verifyCheckpoint,
@@ -162,7 +161,7 @@ async function proveInRoot(
   const logKey = policy.logs.get(root.origin);
   if (!logKey) throw new LogProofError(`the policy has no log key for ${root.origin}`);
   const note = data.tenant_checkpoint.note;
-  const parsed = parseCheckpoint((await asProofError(() => openNote(note, [logKey]))).text);
+  const parsed = parseCheckpoint((await asLogProofError(() => openNote(note, [logKey]))).text);
   if (parsed.origin !== options.origin) {
     throw new LogProofError(`the checkpoint in the root is for log ${parsed.origin}, not ${options.origin}`);
   }
@@ -171,9 +170,11 @@ async function proveInRoot(
   const leaf = await recordHash(await sha256(new TextEncoder().encode(note)));
   // A hash that is not base64 is an empty one, which the proof check refuses.
   const path = data.inclusion_path.map((hash) => fromBase64(hash) ?? new Uint8Array(0));
-  await asProofError(() => checkRecord(path, root.treeSize, root.rootHash, data.leaf_index, leaf));
+  await asLogProofError(() => checkRecord(path, root.treeSize, root.rootHash, data.leaf_index, leaf));
   if (options.previousRootNote !== undefined) {
-    const previous = await asProofError(() => verifyWithPolicy(policy, options.previousRootNote as string));
+    const previous = await asLogProofError(() =>
+      verifyWithPolicy(policy, options.previousRootNote as string),
+    );
     const older: VerifiedCheckpoint = { ...previous, note: options.previousRootNote };
     if (root.treeSize < older.treeSize) {
       throw new LogProofError(`the root log shrank from ${older.treeSize} to ${root.treeSize} leaves`);
@@ -234,17 +235,6 @@ async function proveRecord(client: Client, cid: string, checkpoint: VerifiedChec
     );
   }
   await verifyInclusion(bytes, proof.data, checkpoint);
-}
-
-/** `run()`'s value; the tlog package's errors become a LogProofError with their message. */
-async function asProofError<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (error instanceof NoteError || error instanceof ProofError || error instanceof PolicyError)
-      throw new LogProofError(error.message);
-    throw error;
-  }
 }
 
 function describeHttp(response: Response, error: unknown): string {

@@ -7,19 +7,15 @@
 import {
   checkRecord,
   loadPolicy,
-  NoteError,
   openNote,
-  PolicyError,
-  ProofError,
   parseCheckpoint,
   parseTlogProof,
   recordHash,
   sha256,
   type TlogProof,
-  TlogProofFormatError,
   verifyCheckpoint as verifyWithPolicy,
 } from './generated/tlog/index.js';
-import { LogProofError, type VerifiedCheckpoint } from './log-proof-verifier.js';
+import { asLogProofError, LogProofError, type VerifiedCheckpoint } from './log-proof-verifier.js';
 import { computeLogCid } from './log-record-verifier.js';
 
 /** What a proof file proved: the record, its CID and leaf, the tenant checkpoint and the cosigned root. */
@@ -94,24 +90,5 @@ export async function verifyProofFile(
   };
 }
 
-/** `run()`'s value; what the tlog package throws becomes a LogProofError prefixed with `what`. */
-function guard<T>(what: string, run: () => T): T {
-  const wrap = (error: unknown): never => {
-    if (
-      error instanceof NoteError ||
-      error instanceof ProofError ||
-      error instanceof PolicyError ||
-      error instanceof TlogProofFormatError ||
-      (error instanceof Error && error.name === 'CheckpointFormatError')
-    ) {
-      throw new LogProofError(`${what}: ${error.message}`);
-    }
-    throw error;
-  };
-  try {
-    const value = run();
-    return (value instanceof Promise ? value.catch(wrap) : value) as T;
-  } catch (error) {
-    return wrap(error);
-  }
-}
+/** `run()`'s value; what the verifiable-log package throws becomes a LogProofError after `what: `. */
+const guard = <T>(what: string, run: () => T): T => asLogProofError(run, what);

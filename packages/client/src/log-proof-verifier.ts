@@ -12,15 +12,43 @@ import {
   NoteError,
   type NoteVerifier,
   openNote,
+  PolicyError,
   ProofError,
   parseCheckpoint,
   parseVerifierKey as parseNoteVerifierKey,
   recordHash,
+  TlogProofFormatError,
 } from './generated/tlog/index.js';
 
 /** Thrown when a checkpoint, a key or a proof does not verify; `message` says what did not hold. */
 export class LogProofError extends Error {
   override readonly name = 'LogProofError';
+}
+
+/**
+ * `run()`'s value (a promise's settled in turn); what the verifiable-log package throws (a note, proof,
+ * policy or format error) becomes a LogProofError with its message, after `what: ` when `what` is given,
+ * so that every verifier of this package fails with one error type. Other errors pass unchanged.
+ */
+export function asLogProofError<T>(run: () => T, what?: string): T {
+  const wrap = (error: unknown): never => {
+    if (
+      error instanceof NoteError ||
+      error instanceof ProofError ||
+      error instanceof PolicyError ||
+      error instanceof TlogProofFormatError ||
+      error instanceof CheckpointFormatError
+    ) {
+      throw new LogProofError(what === undefined ? error.message : `${what}: ${error.message}`);
+    }
+    throw error;
+  };
+  try {
+    const value = run();
+    return (value instanceof Promise ? value.catch(wrap) : value) as T;
+  } catch (error) {
+    return wrap(error);
+  }
 }
 
 /** A checkpoint whose signature verified: what its body says. */
@@ -138,22 +166,8 @@ export async function verifyConsistency(
   }
 }
 
-async function noteVerifier(verifierKey: string): Promise<NoteVerifier> {
-  try {
-    return await parseNoteVerifierKey(verifierKey);
-  } catch (error) {
-    if (error instanceof NoteError) throw new LogProofError(error.message);
-    throw error;
-  }
-}
-
-async function asLogProofError(check: () => Promise<void>): Promise<void> {
-  try {
-    await check();
-  } catch (error) {
-    if (error instanceof ProofError) throw new LogProofError(error.message);
-    throw error;
-  }
+function noteVerifier(verifierKey: string): Promise<NoteVerifier> {
+  return asLogProofError(() => parseNoteVerifierKey(verifierKey));
 }
 
 /** Base64 hashes as bytes; text that is not base64 becomes an empty hash, which no check accepts. */
