@@ -2,6 +2,7 @@ import type { Run } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
 import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
+import { pollUntilRunEnds, runCompletedEvents, waitForRunCompleted } from './support/run-crash-checks.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const ITEMS = 1000;
@@ -63,29 +64,10 @@ for (const kind of DATABASE_KINDS) {
       try {
         const secondUrl = await second.baseUrl();
         const deadline = Date.now() + 60_000;
-        let run = await runAt(secondUrl);
-        while (run.status === 'running' && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 50));
-          run = await runAt(secondUrl);
-        }
+        const run = await pollUntilRunEnds(() => runAt(secondUrl), deadline);
         expect(run.status).toBe('completed');
         expect(run.counts.succeeded).toBe(ITEMS);
-        // run.completed follows once the run's records are signed (a checkpoint interval later).
-        const watching = await openStorage(database.options);
-        try {
-          const sent = () =>
-            watching.db
-              .selectFrom('events')
-              .select('id')
-              .where('type', '=', 'run.completed')
-              .where('payload', 'like', `%"run_id":"${id}"%`)
-              .execute();
-          while ((await sent()).length === 0 && Date.now() < deadline) {
-            await new Promise((r) => setTimeout(r, 50));
-          }
-        } finally {
-          await watching.close();
-        }
+        await waitForRunCompleted(database.options, id, deadline);
       } finally {
         await second.stop('SIGTERM');
       }
@@ -105,13 +87,7 @@ for (const kind of DATABASE_KINDS) {
           .where('request_id', '=', id)
           .execute();
         expect(logged).toHaveLength(ITEMS);
-        const completed = await db
-          .selectFrom('events')
-          .select('payload')
-          .where('type', '=', 'run.completed')
-          .where('payload', 'like', `%"run_id":"${id}"%`)
-          .execute();
-        expect(completed).toHaveLength(1);
+        expect(await runCompletedEvents(db, id)).toHaveLength(1);
         const run = await db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
         expect(run).toMatchObject({ status: 'completed', next_index: ITEMS, succeeded: ITEMS });
         // Claimed again after the kill. On a loaded machine a 500 ms lease can also lapse between two

@@ -4,6 +4,7 @@ import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/storage.js';
 import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
+import { pollUntilRunEnds, runCompletedEvents, waitForRunCompleted } from './support/run-crash-checks.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
 
 const LINES = 3000;
@@ -113,33 +114,13 @@ for (const kind of DATABASE_KINDS) {
       const second = new BuiltServer(env);
       try {
         const secondUrl = await second.baseUrl();
-        const deadline = Date.now() + 90_000;
-        let run = await runAt(secondUrl);
-        while (run.status !== 'completed' && run.status !== 'failed' && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 50));
-          run = await runAt(secondUrl);
-        }
+        const run = await pollUntilRunEnds(() => runAt(secondUrl), Date.now() + 90_000);
         expect(run).toMatchObject({
           status: 'completed',
           item_count: LINES,
           counts: { succeeded: LINES - FAILED, failed: FAILED },
         });
-        // run.completed follows once the run's records are in a signed checkpoint (an interval later).
-        const watching = await openStorage(database.options);
-        try {
-          const sent = () =>
-            watching.db
-              .selectFrom('events')
-              .select('id')
-              .where('type', '=', 'run.completed')
-              .where('payload', 'like', `%"run_id":"${id}"%`)
-              .execute();
-          const until = Date.now() + 30_000;
-          while ((await sent()).length === 0 && Date.now() < until)
-            await new Promise((r) => setTimeout(r, 50));
-        } finally {
-          await watching.close();
-        }
+        await waitForRunCompleted(database.options, id, Date.now() + 30_000);
       } finally {
         await second.stop('SIGTERM');
       }
@@ -159,13 +140,7 @@ for (const kind of DATABASE_KINDS) {
           .where('request_id', '=', id)
           .execute();
         expect(logged).toHaveLength(LINES - FAILED);
-        const completed = await db
-          .selectFrom('events')
-          .select('payload')
-          .where('type', '=', 'run.completed')
-          .where('payload', 'like', `%"run_id":"${id}"%`)
-          .execute();
-        expect(completed).toHaveLength(1);
+        expect(await runCompletedEvents(db, id)).toHaveLength(1);
         const left = await db.selectFrom('run_inputs').select('run_id').where('run_id', '=', id).execute();
         expect(left).toEqual([]);
         const row = await db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
