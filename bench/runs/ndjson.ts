@@ -8,7 +8,10 @@
  *
  * Goals (issue #29): a 1,000,000-item run at ≥ 30,000 items/s on SQLite and ≥ 15,000 on PostgreSQL.
  *
- *   npm run bench:ndjson -- [--items 20000] [--db sqlite|postgres|both]
+ * `--node-options="<flags>"` (with `=`: the flags start with `--`) starts the server with that NODE_OPTIONS,
+ * e.g. the heap limits of docs/operating.md (Memory), to see what they bound.
+ *
+ *   npm run bench:ndjson -- [--items 20000] [--db sqlite|postgres|both] [--node-options="<flags>"]
  *   npm run bench:ndjson -- --items 1000000 --db both     # the documented goal's size
  */
 import { readFileSync } from 'node:fs';
@@ -21,6 +24,7 @@ const { values: args } = parseArgs({
   options: {
     items: { type: 'string', default: '20000' },
     db: { type: 'string', default: 'sqlite' },
+    'node-options': { type: 'string' },
   },
 });
 const ITEMS = Number(args.items);
@@ -59,14 +63,24 @@ function memory(pid: number | undefined): { rss: number; peak: number } {
 }
 
 async function benchDatabase(db: string): Promise<void> {
-  const server = await startBenchServer(db, 'bench-ndjson');
+  const nodeOptions = args['node-options'];
+  const server = await startBenchServer(
+    db,
+    'bench-ndjson',
+    nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions },
+  );
   try {
     const pid = server.process.pid;
     const { authorization } = server.headers as { authorization: string };
     const atStart = memory(pid);
     let sampledPeak = atStart.rss;
+    // The sampled peak of each phase, so a growth can be told apart: the upload, the scoring, the read.
+    const phasePeaks = { upload: atStart.rss, scoring: 0, 'read back': 0 };
+    let phase: keyof typeof phasePeaks = 'upload';
     const sampler = setInterval(() => {
-      sampledPeak = Math.max(sampledPeak, memory(pid).rss);
+      const { rss } = memory(pid);
+      sampledPeak = Math.max(sampledPeak, rss);
+      phasePeaks[phase] = Math.max(phasePeaks[phase], rss);
     }, 100);
     const cpuBefore = cpuTimes(pid)?.all ?? Number.NaN;
     const started = performance.now();
@@ -78,6 +92,7 @@ async function benchDatabase(db: string): Promise<void> {
     } as RequestInit);
     if (created.status !== 202) throw new Error(`POST: ${created.status} ${await created.text()}`);
     const uploadedMs = performance.now() - started;
+    phase = 'scoring';
     const { id } = (await created.json()) as { id: string };
     type RunView = {
       status: string;
@@ -95,6 +110,7 @@ async function benchDatabase(db: string): Promise<void> {
     const doneMs = performance.now() - started;
     const cpuUsPerItem = ((cpuTimes(pid)?.all ?? Number.NaN) - cpuBefore) / ITEMS;
     const readStarted = performance.now();
+    phase = 'read back';
     const results = await fetch(`${server.url}/v1/scoring/runs/${id}/results`, {
       headers: { authorization, accept: 'application/x-ndjson', 'accept-encoding': 'gzip' },
     });
@@ -108,11 +124,15 @@ async function benchDatabase(db: string): Promise<void> {
       throw new Error(`run ${id} ended ${run.status} with ${lines} result lines: ${JSON.stringify(run)}`);
     console.log(
       [
-        `bench/runs ndjson (${db}), ${ITEMS} items, Node ${process.version}:`,
+        `bench/runs ndjson (${db}), ${ITEMS} items, Node ${process.version}${nodeOptions === undefined ? '' : `, server NODE_OPTIONS=${nodeOptions}`}:`,
         `  end to end ${Math.round((ITEMS / doneMs) * 1000)} items/s (${(doneMs / 1000).toFixed(1)} s; the server's own rate ${Math.round(run.progress.items_per_second ?? 0)} items/s; server CPU ${cpuUsPerItem.toFixed(0)} µs/item, all threads, upload included)`,
         `  upload alone ${Math.round((ITEMS / uploadedMs) * 1000)} lines/s (${(uploadedMs / 1000).toFixed(1)} s)`,
         `  results read back as NDJSON (gzip) ${Math.round((ITEMS / readMs) * 1000)} items/s`,
-        `  server RSS: ${atStart.rss.toFixed(0)} MiB at start, peak ${end.peak.toFixed(0)} MiB (VmHWM; sampled ${sampledPeak.toFixed(0)} MiB), ${end.rss.toFixed(0)} MiB at the end`,
+        `  server RSS: ${atStart.rss.toFixed(0)} MiB at start, peak ${end.peak.toFixed(0)} MiB (VmHWM; sampled ${sampledPeak.toFixed(0)} MiB), ${end.rss.toFixed(0)} MiB at the end; sampled peak by phase: ${Object.entries(
+          phasePeaks,
+        )
+          .map(([name, mib]) => `${name} ${mib.toFixed(0)} MiB`)
+          .join(', ')}`,
       ].join('\n'),
     );
   } finally {

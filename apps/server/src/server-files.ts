@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { ResourceLimits } from 'node:worker_threads';
 
 /**
  * The directory of the server's own modules, where the build also puts the files the server reads beside
@@ -21,3 +22,15 @@ export function threadModule(path: string): URL {
   const built = new URL(`${path}.js`, SERVER_FILES);
   return existsSync(fileURLToPath(built)) ? built : new URL(`${path}.ts`, SERVER_FILES);
 }
+
+/**
+ * The V8 heap limits every worker thread of the server starts with (the SQLite connection, its
+ * checkpointer, the scoring pool); here, beside `threadModule`, since every module that starts a thread
+ * imports this one. V8 sizes each isolate's heap from the machine's memory (on 24 GiB: up to 128 MiB of new
+ * space and a 4 GiB old generation per isolate) and lets it grow lazily toward those limits, and each thread
+ * is an isolate of its own. A thread's young generation is capped at 48 MiB (32 MiB of new space): a
+ * scavenge then runs more often over the same live objects. The old generation keeps V8's limit: a lower one
+ * would end a thread (ERR_WORKER_OUT_OF_MEMORY) rather than slow it. The `node` flags of docs/operating.md
+ * (Memory) bound every isolate of the process, these threads' included.
+ */
+export const THREAD_RESOURCE_LIMITS: Readonly<ResourceLimits> = { maxYoungGenerationSizeMb: 48 };

@@ -113,6 +113,24 @@ it('no production source runs code from a string (a Worker with eval: true, eval
   expect(evaluating).toEqual([]);
 });
 
+it('every worker thread of the server starts with the bounded heap of THREAD_RESOURCE_LIMITS (server-files.ts)', () => {
+  // A thread started without it gets V8's young generation sized from the machine's memory (128 MiB of
+  // new space per thread on 24 GiB), which a sustained load fills with garbage (docs/operating.md, Memory).
+  const workers = sourceFiles(SRC)
+    .filter((file) => !file.endsWith('.test.ts'))
+    .flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/new Worker\(([^;]*?)\);/gs)].map(
+        (match) => [relative(SRC, file), match[1] as string] as const,
+      ),
+    );
+  expect(workers.map(([file]) => file).sort()).toEqual([
+    'runs/scoring-pool.ts',
+    'storage/sqlite-checkpointer.ts',
+    'storage/sqlite-thread.ts',
+  ]);
+  expect(workers.filter(([, args]) => !/resourceLimits: THREAD_RESOURCE_LIMITS/.test(args))).toEqual([]);
+});
+
 it('production sources never import the test fixtures', () => {
   expect(imports.filter(([, to]) => to.startsWith('../'))).toEqual([]);
 });

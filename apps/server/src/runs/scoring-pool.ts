@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { SERVER_FILES } from '../server-files.js';
+import { SERVER_FILES, THREAD_RESOURCE_LIMITS } from '../server-files.js';
 import { type BatchSource, batchRows, type ScoredBatch, type ScoredItems, scoreBatch } from './run-batch.js';
 
 /** A batch to score, as sent to a scoring thread. */
@@ -86,7 +86,7 @@ export class ScoringPool {
   }
 
   #startThread(script: URL): void {
-    const thread = new Worker(script);
+    const thread = new Worker(script, { resourceLimits: THREAD_RESOURCE_LIMITS });
     let failure: Error | undefined;
     thread.on('message', (reply: ScoringReply) => this.#settle(reply));
     thread.on('error', (error) => (failure = error));

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { threadModule } from '../server-files.js';
+import { THREAD_RESOURCE_LIMITS, threadModule } from '../server-files.js';
 import type { CheckpointThreadData } from './sqlite-thread-messages.js';
 
 /**
@@ -29,7 +29,7 @@ export class SqliteCheckpointer {
   /** Starts checkpointing `file` every CHECKPOINT_INTERVAL_MS. */
   constructor(file: string) {
     const workerData: CheckpointThreadData = { file, intervalMs: CHECKPOINT_INTERVAL_MS };
-    this.#thread = new Worker(THREAD_MODULE, { workerData });
+    this.#thread = new Worker(THREAD_MODULE, { workerData, resourceLimits: THREAD_RESOURCE_LIMITS });
     // Not `events.once`: it rejects on 'error', and a rejection nobody awaits until close() would end the
     // process. A failed thread only means the writer's fallback autocheckpoint takes over.
     this.#exited = new Promise((resolve) => this.#thread.once('exit', () => resolve()));

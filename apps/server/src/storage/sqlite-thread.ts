@@ -13,7 +13,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
-import { threadModule } from '../server-files.js';
+import { THREAD_RESOURCE_LIMITS, threadModule } from '../server-files.js';
 import type {
   OpenedMessage,
   Reply,
@@ -244,7 +244,7 @@ class SqliteThreadDriver implements Driver {
       pragmas: [...this.#options.pragmas],
       statementCacheSize: this.#options.statementCacheSize,
     };
-    const worker = new Worker(THREAD_MODULE, { workerData });
+    const worker = new Worker(THREAD_MODULE, { workerData, resourceLimits: THREAD_RESOURCE_LIMITS });
     this.#worker = worker;
     this.#exited = new Promise((resolve) => worker.once('exit', () => resolve()));
     const connection = new SqliteThreadConnection(worker);
