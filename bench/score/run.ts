@@ -9,8 +9,11 @@
  * compare two versions of the server in one run (its targets are named `… (before)`). `--tracing` adds
  * the server with OpenTelemetry tracing on (every request sampled, spans exported over OTLP/HTTP to a
  * receiver in this process that answers 200 and keeps nothing), named `… (tracing on)`.
+ * `--node-options="<flags>"` (with `=`: the flags start with `--`) adds the server started with that
+ * NODE_OPTIONS (e.g. docs/operating.md's heap flags), named `… (NODE_OPTIONS)`.
  *
  *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism] [--compare <main.js>] [--tracing]
+ *     [--node-options="<flags>"]
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +34,7 @@ const { values: args } = parseArgs({
     'no-prism': { type: 'boolean', default: false },
     compare: { type: 'string' },
     tracing: { type: 'boolean', default: false },
+    'node-options': { type: 'string' },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -90,6 +94,10 @@ try {
         OTEL_SERVICE_NAME: 'bench',
       });
       servers.push({ db, name: `server (${db}, tracing on)`, server: traced });
+    }
+    if (args['node-options'] !== undefined) {
+      const flagged = await startBenchServer(db, 'bench-flags', { NODE_OPTIONS: args['node-options'] });
+      servers.push({ db, name: `server (${db}, NODE_OPTIONS)`, server: flagged });
     }
   }
   const { headers } = servers[0]?.server ?? { headers: {} };

@@ -52,7 +52,8 @@ export interface LogAuditOptions {
    * every second until then. 5 s when absent; 0 fails at once.
    */
   quorumWaitMs?: number;
-  fetch?: typeof fetch;
+  /** The fetch to use, as createClient takes it; defaults to the global one. */
+  fetch?: (request: Request) => Promise<Response>;
 }
 
 /** What an audit found: `failures` is empty when every check held; `note` is the checkpoint to keep then. */
