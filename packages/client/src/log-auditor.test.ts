@@ -122,4 +122,20 @@ describe('auditLog with a policy (the root log)', () => {
     // Asked once: no second look at the root.
     expect(sent).toHaveLength(2);
   });
+
+  it('reports a checkpoint answer that is not JSON as a failure, never throws', async () => {
+    const fixture = await witnessedLog();
+    const { fetch } = scriptedFetch(
+      new Response('{not json', { status: 200, headers: { 'content-type': 'application/json' } }),
+    );
+    const result = await auditLog({
+      baseUrl: 'http://log.test',
+      apiKey: API_KEY,
+      verifierKey: fixture.verifierKey,
+      origin: fixture.origin,
+      fetch,
+    });
+    expect(result.failures).toHaveLength(1);
+    expect(result.failures[0]).toMatch(/^latest checkpoint: /);
+  });
 });

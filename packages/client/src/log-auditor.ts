@@ -78,7 +78,13 @@ export async function auditLog(options: LogAuditOptions): Promise<LogAuditResult
     ...(options.fetch && { fetch: options.fetch }),
   });
   const failures: string[] = [];
-  const latestResponse = await client.GET('/v1/log/checkpoint');
+  // An answer that is not JSON (or none at all) is a failure of the log, reported as the others are.
+  const latestResponse = await client
+    .GET('/v1/log/checkpoint')
+    .catch((error: unknown) => new LogProofError(messageOf(error)));
+  if (latestResponse instanceof LogProofError) {
+    return { failures: [`latest checkpoint: ${latestResponse.message}`] };
+  }
   if (!latestResponse.data) {
     return {
       failures: [`latest checkpoint: ${describeHttp(latestResponse.response, latestResponse.error)}`],

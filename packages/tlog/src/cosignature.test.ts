@@ -110,6 +110,22 @@ quorum one
     expect(quorumSatisfied(parsePolicy(`witness a ${W1.verifier_key}\nquorum a`), new Set())).toBe(false);
   });
 
+  it('decides a quorum of groups that share members or nest deep in one pass, not by walking every path', () => {
+    // Each group names the two before it: a walk of every path is Fibonacci in the number of groups
+    // (9 s at 40, hours at 60); a chain of 5,000 groups overflowed the stack of a recursive walk.
+    const shared = [`witness a ${W1.verifier_key}`, `witness b ${W2.verifier_key}`, 'group g0 all a b'];
+    shared.push('group g1 all a b');
+    for (let k = 2; k <= 80; k++) shared.push(`group g${k} all g${k - 1} g${k - 2}`);
+    const fibonacci = parsePolicy(`${shared.join('\n')}\nquorum g80\n`);
+    expect(quorumSatisfied(fibonacci, new Set(['a', 'b']))).toBe(true);
+    expect(quorumSatisfied(fibonacci, new Set(['a']))).toBe(false);
+    const chain = [`witness a ${W1.verifier_key}`, 'group g0 any a'];
+    for (let k = 1; k <= 5_000; k++) chain.push(`group g${k} any g${k - 1}`);
+    const deep = parsePolicy(`${chain.join('\n')}\nquorum g5000\n`);
+    expect(quorumSatisfied(deep, new Set(['a']))).toBe(true);
+    expect(quorumSatisfied(deep, new Set())).toBe(false);
+  });
+
   it.each([
     ['no quorum', `witness a ${W1.verifier_key}\n`, /no quorum/],
     ['two quorums', 'quorum none\nquorum none\n', /second quorum/],

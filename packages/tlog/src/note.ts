@@ -9,6 +9,12 @@ export const SEED_SIZE = 32;
 export const PUBLIC_KEY_SIZE = 32;
 /** Bytes of an Ed25519 signature. */
 export const SIGNATURE_SIZE = 64;
+
+/** The most signature lines a note may have, as Go's `note.Open` allows. */
+const MAX_SIGNATURES = 100;
+
+/** A UTF-16 surrogate without its pair: text that has no UTF-8 form. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** DER prefix of a PKCS #8 Ed25519 private key, followed by its 32-byte seed (RFC 8410). */
 export const PKCS8_ED25519_PREFIX = Uint8Array.of(
   0x30,
@@ -121,28 +127,46 @@ export async function signNote(text: string, ...signers: TextSigner[]): Promise<
 
 /**
  * Opens a signed note: resolves with its text and the signatures of `verifiers` that verified over it.
- * Lines by other keys are skipped. Throws a NoteError `malformed` when `note` is not a signed note, and
- * `unverified` when no signature of a given verifier verifies or, as Go's `note.Open`, when a line naming
- * a given verifier (name and key ID) holds a signature that does not verify.
+ * Lines by other keys are skipped. As Go's `note.Open`, throws a NoteError `malformed` when `note` is not a
+ * signed note: a control character other than newline, a lone surrogate, no blank line before the
+ * signatures, a signature line that is not `— <name> <base64>` (a valid name, at least 5 bytes), or more
+ * than 100 signature lines (a note is small: this bounds the work a hostile one costs); and `unverified`
+ * when no signature of a given verifier verifies, or when a line naming a given verifier (name and key ID)
+ * holds a signature that does not verify. A signature repeated by the same key is checked once.
  */
 export async function openNote(note: string, verifiers: readonly NoteVerifier[]): Promise<OpenedNote> {
+  // Any control character but newline (U+0000-U+001F), or a lone surrogate (not UTF-8 once encoded).
+  if (/[\u0000-\u0009\u000b-\u001f]/.test(note) || LONE_SURROGATE.test(note)) {
+    throw new NoteError('not a signed note: a control character or an invalid character', 'malformed');
+  }
   const split = note.lastIndexOf('\n\n');
-  if (!note.endsWith('\n') || split < 0) {
+  if (!note.endsWith('\n') || split < 0 || split + 2 === note.length) {
     throw new NoteError('not a signed note: no blank line before its signatures', 'malformed');
   }
   const text = note.slice(0, split + 1);
+  const lines = note.slice(split + 2, -1).split('\n');
+  if (lines.length > MAX_SIGNATURES) {
+    throw new NoteError(`not a signed note: more than ${MAX_SIGNATURES} signature lines`, 'malformed');
+  }
   const message = encoder.encode(text);
   const signatures: NoteSignature[] = [];
-  for (const line of note.slice(split + 2, -1).split('\n')) {
-    const match = /^\u2014 (\S+) (\S+)$/.exec(line);
+  const seen = new Set<string>();
+  for (const line of lines) {
+    const match = /^\u2014 ([^ ]+) ([^ ]+)$/.exec(line);
     const bytes = match && fromBase64(match[2] as string);
-    if (!match || !bytes || bytes.length < 5) continue;
+    if (!match || !isValidName(match[1] as string) || !bytes || bytes.length < 5) {
+      throw new NoteError('not a signed note: a signature line is not "— <name> <base64>"', 'malformed');
+    }
     const keyId = bytes.subarray(0, 4);
     const signature = bytes.subarray(4);
     const known = verifiers.filter(
       (verifier) => verifier.name === match[1] && toHex(verifier.keyId) === toHex(keyId),
     );
     if (known.length === 0) continue;
+    // A key's signature repeated is checked once (Go drops repeated signatures by one verifier).
+    const key = `${match[1]} ${toHex(keyId)}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
     let verified = false;
     for (const verifier of known) {
       if (await verifier.verify(message, signature)) {

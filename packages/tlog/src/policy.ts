@@ -128,13 +128,17 @@ export function parsePolicy(text: string): Policy {
  */
 export function quorumSatisfied(policy: Policy, witnessed: ReadonlySet<string>): boolean {
   if (policy.quorum === 'none') return true;
-  const groups = new Map(policy.groups.map((group) => [group.name, group]));
-  const satisfied = (name: string): boolean => {
-    const group = groups.get(name);
-    if (!group) return witnessed.has(name);
-    return group.members.filter(satisfied).length >= group.threshold;
-  };
-  return satisfied(policy.quorum);
+  // A group names only witnesses and groups defined before it (parsePolicy checks), so one pass in the
+  // order of definition decides each group once from its members' results: linear in the policy's size,
+  // however its groups share members or nest (a recursive walk re-decided shared groups: exponential).
+  const satisfied = new Map<string, boolean>();
+  const decided = (name: string) => satisfied.get(name) ?? witnessed.has(name);
+  for (const group of policy.groups) {
+    let count = 0;
+    for (const member of group.members) if (decided(member)) count++;
+    satisfied.set(group.name, count >= group.threshold);
+  }
+  return decided(policy.quorum);
 }
 
 /** A policy with its keys parsed: a verifier per log (by origin) and per witness (by policy name). */

@@ -146,4 +146,26 @@ describe('checkpoints and signed notes', () => {
     expect(() => parseCheckpoint('origin\n01\nAAAA\n')).toThrow(/not a tlog-checkpoint/);
     expect(() => new NoteSigner('a name', new Uint8Array(32))).toThrow(RangeError);
   });
+
+  it("refuses as malformed what Go's note.Open refuses, even beside a valid signature", async () => {
+    const first = must(GO.notes[0]);
+    const key = await parseVerifierKey(first.verifier_key);
+    const line = first.note.slice(first.note.lastIndexOf('\n\n') + 2);
+    const malformed = {
+      'a line that is not a signature': `${first.note}junk\n`,
+      'a 10 MB line': `${first.note}${'A'.repeat(10_000_000)}\n`,
+      'an empty signature block': `${first.note.slice(0, first.note.lastIndexOf('\n\n') + 2)}`,
+      'more than 100 signature lines': `${first.note}${'— other AAAAAAAA\n'.repeat(100)}`,
+      'a name with a plus': `${first.note}— a+b AAAAAAAA\n`,
+      'a signature under 5 bytes': `${first.note}— other AAAA\n`,
+      'a tab in the text': first.note.replace('\n300\n', '\n300\t\n'),
+      'a lone surrogate': first.note.replace('\n300\n', '\n300\uD800\n'),
+    };
+    for (const [what, note] of Object.entries(malformed)) {
+      await expect(openNote(note, [key]), what).rejects.toMatchObject({ reason: 'malformed' });
+    }
+    // A repeated signature by the same key, and lines by other keys, are fine (Go drops the repeat).
+    const repeated = `${first.note}${line}— other AAAAAAAA\n`;
+    expect((await openNote(repeated, [key])).signatures).toHaveLength(1);
+  });
 });
