@@ -12,6 +12,7 @@ import { healthRoute, readinessRoute } from './health/health-routes.js';
 import { InstanceLifecycle } from './health/instance-lifecycle.js';
 import { anonymousRateLimit } from './http/anonymous-rate-limit.js';
 import { authenticate } from './http/auth.js';
+import { BodyBudget, boundBodiesInFlight, INSTANCE_BODIES, TENANT_BODIES } from './http/body-budget.js';
 import { TRUSTED_PROXIES_SETTING, trustedProxies } from './http/client-address.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
 import { contractValidation } from './http/contract-validation.js';
@@ -262,6 +263,10 @@ export async function createApp(options: AppOptions): Promise<Express> {
   app.use(
     inSequence([
       requireDeclaredContentEncoding,
+      boundBodiesInFlight(
+        new BodyBudget(INSTANCE_BODIES * config.bodyLimitBytes, TENANT_BODIES * config.bodyLimitBytes),
+        config.bodyLimitBytes,
+      ),
       ...jsonBody(config.bodyLimitBytes),
       textPolicy(
         integerQueryParameters(operations, contract.document.components),

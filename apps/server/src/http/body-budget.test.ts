@@ -1,0 +1,84 @@
+import { connect, type Socket } from 'node:net';
+import { waitUntil } from '@scenario-scoring/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testFeatures } from '../../test/support/test-features.js';
+import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { BodyBudget, TENANT_BODIES } from './body-budget.js';
+
+describe('BodyBudget', () => {
+  it("holds a tenant to its share and every tenant together to the instance's budget", () => {
+    const budget = new BodyBudget(300, 200);
+    expect(budget.reserve('a', 150)).toBe(true);
+    expect(budget.reserve('a', 60)).toBe(false); // a's share
+    expect(budget.reserve('b', 140)).toBe(true);
+    expect(budget.reserve('c', 20)).toBe(false); // the instance's
+    budget.release('a', 150);
+    expect(budget.reserve('c', 20)).toBe(true);
+    expect(budget.held).toBe(160);
+  });
+});
+
+const BODY_LIMIT = 10_000;
+const SCORE = JSON.stringify({
+  subject: 'applicant-1',
+  context: {
+    jurisdiction: 'DE',
+    on_time_ratio: 0.9,
+    utilization: 0.3,
+    history_months: 60,
+    debt_to_income: 0.3,
+  },
+});
+
+forEachDatabase('bodies arriving at once', ({ storage }) => {
+  let server: TestServer;
+  const held: Socket[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage(), config: { bodyLimitBytes: BODY_LIMIT } });
+  });
+  afterAll(async () => {
+    for (const socket of held) socket.destroy();
+    await server.close();
+  });
+
+  /** Opens a connection that sends a scoring's head and all of a large body but its last byte, and waits. */
+  const holdBody = async (key: string) => {
+    const { port } = new URL(server.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    held.push(socket);
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk));
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      `POST /v1/scoring/score HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${BODY_LIMIT}\r\n\r\n${' '.repeat(BODY_LIMIT - 1)}`,
+    );
+    return { answer: () => answer };
+  };
+
+  it("answers 429 to a tenant's bodies past its share, while another tenant scores", async () => {
+    const features = testFeatures(storage());
+    const { key: greedy } = await features.keys.create('greedy');
+    const { key: other } = await features.keys.create('other');
+    const holders = [];
+    for (let i = 0; i < TENANT_BODIES; i++) holders.push(await holdBody(greedy));
+    // Each held body is read up to its last byte: the share is full once all of them are.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const past = await server.request('/v1/scoring/score', { key: greedy, method: 'POST', body: SCORE });
+    expect(past.status).toBe(429);
+    expect(past.headers.get('retry-after')).toBe('1');
+    expect(await past.json()).toMatchObject({ code: 'rate_limited' });
+    const scored = await server.request('/v1/scoring/score', { key: other, method: 'POST', body: SCORE });
+    expect(scored.status).toBe(200);
+    for (const holder of holders) expect(holder.answer()).toBe('');
+
+    // The held bodies given up, the tenant's share is free again.
+    for (const socket of held.splice(0)) socket.destroy();
+    await waitUntil(async () => {
+      const again = await server.request('/v1/scoring/score', { key: greedy, method: 'POST', body: SCORE });
+      return again.status === 200;
+    });
+  });
+});
