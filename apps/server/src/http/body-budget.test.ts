@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
@@ -42,8 +43,8 @@ forEachDatabase('bodies arriving at once', ({ storage }) => {
     await server.close();
   });
 
-  /** Opens a connection that sends a scoring's head and all of a large body but its last byte, and waits. */
-  const holdBody = async (key: string) => {
+  /** A connection to the server, kept in `held`, collecting what it is answered. */
+  const open = async () => {
     const { port } = new URL(server.url);
     const socket = connect(Number(port), '127.0.0.1');
     held.push(socket);
@@ -51,11 +52,35 @@ forEachDatabase('bodies arriving at once', ({ storage }) => {
     socket.on('data', (chunk) => (answer += chunk));
     socket.on('error', () => {});
     await new Promise((resolve) => socket.once('connect', resolve));
-    socket.write(
-      `POST /v1/scoring/score HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${BODY_LIMIT}\r\n\r\n${' '.repeat(BODY_LIMIT - 1)}`,
-    );
-    return { answer: () => answer };
+    return { socket, answer: () => answer };
+  };
+  const head = (key: string, length: number, extra = '') =>
+    `POST /v1/scoring/score HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n` +
+    `Content-Type: application/json\r\n${extra}Content-Length: ${length}\r\n\r\n`;
+
+  /** Opens a connection that sends a scoring's head and all of a large body but its last byte, and waits. */
+  const holdBody = async (key: string) => {
+    const connection = await open();
+    connection.socket.write(`${head(key, BODY_LIMIT)}${' '.repeat(BODY_LIMIT - 1)}`);
+    return connection;
+  };
+
+  /** The same with a gzip body of the limit's size once inflated, which is a few dozen bytes on the wire. */
+  const holdGzipBody = async (key: string) => {
+    const gzip = gzipSync(`${SCORE}${' '.repeat(BODY_LIMIT - SCORE.length - 10)}`);
+    const connection = await open();
+    connection.socket.write(head(key, gzip.length, 'Content-Encoding: gzip\r\n'));
+    connection.socket.write(gzip.subarray(0, -8));
+    return connection;
+  };
+
+  /** Whether `key`'s tenant may hold TENANT_BODIES bodies, and no more. */
+  const shareIsWhole = async (key: string) => {
+    for (let i = 0; i < TENANT_BODIES; i++) await holdBody(key);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const past = await server.request('/v1/scoring/score', { key, method: 'POST', body: SCORE });
+    for (const socket of held.splice(0)) socket.destroy();
+    return past.status === 429;
   };
 
   it("answers 429 to a tenant's bodies past its share, while another tenant scores", async () => {
@@ -80,5 +105,41 @@ forEachDatabase('bodies arriving at once', ({ storage }) => {
       const again = await server.request('/v1/scoring/score', { key: greedy, method: 'POST', body: SCORE });
       return again.status === 200;
     });
+  });
+
+  it('counts a compressed body at the limit, not at its size on the wire: the parser holds it inflated', async () => {
+    const { key } = await testFeatures(storage()).keys.create('gzip');
+    for (let i = 0; i < TENANT_BODIES; i++) await holdGzipBody(key);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const past = await server.request('/v1/scoring/score', { key, method: 'POST', body: SCORE });
+    expect(past.status).toBe(429);
+    for (const socket of held.splice(0)) socket.destroy();
+  });
+
+  it('gives back what a request reset at once had taken: the share is whole after many resets', async () => {
+    const { key } = await testFeatures(storage()).keys.create('resets');
+    for (let round = 0; round < 10; round++) {
+      const connections = await Promise.all(Array.from({ length: 20 }, () => open()));
+      for (const { socket } of connections) {
+        socket.write(head(key, BODY_LIMIT));
+        setImmediate(() => socket.resetAndDestroy());
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    held.splice(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await shareIsWhole(key)).toBe(true);
+  });
+
+  it('gives a body back once it has been read, so a tenant may send more than its share one after another', async () => {
+    const { key } = await testFeatures(storage()).keys.create('sequential');
+    for (let i = 0; i < TENANT_BODIES * 2; i++) {
+      const scored = await server.request('/v1/scoring/score', {
+        key,
+        method: 'POST',
+        body: `${SCORE}${' '.repeat(BODY_LIMIT - SCORE.length - 10)}`,
+      });
+      expect(scored.status).toBe(200);
+    }
   });
 });

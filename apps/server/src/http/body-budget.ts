@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
+import { isIdentityEncoded } from '../transport/content-encoding.js';
 import { declaredLength } from '../transport/unread-body.js';
 
 /** Bodies of the body limit an instance holds at most while they arrive: 128 (128 MiB at 1 MiB). */
@@ -48,9 +49,11 @@ export class BodyBudget {
 }
 
 /**
- * Before the JSON parser reads a body: reserves its declared length (the body limit when it is chunked,
- * its length unknown) for the request's tenant (`res.locals.apiKey`; outside `/v1` one shared share), until
- * the answer is done or the connection closes. A body past the tenant's share or the instance's budget is
+ * Before the JSON parser reads a body: reserves its declared length (the body limit when it is chunked, its
+ * length unknown, or compressed, since the parser holds it decompressed: a 1,069-byte gzip is 1 MiB of JSON)
+ * for the request's tenant (`res.locals.apiKey`; outside `/v1` one shared share), until the body has been
+ * read, the answer is done or the connection closes, whichever comes first (a request reset before this ran
+ * releases at once). A body past the tenant's share or the instance's budget is
  * answered 429 `rate_limited` with `Retry-After: 1`, unread (transport/unread-body.ts bounds what is read
  * off). Small bodies, the usual case, take a few hundred bytes each: only many large bodies at once meet it.
  */
@@ -60,7 +63,10 @@ export function boundBodiesInFlight(budget: BodyBudget, bodyLimitBytes: number):
     const chunked = req.headers['transfer-encoding'] !== undefined;
     if (!chunked && (declared === undefined || declared === 0)) return next();
     // A declared length over the limit is the parser's 413; it reads none of it into memory.
-    const bytes = chunked ? bodyLimitBytes : Math.min(declared as number, bodyLimitBytes);
+    const bytes =
+      chunked || !isIdentityEncoded(req.headers)
+        ? bodyLimitBytes
+        : Math.min(declared as number, bodyLimitBytes);
     const tenant = (res.locals.apiKey as { tenantId?: string } | undefined)?.tenantId ?? '';
     if (!budget.reserve(tenant, bytes)) {
       throw new AppError('rate_limited', {
@@ -70,7 +76,22 @@ export function boundBodiesInFlight(budget: BodyBudget, bodyLimitBytes: number):
         headers: { 'Retry-After': '1' },
       });
     }
-    res.once('close', () => budget.release(tenant, bytes));
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      budget.release(tenant, bytes);
+    };
+    // Whichever ends first: the answer, the request, or the connection (already gone: at once).
+    const socket = req.socket;
+    if (res.closed || req.destroyed || socket.destroyed) {
+      release();
+    } else {
+      res.once('close', release);
+      req.once('close', release);
+      socket.once('close', release);
+      res.once('close', () => socket.removeListener('close', release));
+    }
     next();
   };
 }
