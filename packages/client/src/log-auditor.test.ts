@@ -8,7 +8,9 @@ import {
   sha256,
   signNote,
 } from './generated/tlog/index.js';
-import { auditLog } from './log-auditor.js';
+import { auditLog, type LogAuditOptions } from './log-auditor.js';
+
+const API_KEY = `sk_${'a'.repeat(32)}`;
 
 /**
  * A log of one tenant (one record) whose checkpoint is the only leaf of a root log, and that root
@@ -42,12 +44,27 @@ async function witnessedLog() {
     policy,
     verifierKey: await log.verifierKey(),
     latest: () => jsonResponse({ note: tenantNote }),
+    inclusion,
     uncosigned: async () => inclusion(await signNote(rootText, log)),
     cosigned: async () => inclusion(await signNote(rootText, log, witness)),
   };
 }
 
-const API_KEY = `sk_${'a'.repeat(32)}`;
+/** Audits the fixture's log through `fetch`, as a tenant pinning its key and origin; `options` on top. */
+function audit(
+  fixture: Awaited<ReturnType<typeof witnessedLog>>,
+  fetch: (request: Request) => Promise<Response>,
+  options: Partial<LogAuditOptions> = {},
+) {
+  return auditLog({
+    baseUrl: 'http://log.test',
+    apiKey: API_KEY,
+    verifierKey: fixture.verifierKey,
+    origin: fixture.origin,
+    fetch,
+    ...options,
+  });
+}
 
 describe('auditLog with a policy (the root log)', () => {
   it('asks again while the latest root checkpoint is short of its quorum, and passes once it is cosigned', async () => {
@@ -57,15 +74,7 @@ describe('auditLog with a policy (the root log)', () => {
       await fixture.uncosigned(),
       await fixture.cosigned(),
     );
-    const result = await auditLog({
-      baseUrl: 'http://log.test',
-      apiKey: API_KEY,
-      verifierKey: fixture.verifierKey,
-      origin: fixture.origin,
-      policy: fixture.policy,
-      quorumWaitMs: 5_000,
-      fetch,
-    });
+    const result = await audit(fixture, fetch, { policy: fixture.policy, quorumWaitMs: 5_000 });
     expect(result.failures).toEqual([]);
     expect(result.root?.witnesses).toEqual(['w1']);
     expect(sent.map((request) => new URL(request.url).pathname)).toEqual([
@@ -78,15 +87,7 @@ describe('auditLog with a policy (the root log)', () => {
   it('fails for lack of quorum once the wait is over, naming it', async () => {
     const fixture = await witnessedLog();
     const { fetch, sent } = scriptedFetch(fixture.latest(), await fixture.uncosigned());
-    const result = await auditLog({
-      baseUrl: 'http://log.test',
-      apiKey: API_KEY,
-      verifierKey: fixture.verifierKey,
-      origin: fixture.origin,
-      policy: fixture.policy,
-      quorumWaitMs: 0,
-      fetch,
-    });
+    const result = await audit(fixture, fetch, { policy: fixture.policy, quorumWaitMs: 0 });
     expect(result.failures).toHaveLength(1);
     expect(result.failures[0]).toMatch(/^root log: .*quorum/);
     expect(sent).toHaveLength(2);
@@ -99,24 +100,8 @@ describe('auditLog with a policy (the root log)', () => {
       formatCheckpoint({ origin: 'log.example', treeSize: 1, rootHash: new Uint8Array(32) }),
       new NoteSigner('log.example', new Uint8Array(32).fill(9)),
     );
-    const { fetch, sent } = scriptedFetch(
-      fixture.latest(),
-      jsonResponse({
-        tenant_checkpoint: { note: (await fixture.latest().json()).note },
-        leaf_index: 0,
-        inclusion_path: [],
-        root_checkpoint: { note: forged },
-      }),
-    );
-    const result = await auditLog({
-      baseUrl: 'http://log.test',
-      apiKey: API_KEY,
-      verifierKey: fixture.verifierKey,
-      origin: fixture.origin,
-      policy: fixture.policy,
-      quorumWaitMs: 5_000,
-      fetch,
-    });
+    const { fetch, sent } = scriptedFetch(fixture.latest(), fixture.inclusion(forged));
+    const result = await audit(fixture, fetch, { policy: fixture.policy, quorumWaitMs: 5_000 });
     expect(result.failures).toHaveLength(1);
     expect(result.failures[0]).toMatch(/^root log: /);
     // Asked once: no second look at the root.
@@ -128,13 +113,7 @@ describe('auditLog with a policy (the root log)', () => {
     const { fetch } = scriptedFetch(
       new Response('{not json', { status: 200, headers: { 'content-type': 'application/json' } }),
     );
-    const result = await auditLog({
-      baseUrl: 'http://log.test',
-      apiKey: API_KEY,
-      verifierKey: fixture.verifierKey,
-      origin: fixture.origin,
-      fetch,
-    });
+    const result = await audit(fixture, fetch);
     expect(result.failures).toHaveLength(1);
     expect(result.failures[0]).toMatch(/^latest checkpoint: /);
   });
