@@ -75,6 +75,13 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
       headers: { authorization: `Bearer ${keys[tenant]}`, ...NDJSON },
       body,
     });
+  /** A JSON run of `count` items for `tenant`. */
+  const postJson = (tenant: string, count: number) =>
+    server.request('/v1/scoring/runs', {
+      method: 'POST',
+      key: keys[tenant],
+      body: { items: Array.from({ length: count }, (_, i) => item(tenant, i)) },
+    });
   const runsOf = async (tenant: string) =>
     (await storage().db.selectFrom('runs').select(['id', 'status']).where('tenant_id', '=', tenant).execute())
       .length;
@@ -130,13 +137,7 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
     );
     // The 250 lines have arrived (the upload's run row exists once its first byte is read; give them time).
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const json = (count: number) =>
-      server.request('/v1/scoring/runs', {
-        method: 'POST',
-        key: keys.mixed,
-        body: { items: Array.from({ length: count }, (_, i) => item('mixed', i)) },
-      });
-    const refused = await json(100);
+    const refused = await postJson('mixed', 100);
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as Problem).detail).toMatch(
       /250 items waiting in runs, and this run would add 100/,
@@ -210,18 +211,12 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
     expect(problem.detail).toMatch(/the limit is 300 items waiting/);
     expect(await runsOf('backlog')).toBe(1);
     expect(await inputsOf('backlog')).toBe(200);
-    const json = (count: number) =>
-      server.request('/v1/scoring/runs', {
-        method: 'POST',
-        key: keys.backlog,
-        body: { items: Array.from({ length: count }, (_, i) => item('backlog', i)) },
-      });
-    const tooMany = await json(101);
+    const tooMany = await postJson('backlog', 101);
     expect(tooMany.status).toBe(429);
     expect(((await tooMany.json()) as Problem).detail).toMatch(
       /200 items waiting in runs, and this run would add 101/,
     );
-    expect((await json(100)).status).toBe(202);
+    expect((await postJson('backlog', 100)).status).toBe(202);
     expect(await runsOf('backlog')).toBe(2);
     expect((await post('other', `${lines('other', 200).join('\n')}\n`)).status).toBe(202);
   });
