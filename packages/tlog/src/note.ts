@@ -9,21 +9,6 @@ export const SEED_SIZE = 32;
 export const PUBLIC_KEY_SIZE = 32;
 /** Bytes of an Ed25519 signature. */
 export const SIGNATURE_SIZE = 64;
-
-/** The most signature lines a note may have, as Go's `note.Open` allows. */
-const MAX_SIGNATURES = 100;
-
-/** Whether `text` holds a control character other than newline (U+0000-U+001F), as Go's note.Open refuses. */
-function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 && code !== 0x0a) return true;
-  }
-  return false;
-}
-
-/** A UTF-16 surrogate without its pair: text that has no UTF-8 form. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** DER prefix of a PKCS #8 Ed25519 private key, followed by its 32-byte seed (RFC 8410). */
 export const PKCS8_ED25519_PREFIX = Uint8Array.of(
   0x30,
@@ -133,6 +118,21 @@ export async function signNote(text: string, ...signers: TextSigner[]): Promise<
   );
   return `${text}\n${lines.join('')}`;
 }
+
+/** The most signature lines a note may have, as Go's `note.Open` allows. */
+const MAX_SIGNATURES = 100;
+
+/** Whether `text` holds a control character other than newline (U+0000-U+001F), as Go's note.Open refuses. */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 && code !== 0x0a) return true;
+  }
+  return false;
+}
+
+/** A UTF-16 surrogate without its pair: text that has no UTF-8 form. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Opens a signed note: resolves with its text and the signatures of `verifiers` that verified over it.
