@@ -74,24 +74,32 @@ forEachDatabase('bodies arriving at once', ({ storage }) => {
     return connection;
   };
 
-  /** Whether `key`'s tenant may hold TENANT_BODIES bodies, and no more. */
-  const shareIsWhole = async (key: string) => {
-    for (let i = 0; i < TENANT_BODIES; i++) await holdBody(key);
+  /**
+   * Holds TENANT_BODIES bodies of `key`'s tenant (made by `hold`), waits until they are read up to their
+   * end, then sends one more scoring: the holders (an unanswered one was let in) and that scoring's answer.
+   */
+  const fillShare = async (key: string, hold = holdBody) => {
+    const holders = [];
+    for (let i = 0; i < TENANT_BODIES; i++) holders.push(await hold(key));
     await new Promise((resolve) => setTimeout(resolve, 200));
     const past = await server.request('/v1/scoring/score', { key, method: 'POST', body: SCORE });
+    return { holders, past };
+  };
+
+  /** Whether `key`'s tenant may hold TENANT_BODIES bodies, and no more; the held bodies are let go after. */
+  const shareIsWhole = async (key: string) => {
+    const { holders, past } = await fillShare(key);
+    const whole = holders.every((holder) => holder.answer() === '') && past.status === 429;
     for (const socket of held.splice(0)) socket.destroy();
-    return past.status === 429;
+    return whole;
   };
 
   it("answers 429 to a tenant's bodies past its share, while another tenant scores", async () => {
     const features = testFeatures(storage());
     const { key: greedy } = await features.keys.create('greedy');
     const { key: other } = await features.keys.create('other');
-    const holders = [];
-    for (let i = 0; i < TENANT_BODIES; i++) holders.push(await holdBody(greedy));
     // Each held body is read up to its last byte: the share is full once all of them are.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const past = await server.request('/v1/scoring/score', { key: greedy, method: 'POST', body: SCORE });
+    const { holders, past } = await fillShare(greedy);
     expect(past.status).toBe(429);
     expect(past.headers.get('retry-after')).toBe('1');
     expect(await past.json()).toMatchObject({ code: 'rate_limited' });
@@ -109,9 +117,8 @@ forEachDatabase('bodies arriving at once', ({ storage }) => {
 
   it('counts a compressed body at the limit, not at its size on the wire: the parser holds it inflated', async () => {
     const { key } = await testFeatures(storage()).keys.create('gzip');
-    for (let i = 0; i < TENANT_BODIES; i++) await holdGzipBody(key);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const past = await server.request('/v1/scoring/score', { key, method: 'POST', body: SCORE });
+    const { holders, past } = await fillShare(key, holdGzipBody);
+    for (const holder of holders) expect(holder.answer()).toBe('');
     expect(past.status).toBe(429);
     for (const socket of held.splice(0)) socket.destroy();
   });
