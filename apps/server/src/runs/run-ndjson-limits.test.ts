@@ -42,7 +42,7 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
       storage: storage(),
       config: {
         runs: { ...runs, maxPendingItems: 1_000_000 },
-        quota: { tenantStorageQuotaBytes: 1_000_000, usageRefreshMs: 0 },
+        quota: { tenantStorageQuotaBytes: 800_000, usageRefreshMs: 0 },
       },
     });
     idleServer = await startTestServer({
@@ -239,7 +239,9 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
 
   it('when an upload takes the tenant to its storage quota, then it is refused 403 quota_exceeded, and no run, line or byte of it is left', async () => {
     const before = await usage('quota');
-    // About 1.16 MB of lines (145 bytes each) against a quota of 1 MB: refused at a batch after the first.
+    // About 1.2 MB of lines (150 bytes each) against a quota of 800 kB: the quota is checked before each
+    // batch, so it is refused before the fourth batch of 2,000 lines (at 900 kB; or a later batch of 500
+    // lines when the server is busy), never after the last.
     const refused = await post('quota', `${lines('quota', 8000).join('\n')}\n`, quotaServer);
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as Problem).code).toBe('quota_exceeded');
