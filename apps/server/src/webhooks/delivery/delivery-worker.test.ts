@@ -161,7 +161,9 @@ forEachDatabase('the delivery worker', ({ storage }) => {
     const [eventId] = (await commitTestEvents(storage(), tenant)) as [string];
     const delivery = await settledDelivery(storage(), eventId);
     expect(delivery.status).toBe('failed');
-    expect(hook.requests).toHaveLength(1);
+    // One request for the event, none to the redirect's target; the `delivery.exhausted` its failure
+    // raises may reach the same receiver too (it is subscribed to every type), so it is not counted.
+    expect(hook.requests.filter((r) => r.headers['webhook-id'] === eventId)).toHaveLength(1);
     expect(await attemptsOf(storage(), delivery.id)).toMatchObject([{ status_code: 307, error: 'redirect' }]);
   });
 
