@@ -28,6 +28,7 @@ import { requiredScopes, requireScope } from './http/required-scopes.js';
 import { securityHeaders } from './http/security-headers.js';
 import { createRateLimit } from './http/shared-rate-limit.js';
 import { enforceStorageQuota, quotaOperations } from './http/storage-quota-check.js';
+import { refuseUnknownMembers, requestBodyShapes } from './http/unknown-members.js';
 import { StorageQuota } from './quota/storage-quota.js';
 import type { Config } from './server-config.js';
 import { requireDeclaredContentEncoding } from './transport/content-encoding.js';
@@ -272,6 +273,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
         integerQueryParameters(operations, contract.document.components),
         integerPathParameters(operations, contract.document.components),
       ),
+      refuseUnknownMembers(requestBodyShapes(operations, contract.document)),
       ...validation,
     ]),
   );

@@ -2,9 +2,11 @@ import type { ValidationError } from '@scenario-scoring/api-types';
 
 const LISTED_IN_DETAIL = 3;
 
-/** A detail naming the first few problems, e.g. `The request has 1 invalid field: /body/subject must …`. */
-export function validationDetail(errors: readonly ValidationError[]): string {
-  const count = errors.length;
+/**
+ * A detail naming the first few problems, e.g. `The request has 1 invalid field: /body/subject must …`;
+ * `count` when there are more problems than `errors` lists.
+ */
+export function validationDetail(errors: readonly ValidationError[], count = errors.length): string {
   const listed = errors
     .slice(0, LISTED_IN_DETAIL)
     .map((e) => `${e.path} ${e.message}`)
