@@ -256,9 +256,18 @@ export async function computeKeyId(name: string, encodedKey: Uint8Array): Promis
   return (await sha256(concat(encoder.encode(`${name}\n`), encodedKey))).subarray(0, 4);
 }
 
-/** Whether `name` is a valid signed-note key name (no whitespace, no '+'). */
+/**
+ * Go's `unicode.IsSpace`: the Unicode White_Space characters. Not JavaScript's `\s`, which has U+FEFF
+ * (not White_Space) and lacks U+0085 (NEL, which is).
+ */
+const GO_SPACE_OR_PLUS = /[\t\n\v\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000+]/;
+
+/**
+ * Whether `name` is a valid signed-note key name, as Go's note.isValidName says: not empty, valid UTF-8
+ * (no lone surrogate), no whitespace (`unicode.IsSpace`), no '+'.
+ */
 export function isValidName(name: string): boolean {
-  return /^[^\s+]+$/.test(name);
+  return name !== '' && !GO_SPACE_OR_PLUS.test(name) && !LONE_SURROGATE.test(name);
 }
 
 /** Standard base64 of base64url `text` (as a JWK holds keys). */

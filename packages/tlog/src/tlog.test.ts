@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 import { fromBase64, toBase64 } from './encoding.js';
 import { type Hash, recordHash } from './hash.js';
-import { NoteError, NoteSigner, openNote, parseVerifierKey, signNote } from './note.js';
+import { isValidName, NoteError, NoteSigner, openNote, parseVerifierKey, signNote } from './note.js';
 import { checkRecord, checkTree, ProofError, proveRecord, proveTree } from './proof.js';
 import { type NewTile, TileTree, tilesForAppend, treeHash } from './tile.js';
 
@@ -167,5 +167,12 @@ describe('checkpoints and signed notes', () => {
     // A repeated signature by the same key, and lines by other keys, are fine (Go drops the repeat).
     const repeated = `${first.note}${line}— other AAAAAAAA\n`;
     expect((await openNote(repeated, [key])).signatures).toHaveLength(1);
+  });
+
+  it("takes a key name as Go's note.isValidName does: Unicode White_Space and '+' out, U+FEFF in", () => {
+    for (const name of ['example.com/log', 'a\uFEFFb', 'café', '\u{1F600}'])
+      expect(isValidName(name), JSON.stringify(name)).toBe(true);
+    for (const name of ['', 'a b', 'a+b', 'a\tb', 'a\u0085b', 'a\u00A0b', 'a\u2028b', 'a\u3000b', 'a\uD800'])
+      expect(isValidName(name), JSON.stringify(name)).toBe(false);
   });
 });
