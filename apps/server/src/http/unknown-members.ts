@@ -6,6 +6,7 @@ import { AppError } from '../errors/app-error.js';
 import { MAX_PROBLEM_ERRORS } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
 import { bodyMemberCount } from '../transport/json-body.js';
+import { pointerToken } from '../transport/text-policy.js';
 import type { ContractOperation } from './contract-routes.js';
 
 /**
@@ -91,11 +92,6 @@ export function requestBodyShapes(
     if (schema !== undefined) shapes.set(operationId, shapeOf(schema));
   }
   return shapes;
-}
-
-/** JSON Pointer escaping of one reference token (RFC 6901), as the validator writes its paths. */
-function pointerToken(key: string): string {
-  return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
 /**

@@ -27,8 +27,8 @@ export function textPolicyViolation(text: string): string | undefined {
 /** The most violations one problem lists: a body of a million bad strings needs no million lines. */
 const MAX_LISTED = 20;
 
-/** JSON Pointer escaping of one reference token (RFC 6901). */
-function pointerToken(key: string): string {
+/** JSON Pointer escaping of one reference token (RFC 6901), as the contract validator writes its paths. */
+export function pointerToken(key: string): string {
   return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
