@@ -149,4 +149,23 @@ forEachDatabase('bodies arriving at once', ({ storage }) => {
       expect(scored.status).toBe(200);
     }
   });
+
+  it('answers forty scorings pipelined on one connection with no leak warning, and gives every body back', async () => {
+    const { key } = await testFeatures(storage()).keys.create('pipelined');
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const connection = await open();
+      connection.socket.write(`${head(key, SCORE.length)}${SCORE}`.repeat(40));
+      await waitUntil(() => connection.answer().match(/HTTP\/1\.1 200/g)?.length === 40);
+      // A listener a request on the socket went past Node's 10 and warned of a leak.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+      for (const socket of held.splice(0)) socket.destroy();
+    }
+    expect(await shareIsWhole(key)).toBe(true);
+  });
 });

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { isIdentityEncoded } from '../transport/content-encoding.js';
@@ -77,21 +78,41 @@ export function boundBodiesInFlight(budget: BodyBudget, bodyLimitBytes: number):
       });
     }
     let released = false;
+    const socket = req.socket;
     const release = () => {
       if (released) return;
       released = true;
       budget.release(tenant, bytes);
+      onSocketClose.get(socket)?.delete(release);
     };
     // Whichever ends first: the answer, the request, or the connection (already gone: at once).
-    const socket = req.socket;
     if (res.closed || req.destroyed || socket.destroyed) {
       release();
     } else {
       res.once('close', release);
       req.once('close', release);
-      socket.once('close', release);
-      res.once('close', () => socket.removeListener('close', release));
+      whenSocketCloses(socket, release);
     }
     next();
   };
+}
+
+/**
+ * The reservations to release when a socket closes: one `close` listener per socket, whatever the number
+ * of requests pipelined on it (a listener each went past Node's 10 and warned of a leak).
+ */
+const onSocketClose = new WeakMap<Socket, Set<() => void>>();
+
+function whenSocketCloses(socket: Socket, release: () => void): void {
+  let pending = onSocketClose.get(socket);
+  if (pending === undefined) {
+    const releases = new Set<() => void>();
+    pending = releases;
+    onSocketClose.set(socket, releases);
+    socket.once('close', () => {
+      onSocketClose.delete(socket);
+      for (const each of releases) each();
+    });
+  }
+  pending.add(release);
 }
