@@ -82,7 +82,9 @@ forEachDatabase('delivery slots shared among tenants', ({ storage }) => {
     const unloadedP99 = percentile(unloaded, 99);
     const loadedP99 = percentile(loaded, 99);
     const figures = `unloaded p99 ${unloadedP99.toFixed(1)} ms, loaded p99 ${loadedP99.toFixed(1)} ms (${loaded.length} deliveries)`;
-    expect(loadedP99, figures).toBeLessThan(Math.max(10 * unloadedP99, 250));
+    // Starved, the fast tenant waits for slots held until the 3 s timeout (seconds, as the issue measured);
+    // the floor is a loaded 2-core CI machine's scheduling noise (it once took a p99 past 250 ms).
+    expect(loadedP99, figures).toBeLessThan(Math.max(10 * unloadedP99, 500));
     expect(loadedP99, figures).toBeLessThan(TIMEOUT_MS / 2);
   }, 60_000);
 
