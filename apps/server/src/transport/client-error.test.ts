@@ -47,7 +47,14 @@ async function streamChunked(url: string, head: string) {
   const chunk = `10000\r\n${'x'.repeat(65_536)}\r\n`;
   while (open && sent < 16 * LIMIT) {
     if (!socket.write(chunk))
-      await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+      await new Promise<void>((resolve) => {
+        // Whichever comes first, the other's listener removed: a listener per wait added up past Node's 10.
+        const done = () => {
+          socket.off('drain', done).off('close', done);
+          resolve();
+        };
+        socket.once('drain', done).once('close', done);
+      });
     sent += 65_536;
     // A pause at twice the limit, for an answer that comes while the body is still coming.
     if (sent === 2 * LIMIT && sentAtAnswer === undefined)
@@ -84,7 +91,14 @@ async function writeAllThenRead(url: string, head: string, chunked: boolean): Pr
   socket.on('error', () => (failed = true));
   for (let sent = 0; sent < 24 * LIMIT && !failed && !socket.destroyed; sent += 65_536) {
     if (!socket.write(chunk))
-      await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+      await new Promise<void>((resolve) => {
+        // Whichever comes first, the other's listener removed: a listener per wait added up past Node's 10.
+        const done = () => {
+          socket.off('drain', done).off('close', done);
+          resolve();
+        };
+        socket.once('drain', done).once('close', done);
+      });
   }
   socket.resume();
   await ended;
