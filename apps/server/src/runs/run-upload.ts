@@ -31,6 +31,9 @@ export const NDJSON_MEDIA_TYPE = 'application/x-ndjson';
 const LINES_PER_BATCH = 2000;
 /** Lines written per transaction while clients wait on requests (the pacer says so): shorter steps. */
 const BUSY_LINES_PER_BATCH = 500;
+
+/** The most event-loop time reading lines takes in a row before other requests get a turn. */
+const LINES_TURN_MS = 10;
 /** Rows per INSERT: 5 parameters a row, well below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 1000;
 
@@ -285,6 +288,8 @@ async function storeLines(
   // The event loop's time spent reading lines since the last batch was written: charged to that batch's
   // step by the pacer, so a body of costly lines (long, or failing validation) is paced by what it costs.
   let parseMs = 0;
+  // The same time since other requests last had a turn of the event loop.
+  let sinceTurn = 0;
   const takeParseMs = () => {
     const spent = parseMs;
     parseMs = 0;
@@ -306,7 +311,9 @@ async function storeLines(
     const text = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partLength);
     const parseStarted = performance.now();
     const line = readLine(text, lines, overlong ? limits.maxLineBytes : undefined);
-    parseMs += performance.now() - parseStarted;
+    const spent = performance.now() - parseStarted;
+    parseMs += spent;
+    sinceTurn += spent;
     rows.push({ run_id: runId, item_index: lines - 1, ...line });
     parts = [];
     partLength = 0;
@@ -315,6 +322,11 @@ async function storeLines(
       await hooks.beforeBatch();
       await writeLines(options, hooks.tenantId, rows, takeParseMs());
       rows = [];
+      sinceTurn = 0;
+    } else if (sinceTurn > LINES_TURN_MS) {
+      // The lines of one chunk are read in a row, and an `await` alone lets in no other request.
+      sinceTurn = 0;
+      await new Promise((resolve) => setImmediate(resolve));
     }
   };
   const take = (piece: Buffer) => {

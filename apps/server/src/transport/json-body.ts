@@ -97,24 +97,13 @@ function requireUtf8(req: IncomingMessage, _res: unknown, body: Buffer): void {
 /** Each parsed request's body as received (decompressed), for refuseDuplicateMembers. */
 const rawBodies = new WeakMap<IncomingMessage, Buffer>();
 
-/** Each parsed request's count of object members, in all its objects (counted by refuseDuplicateMembers). */
-const memberCounts = new WeakMap<IncomingMessage, number>();
-
-/** The members of the request's parsed JSON body, in all its objects; undefined when it had no JSON body. */
-export function bodyMemberCount(req: IncomingMessage): number | undefined {
-  return memberCounts.get(req);
-}
-
 /**
  * Refuses a body with an object that names a member twice (see duplicate-members.ts): JSON.parse kept the
  * last, where another reader of the same bytes may keep the first.
  */
 const refuseDuplicateMembers: RequestHandler = (req, _res, next) => {
   const raw = rawBodies.get(req);
-  if (raw === undefined) return next();
-  const members = parsedMemberCount(req.body);
-  memberCounts.set(req, members);
-  if (memberNameCount(raw) === members) return next();
+  if (raw === undefined || memberNameCount(raw) === parsedMemberCount(req.body)) return next();
   // The bytes are the ones parsed (UTF-8 only, requireJsonMediaType), so the walk finds what the counts saw.
   const duplicate = firstDuplicateMember(raw);
   if (duplicate === undefined) {

@@ -1,0 +1,43 @@
+import type { Problem } from '@scenario-scoring/api-types';
+import { describe, expect, it } from 'vitest';
+import { loadContract } from '../common/contract.js';
+import { lineReader } from './run-lines.js';
+
+const read = lineReader(loadContract().document, 'default');
+const line = (value: unknown) => Buffer.from(JSON.stringify(value));
+const problemOf = (error: string | null) => JSON.parse(error as string) as Problem;
+
+describe('an NDJSON line with members the contract does not define', () => {
+  it('fails past a hundred of them before the validator: all counted, the first hundred listed, its subject kept', () => {
+    const context: Record<string, unknown> = { jurisdiction: 'DE' };
+    for (let i = 0; i < 6500; i++) context[`k${i}`] = 1;
+    const read3 = read(line({ subject: 's', context }), 3);
+    expect(read3).toMatchObject({ subject: 's', item: null });
+    const problem = problemOf(read3.error);
+    expect(problem.code).toBe('validation_failed');
+    expect(problem.detail).toMatch(
+      /^Line 3 is not a valid item\. The request has 6500 invalid fields: \/line\/3\/context must NOT have additional properties: k0;/,
+    );
+    expect(problem.errors).toHaveLength(100);
+  });
+
+  it('fails with every error of the validator when there are a hundred or fewer', () => {
+    const read1 = read(
+      line({ subject: 's', context: { jurisdiction: 'DE', utilisation: 0.3, on_time_ratio: 'x' } }),
+      1,
+    );
+    const problem = problemOf(read1.error);
+    expect(problem.detail).toMatch(/^Line 1 is not a valid item\. The request has 2 invalid fields/);
+    expect(problem.errors).toEqual(
+      expect.arrayContaining([
+        { path: '/line/1/context', message: 'must NOT have additional properties: utilisation' },
+        expect.objectContaining({ path: '/line/1/context/on_time_ratio' }),
+      ]),
+    );
+  });
+
+  it('is an item when valid', () => {
+    const item = { subject: 's', context: { jurisdiction: 'DE', utilization: 0.3 } };
+    expect(read(line(item), 1)).toEqual({ subject: 's', item: JSON.stringify(item), error: null });
+  });
+});
