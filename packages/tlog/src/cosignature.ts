@@ -11,6 +11,7 @@ import {
   PUBLIC_KEY_SIZE,
   SEED_SIZE,
   SIGNATURE_SIZE,
+  splitVerifierKey,
   type TextSigner,
 } from './note.js';
 
@@ -84,10 +85,14 @@ export class CosignatureSigner implements TextSigner {
  * not match.
  */
 export async function parseCosignatureVerifierKey(verifierKey: string): Promise<NoteVerifier> {
-  const [, name = '', idHex = '', encoded = ''] =
-    /^([^+\s]+)\+([0-9a-f]{8})\+(\S+)$/.exec(verifierKey.trim()) ?? [];
+  const { name, idHex, encoded } = splitVerifierKey(verifierKey);
   const key = fromBase64(encoded);
-  if (!name || key?.length !== 1 + PUBLIC_KEY_SIZE || (key[0] !== COSIGNATURE_V1 && key[0] !== 0x01)) {
+  if (
+    !name ||
+    !idHex ||
+    key?.length !== 1 + PUBLIC_KEY_SIZE ||
+    (key[0] !== COSIGNATURE_V1 && key[0] !== 0x01)
+  ) {
     throw new NoteError(
       `not an Ed25519 cosignature verifier key: ${JSON.stringify(verifierKey)}`,
       'malformed',

@@ -200,11 +200,9 @@ export async function openNote(note: string, verifiers: readonly NoteVerifier[])
  * NoteError `malformed` when it is not one, or when its key ID is not the one its name and key give.
  */
 export async function parseVerifierKey(verifierKey: string): Promise<NoteVerifier> {
-  // The base64 key may hold '+' itself: name and key ID come first, the rest is the key.
-  const [, name = '', idHex = '', encoded = ''] =
-    /^([^+\s]+)\+([0-9a-f]{8})\+(\S+)$/.exec(verifierKey.trim()) ?? [];
+  const { name, idHex, encoded } = splitVerifierKey(verifierKey);
   const key = fromBase64(encoded);
-  if (!name || key?.length !== 1 + PUBLIC_KEY_SIZE || key[0] !== ED25519) {
+  if (!name || !idHex || key?.length !== 1 + PUBLIC_KEY_SIZE || key[0] !== ED25519) {
     throw new NoteError(
       `not an Ed25519 signed-note verifier key: ${JSON.stringify(verifierKey)}`,
       'malformed',
@@ -254,6 +252,26 @@ async function importSigningKey(name: string, seed: Uint8Array) {
 /** The signed-note key ID of `name` and `encodedKey` (type byte ‖ key): SHA-256(name ‖ 0x0A ‖ key)[:4]. */
 export async function computeKeyId(name: string, encodedKey: Uint8Array): Promise<Uint8Array> {
   return (await sha256(concat(encoder.encode(`${name}\n`), encodedKey))).subarray(0, 4);
+}
+
+/**
+ * A verifier key's parts as Go's note.NewVerifier splits them: the name up to the first '+' (held to
+ * `isValidName`; empty when it fails), the key ID up to the next (8 hex digits, lower-cased; empty when not),
+ * the base64 key after it (which may hold '+' itself). Spaces, tabs and line ends around the whole key are
+ * dropped (a key read from a file or a variable); Go takes none.
+ */
+export function splitVerifierKey(verifierKey: string): { name: string; idHex: string; encoded: string } {
+  const text = verifierKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+  const first = text.indexOf('+');
+  const second = first === -1 ? -1 : text.indexOf('+', first + 1);
+  if (second === -1) return { name: '', idHex: '', encoded: '' };
+  const name = text.slice(0, first);
+  const idHex = text.slice(first + 1, second);
+  return {
+    name: isValidName(name) ? name : '',
+    idHex: /^[0-9a-fA-F]{8}$/.test(idHex) ? idHex.toLowerCase() : '',
+    encoded: text.slice(second + 1),
+  };
 }
 
 /**

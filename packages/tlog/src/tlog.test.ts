@@ -169,6 +169,24 @@ describe('checkpoints and signed notes', () => {
     expect((await openNote(repeated, [key])).signatures).toHaveLength(1);
   });
 
+  it("reads a verifier key's name as Go's note.NewVerifier does: U+FEFF in, U+0085 and a lone surrogate out", async () => {
+    const seed = new Uint8Array(32).fill(7);
+    const feff = await new NoteSigner('a\uFEFFb', seed).verifierKey();
+    expect((await parseVerifierKey(feff)).name).toBe('a\uFEFFb');
+    const [, keyId, keyBytes] = (await new NoteSigner('x', seed).verifierKey()).split('+');
+    for (const bad of ['a\u0085b', 'a\uD800b', 'a b'])
+      await expect(
+        parseVerifierKey(`${bad}+${keyId}+${keyBytes}`),
+        JSON.stringify(bad),
+      ).rejects.toMatchObject({
+        reason: 'malformed',
+      });
+    // An upper-case key ID, as Go's strconv.ParseUint reads it; spaces around the whole key dropped.
+    const key = await new NoteSigner('example.com/log', seed).verifierKey();
+    const [name, id, encoded] = key.split('+');
+    expect((await parseVerifierKey(` ${name}+${(id as string).toUpperCase()}+${encoded}\n`)).name).toBe(name);
+  });
+
   it("takes a key name as Go's note.isValidName does: Unicode White_Space and '+' out, U+FEFF in", () => {
     for (const name of ['example.com/log', 'a\uFEFFb', 'café', '\u{1F600}'])
       expect(isValidName(name), JSON.stringify(name)).toBe(true);
