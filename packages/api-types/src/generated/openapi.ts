@@ -993,7 +993,7 @@ export type components = {
          */
         Jurisdiction: string;
         /**
-         * @description The model's inputs (`scorecard-1`). `jurisdiction` is required; each numeric input is optional, and a
+         * @description The model's inputs (the same for `scorecard-1` and `scorecard-2`). `jurisdiction` is required; each numeric input is optional, and a
          *     missing one widens the band between p10 and p90. Any other key is rejected, so a typo is caught.
          */
         ScoreContext: {
