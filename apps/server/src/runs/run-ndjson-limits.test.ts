@@ -58,6 +58,7 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
       'backlog',
       'counted',
       'quota',
+      'long',
       'viaNdjson',
       'viaJson',
     ])
@@ -235,6 +236,23 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
       async () => (await runsOf('counted')) === 1 && (await usage('counted')) === afterRun,
       5000,
     );
+  });
+
+  it('when lines are long, then a batch is written once it holds a few MB, not only every 2,000 lines', async () => {
+    // 100 lines of 150 unknown members with 380-character names: each fails with a problem of about 46 KB,
+    // 4.6 MB in all, past a batch's bound (BATCH_BYTES, less while the server is busy).
+    const long = Array.from({ length: 100 }, (_, n) => {
+      const context: Record<string, unknown> = { jurisdiction: 'DE' };
+      for (let i = 0; i < 150; i++) context[`${'k'.repeat(380)}${i}`] = 1;
+      return JSON.stringify({ subject: `long-${n}`, context });
+    });
+    const open = openUpload('long', `${long.join('\n')}\n`);
+    try {
+      // Written while the body is still open: with 2,000-line batches alone nothing would be before its end.
+      await waitUntil(async () => (await inputsOf('long')) > 0, 5000);
+    } finally {
+      open.destroy();
+    }
   });
 
   it('when an upload takes the tenant to its storage quota, then it is refused 403 quota_exceeded, and no run, line or byte of it is left', async () => {

@@ -32,6 +32,13 @@ const LINES_PER_BATCH = 2000;
 /** Lines written per transaction while clients wait on requests (the pacer says so): shorter steps. */
 const BUSY_LINES_PER_BATCH = 500;
 
+/**
+ * The most characters of items and problems one batch holds in memory and writes in one transaction (less
+ * while clients wait): 2,000 lines near the 64 KiB line bound would be 128 MB of one upload's memory.
+ */
+const BATCH_BYTES = 4_000_000;
+const BUSY_BATCH_BYTES = 500_000;
+
 /** The most event-loop time reading lines takes in a row before other requests get a turn. */
 const LINES_TURN_MS = 10;
 /** Rows per INSERT: 5 parameters a row, well below both dialects' bound-parameter limits. */
@@ -283,6 +290,8 @@ async function storeLines(
   const source: Readable = gzip ? req.pipe(createGunzip()) : req;
   const hash = createHash('sha256');
   let rows: RunInputsTable[] = [];
+  // The characters of their items and problems: a batch of long lines is written sooner.
+  let rowsBytes = 0;
   let lines = 0;
   let bytes = 0;
   // The event loop's time spent reading lines since the last batch was written: charged to that batch's
@@ -315,13 +324,19 @@ async function storeLines(
     parseMs += spent;
     sinceTurn += spent;
     rows.push({ run_id: runId, item_index: lines - 1, ...line });
+    rowsBytes += (line.item?.length ?? 0) + (line.error?.length ?? 0);
     parts = [];
     partLength = 0;
     overlong = false;
-    if (rows.length >= (options.pacer?.foregroundBusy ? BUSY_LINES_PER_BATCH : LINES_PER_BATCH)) {
+    const busy = options.pacer?.foregroundBusy === true;
+    if (
+      rows.length >= (busy ? BUSY_LINES_PER_BATCH : LINES_PER_BATCH) ||
+      rowsBytes >= (busy ? BUSY_BATCH_BYTES : BATCH_BYTES)
+    ) {
       await hooks.beforeBatch();
       await writeLines(options, hooks.tenantId, rows, takeParseMs());
       rows = [];
+      rowsBytes = 0;
       sinceTurn = 0;
     } else if (sinceTurn > LINES_TURN_MS) {
       // The lines of one chunk are read in a row, and an `await` alone lets in no other request.
