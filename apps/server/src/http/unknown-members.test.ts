@@ -144,6 +144,21 @@ forEachDatabase('bodies with members the contract does not define, or too many i
     ]);
   });
 
+  it('names a member with "/" or "~" in it, or an empty name, by the same JSON Pointer whoever refuses it', async () => {
+    const paths = async (context: Record<string, unknown>) => {
+      const response = await server.request('/v1/scoring/score', {
+        key,
+        body: { subject: 's', context: { jurisdiction: 'DE', ...context } },
+      });
+      return ((await response.json()) as Problem).errors?.map((error) => error.path);
+    };
+    // The validator (one unknown member), then the guard (more than a hundred).
+    expect(await paths({ 'a/b~c': 1, '': 2 })).toEqual(['/body/context/a~1b~0c', '/body/context/']);
+    const many: Record<string, unknown> = { 'a/b~c': 1, '': 2 };
+    for (let i = 0; i < 100; i++) many[`k${i}`] = i;
+    expect((await paths(many))?.slice(0, 2)).toEqual(['/body/context/a~1b~0c', '/body/context/']);
+  });
+
   it('when there are a hundred or fewer, then the validator answers, listing them with every other error', async () => {
     const body = runWithUnknownMembers(0);
     const first = body.items[0] as { context: Record<string, unknown> };
