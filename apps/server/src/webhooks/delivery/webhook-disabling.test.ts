@@ -75,9 +75,12 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     let status = 500;
     const hook = await receiver(() => status);
     const clock = new FakeClock();
+    // Subscribed to the test events only: the `delivery.exhausted` of each failed delivery, also failing on
+    // this receiver, could otherwise be the attempt that disables the webhook, leaving `last` pending.
     const { id } = await createTestWebhook(storage(), secretBox, {
       tenantId: tenant,
       url: hook.url,
+      events: ['webhook.test'],
       now: clock.now(),
     });
     // Six failures in a row: no circuit breaker here, which would put the later attempts off.
