@@ -36,6 +36,15 @@ describe('an NDJSON line with members the contract does not define', () => {
     );
   });
 
+  it('fails nested deeper than 32 levels before it is parsed', () => {
+    const deep = Buffer.from(
+      `{"subject":"s","context":{"jurisdiction":${'['.repeat(30_000)}1${']'.repeat(30_000)}}}`,
+    );
+    const problem = problemOf(read(deep, 7).error);
+    expect(problem.code).toBe('validation_failed');
+    expect(problem.errors).toEqual([{ path: '/line/7', message: 'must not nest deeper than 32 levels' }]);
+  });
+
   it('is an item when valid', () => {
     const item = { subject: 's', context: { jurisdiction: 'DE', utilization: 0.3 } };
     expect(read(line(item), 1)).toEqual({ subject: 's', item: JSON.stringify(item), error: null });

@@ -9,7 +9,13 @@ import { MAX_PROBLEM_ERRORS, problem } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
 import { shapeBuilder, shapeViolations } from '../http/unknown-members.js';
 import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
-import { firstDuplicateMember, memberNameCount, parsedMemberCount } from '../transport/duplicate-members.js';
+import {
+  firstDuplicateMember,
+  MAX_NESTING,
+  memberNameCount,
+  nestsDeeperThan,
+  parsedMemberCount,
+} from '../transport/duplicate-members.js';
 import { collectTextViolations } from '../transport/text-policy.js';
 
 /** A line of an NDJSON run as stored (`run_inputs` without its run and index): the item, or why it fails. */
@@ -67,6 +73,16 @@ export function lineReader(
     const text = bytes.subarray(0, end);
     if (!isUtf8(text))
       return fail(null, problem('malformed_json', { detail: `Line ${line} is not valid UTF-8.` }));
+    if (nestsDeeperThan(text, MAX_NESTING)) {
+      const errors = [{ path: `/line/${line}`, message: `must not nest deeper than ${MAX_NESTING} levels` }];
+      return fail(
+        null,
+        problem('validation_failed', {
+          detail: `Line ${line} is not a valid item. ${validationDetail(errors)}`,
+          errors,
+        }),
+      );
+    }
     let value: unknown;
     try {
       value = JSON.parse(text.toString('utf8'));

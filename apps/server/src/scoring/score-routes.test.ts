@@ -306,13 +306,18 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
         'malformed_json',
       );
       expect(nested.detail).toMatch(/"jurisdiction" twice in one object \(\/body\/context\)/);
-      // Deep down, the pointer in `detail` is cut short.
-      const deep = `{"subject": "a", "context": {"jurisdiction": "DE"}, "x": ${'{"y":'.repeat(5000)}{"k":1,"k":2}${'}'.repeat(5000)}}`;
+      // Deep down (30 levels, under the nesting bound), the pointer in `detail` is cut short.
+      const deep = `{"subject": "a", "context": {"jurisdiction": "DE"}, "x": ${'{"yyyyyyyyyy":'.repeat(29)}{"k":1,"k":2}${'}'.repeat(29)}}`;
       const deepProblem = await expectProblem(await score(deep), 400, 'malformed_json');
       expect(deepProblem.detail).toMatch(
-        /^The body names the member "k" twice in one object \(\/body\/x\/y\/y.{150,}…\)/,
+        /^The body names the member "k" twice in one object \(\/body\/x\/yyyyyyyyyy\/y.{150,}…\)/,
       );
       expect(deepProblem.detail?.length).toBeLessThan(300);
+      // Past 32 levels the body is refused before it is parsed, whatever else is wrong with it.
+      const deeper = `{"subject": "a", "context": {"jurisdiction": "DE"}, "x": ${'{"y":'.repeat(5000)}{"k":1,"k":2}${'}'.repeat(5000)}}`;
+      expect((await expectProblem(await score(deeper), 400, 'validation_failed')).errors).toEqual([
+        { path: '/body', message: 'must not nest deeper than 32 levels' },
+      ]);
       // Equal names in different objects are not duplicates.
       const elsewhere = await score('{"subject": "a", "context": {"jurisdiction": "DE", "subject": "a"}}');
       expect((await expectProblem(elsewhere, 400, 'validation_failed')).errors?.map((e) => e.path)).toEqual([

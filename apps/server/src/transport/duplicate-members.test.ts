@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { firstDuplicateMember, memberNameCount, parsedMemberCount } from './duplicate-members.js';
+import {
+  firstDuplicateMember,
+  memberNameCount,
+  nestsDeeperThan,
+  parsedMemberCount,
+} from './duplicate-members.js';
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 /** Whether the check finds a duplicate in `text`: the counts differ. */
@@ -68,5 +73,16 @@ describe('duplicate members', () => {
     expect(memberNameCount(utf8(text))).toBe(depth);
     expect(parsedMemberCount(JSON.parse(text))).toBe(depth);
     expect(firstDuplicateMember(utf8(text))).toBeUndefined();
+  });
+});
+
+describe('nestsDeeperThan', () => {
+  const bytes = (text: string) => Buffer.from(text);
+  it('counts the arrays and objects open at once, outside strings (an escaped quote included)', () => {
+    expect(nestsDeeperThan(bytes('{"a":[{"b":[1]}]}'), 4)).toBe(false);
+    expect(nestsDeeperThan(bytes('{"a":[{"b":[[1]]}]}'), 4)).toBe(true);
+    expect(nestsDeeperThan(bytes('[[[]],[[]],[[]]]'), 3)).toBe(false);
+    expect(nestsDeeperThan(bytes('{"a":"[[[[[[\\"{{{{{{"}'), 1)).toBe(false);
+    expect(nestsDeeperThan(bytes(`${'['.repeat(524_288)}`), 32)).toBe(true);
   });
 });

@@ -3,7 +3,13 @@ import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { isIdentityEncoded } from './content-encoding.js';
-import { firstDuplicateMember, memberNameCount, parsedMemberCount } from './duplicate-members.js';
+import {
+  firstDuplicateMember,
+  MAX_NESTING,
+  memberNameCount,
+  nestsDeeperThan,
+  parsedMemberCount,
+} from './duplicate-members.js';
 import { boundChunkedParsing, declaredLength } from './unread-body.js';
 
 const JSON_MEDIA_TYPE = 'application/json';
@@ -89,6 +95,13 @@ function requireUtf8(req: IncomingMessage, _res: unknown, body: Buffer): void {
   if (!isUtf8(body)) {
     throw new AppError('malformed_json', {
       detail: 'The body is not valid UTF-8; send JSON encoded as UTF-8.',
+    });
+  }
+  // Before it is parsed: a deep body costs its parse and every walk after it, and is never valid.
+  if (nestsDeeperThan(body, MAX_NESTING)) {
+    throw new AppError('validation_failed', {
+      detail: `The body nests arrays and objects deeper than ${MAX_NESTING} levels; no request of this API nests more than 4.`,
+      errors: [{ path: '/body', message: `must not nest deeper than ${MAX_NESTING} levels` }],
     });
   }
   rawBodies.set(req, body);
