@@ -1274,7 +1274,7 @@ export type components = {
              * @example req_01JZ4V8Q6Y3M2N5P7R9S1T3V5X
              */
             request_id?: string;
-            /** @description Present when `code` is `validation_failed`; lists every problem found. */
+            /** @description Present when `code` is `validation_failed`: the problems found, at most 100 (`detail` counts them all). An array longer than its bound, or more than 100 undefined fields, is listed alone. */
             errors?: components["schemas"]["ValidationError"][];
         };
         /** @description The weight of each factor; the weights sum to 1000. A disabled factor has weight 0. */
@@ -2219,7 +2219,7 @@ export type components = {
         };
     };
     responses: {
-        /** @description The request or its JSON body is invalid; `errors` lists every problem found. */
+        /** @description The request or its JSON body is invalid; `errors` lists the problems found (at most 100). */
         BadRequestWithBody: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2310,7 +2310,7 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description A path or query parameter is invalid; `errors` lists every problem found. */
+        /** @description A path or query parameter is invalid; `errors` lists the problems found (at most 100). */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
