@@ -20,6 +20,28 @@ export interface OpenApiDocument {
   readonly security?: readonly unknown[];
 }
 
+/**
+ * `value` with its local `$ref`s (`#/components/…`, tokens unescaped as RFC 6901 says) followed within
+ * `document`, a few hops at most; undefined when one leads nowhere or outside the document.
+ */
+export function resolveRef(
+  document: OpenApiDocument,
+  value: unknown,
+): Readonly<Record<string, unknown>> | undefined {
+  let current = value as Readonly<Record<string, unknown>> | undefined;
+  for (let hop = 0; hop < 16 && typeof current?.$ref === 'string'; hop++) {
+    const ref = current.$ref as string;
+    if (!ref.startsWith('#/')) return undefined;
+    let target: unknown = document;
+    for (const token of ref.slice(2).split('/'))
+      target = (target as Record<string, unknown> | undefined)?.[
+        token.replaceAll('~1', '/').replaceAll('~0', '~')
+      ];
+    current = target as Readonly<Record<string, unknown>> | undefined;
+  }
+  return current;
+}
+
 const here = fileURLToPath(SERVER_FILES);
 
 /**

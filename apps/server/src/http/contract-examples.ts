@@ -1,18 +1,11 @@
-import type { OpenApiDocument } from '../common/contract.js';
+import { type OpenApiDocument, resolveRef } from '../common/contract.js';
 import type { ContractOperation } from './contract-routes.js';
 
 type Json = Record<string, unknown>;
 
 /** Follows a local `$ref` (`#/components/…`) until it reaches a value. */
 function resolve(document: OpenApiDocument, value: unknown): Json | undefined {
-  let current = value as Json | undefined;
-  for (let depth = 0; current !== undefined && typeof current.$ref === 'string' && depth < 10; depth++) {
-    const segments = current.$ref.replace(/^#\//, '').split('/');
-    current = segments.reduce<unknown>((node, key) => (node as Json | undefined)?.[key], document) as
-      | Json
-      | undefined;
-  }
-  return current;
+  return resolveRef(document, value) as Json | undefined;
 }
 
 /** A schema's first example (`examples[0]`, else `example`), following `$ref`s. */

@@ -1,6 +1,6 @@
 import type { ValidationError } from '@scenario-scoring/api-types';
 import type { RequestHandler } from 'express';
-import type { OpenApiDocument } from '../common/contract.js';
+import { type OpenApiDocument, resolveRef } from '../common/contract.js';
 import { AppError } from '../errors/app-error.js';
 import { MAX_PROBLEM_ERRORS } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
@@ -46,20 +46,9 @@ export interface ShapeViolations {
   tooLong?: { at: string; maxItems: number };
 }
 
-/** `object`, its `$ref`s followed within `document` (an outside reference: `{}`). */
+/** `object` with its `$ref`s followed (`{}` when one leads nowhere or outside the document). */
 function resolved(document: OpenApiDocument, object: Schema): Schema {
-  let current = object;
-  for (let hop = 0; hop < 16 && typeof current.$ref === 'string'; hop++) {
-    const ref = current.$ref as string;
-    if (!ref.startsWith('#/')) return {};
-    let target: unknown = document;
-    for (const token of ref.slice(2).split('/'))
-      target = (target as Record<string, unknown> | undefined)?.[
-        token.replaceAll('~1', '/').replaceAll('~0', '~')
-      ];
-    current = (target ?? {}) as Schema;
-  }
-  return current;
+  return resolveRef(document, object) ?? {};
 }
 
 /**
