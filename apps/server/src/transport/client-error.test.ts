@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import type { Problem } from '@scenario-scoring/api-types';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { rawExchange } from '../../test/support/raw-http.js';
@@ -18,6 +18,17 @@ const LIMIT = 1_048_576;
 function expectClosedPastBound(sent: number): void {
   expect(sent).toBeGreaterThan(4 * LIMIT);
   expect(sent).toBeLessThan(16 * LIMIT);
+}
+
+/** Until `socket` drains or closes; the other listener removed (one left per wait added up past Node's 10). */
+function drainedOrClosed(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done).off('close', done);
+      resolve();
+    };
+    socket.once('drain', done).once('close', done);
+  });
 }
 
 /**
@@ -46,15 +57,7 @@ async function streamChunked(url: string, head: string) {
   socket.write(`${head}Transfer-Encoding: chunked\r\n\r\n`);
   const chunk = `10000\r\n${'x'.repeat(65_536)}\r\n`;
   while (open && sent < 16 * LIMIT) {
-    if (!socket.write(chunk))
-      await new Promise<void>((resolve) => {
-        // Whichever comes first, the other's listener removed: a listener per wait added up past Node's 10.
-        const done = () => {
-          socket.off('drain', done).off('close', done);
-          resolve();
-        };
-        socket.once('drain', done).once('close', done);
-      });
+    if (!socket.write(chunk)) await drainedOrClosed(socket);
     sent += 65_536;
     // A pause at twice the limit, for an answer that comes while the body is still coming.
     if (sent === 2 * LIMIT && sentAtAnswer === undefined)
@@ -90,15 +93,7 @@ async function writeAllThenRead(url: string, head: string, chunked: boolean): Pr
   let failed = false;
   socket.on('error', () => (failed = true));
   for (let sent = 0; sent < 24 * LIMIT && !failed && !socket.destroyed; sent += 65_536) {
-    if (!socket.write(chunk))
-      await new Promise<void>((resolve) => {
-        // Whichever comes first, the other's listener removed: a listener per wait added up past Node's 10.
-        const done = () => {
-          socket.off('drain', done).off('close', done);
-          resolve();
-        };
-        socket.once('drain', done).once('close', done);
-      });
+    if (!socket.write(chunk)) await drainedOrClosed(socket);
   }
   socket.resume();
   await ended;
