@@ -1,3 +1,5 @@
+import { pointerToken } from './text-policy.js';
+
 /**
  * Objects that name a member twice (`{"subject":"a","subject":"b"}`). JSON.parse keeps the last, silently,
  * while another parser (a proxy, a gateway's filter, the client's own log) may keep the first: what was
@@ -97,7 +99,7 @@ export interface DuplicateMember {
 type Frame = { names: Set<string>; name?: string } | { index: number };
 
 function pointerSegment(segment: string | number): string {
-  return `/${String(segment).replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  return `/${pointerToken(String(segment))}`;
 }
 
 const decoder = new TextDecoder();
