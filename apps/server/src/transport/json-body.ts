@@ -88,10 +88,11 @@ const normalizeContentType: RequestHandler = (req, _res, next) => {
 };
 
 /**
- * Refuses a body that is not valid UTF-8: decoding would silently replace the bad bytes with
- * U+FFFD, so what is logged would not be what was sent.
+ * The parser's check of the raw bytes, before it parses them: refuses a body that is not valid UTF-8
+ * (decoding would silently replace the bad bytes with U+FFFD, so what is logged would not be what was
+ * sent) or that nests deeper than MAX_NESTING, and keeps the bytes for refuseDuplicateMembers.
  */
-function requireUtf8(req: IncomingMessage, _res: unknown, body: Buffer): void {
+function checkRawBody(req: IncomingMessage, _res: unknown, body: Buffer): void {
   if (!isUtf8(body)) {
     throw new AppError('malformed_json', {
       detail: 'The body is not valid UTF-8; send JSON encoded as UTF-8.',
@@ -159,7 +160,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     requireJsonMediaType,
     refuseDeclaredOversize(limitBytes),
     boundChunkedParsing(
-      express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE, verify: requireUtf8 }),
+      express.json({ limit: limitBytes, strict: false, type: JSON_MEDIA_TYPE, verify: checkRawBody }),
       limitBytes,
     ),
     refuseDuplicateMembers,
