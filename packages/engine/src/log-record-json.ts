@@ -74,9 +74,13 @@ export function scoringRecordUtf8(
  * policy_id, policy_version, request_id, result, run_id, salt, schema, scored_at, subject). The server's
  * strings (request or run id, time, salt), the model version and the policy id go through JSON.stringify, so
  * whatever they hold is written as JCS writes it; `undefined` when a string has a lone surrogate or the item
- * is not a non-negative safe integer (the caller then takes the generic path).
+ * is not a non-negative safe integer (the caller then takes the generic path). `result` is `resultUtf8` of
+ * the input's result, when the caller made it already (the server answers with the same text).
  */
-export function scoringRecordV2Utf8(input: ScoringRecordInput): string | undefined {
+export function scoringRecordV2Utf8(
+  input: ScoringRecordInput,
+  result: string = resultUtf8(input.result),
+): string | undefined {
   const { identity, subject, policy_version, policy_id, model_version, scored_at, salt } = input;
   if (
     !(subject as WellFormedCheck).isWellFormed() ||
@@ -97,17 +101,17 @@ export function scoringRecordV2Utf8(input: ScoringRecordInput): string | undefin
   if (identity.kind === 'score') {
     const { request_id } = identity;
     if (!(request_id as WellFormedCheck).isWellFormed()) return undefined;
-    json += `"request_id":${jsonUtf8(request_id)},"result":${resultUtf8(input.result)},`;
+    json += `"request_id":${jsonUtf8(request_id)},"result":${result},`;
   } else {
     const { run_id } = identity;
     if (!(run_id as WellFormedCheck).isWellFormed()) return undefined;
-    json += `"result":${resultUtf8(input.result)},"run_id":${jsonUtf8(run_id)},`;
+    json += `"result":${result},"run_id":${jsonUtf8(run_id)},`;
   }
   return `${json}"salt":${jsonUtf8(salt)},"schema":"${LOG_SCHEMA_V2}","scored_at":${jsonUtf8(scored_at)},"subject":${jsonUtf8(subject)}}`;
 }
 
 /** A well-formed string's JSON, as its UTF-8 bytes one per character. */
-function jsonUtf8(text: string): string {
+export function jsonUtf8(text: string): string {
   return utf8AsLatin1(JSON.stringify(text));
 }
 
@@ -132,7 +136,7 @@ function contextUtf8(context: ScoreContext): string {
  * statement). Codes, factor and lever names are the engine's ASCII identifiers; a statement, catalog text,
  * goes through JSON.stringify.
  */
-function resultUtf8(result: ScoreResult | Scorecard2Result): string {
+export function resultUtf8(result: ScoreResult | Scorecard2Result): string {
   let json = '{"levers":[';
   const { levers, scenarios } = result;
   for (let i = 0; i < levers.length; i++) {

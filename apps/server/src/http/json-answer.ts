@@ -21,3 +21,20 @@ export function sendJson(res: Response, value: unknown): void {
   res.setHeader('Content-Length', Buffer.byteLength(body));
   res.end(body);
 }
+
+/**
+ * Sends a JSON answer already written as text, `utf8` being its UTF-8 bytes one per character (a "latin1"
+ * string, as the engine's record serializer makes them): written as latin1, head and body in one write, its
+ * length that of the string, with no JSON.stringify and no UTF-8 count. `value` is the same answer as an
+ * object: when something wrapped `res.json` (the contract's response validation outside production), it is
+ * sent by `sendJson` instead, so the answer is still checked.
+ */
+export function sendJsonUtf8(res: Response, utf8: string, value: unknown): void {
+  if (res.json !== EXPRESS_JSON) {
+    res.json(value);
+    return;
+  }
+  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', utf8.length);
+  res.end(utf8, 'latin1');
+}

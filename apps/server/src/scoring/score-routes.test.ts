@@ -494,3 +494,68 @@ forEachDatabase('UNKNOWN_JURISDICTION=refuse', ({ storage }) => {
     expect(problem.detail).toMatch(/^Item 1: ZZ has no scoring policy/);
   });
 });
+
+forEachDatabase('POST /v1/scoring/score in production (no response validation)', ({ storage }) => {
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage(), config: { nodeEnv: 'production' } });
+    ({ key } = await testFeatures(storage()).keys.create('scoring'));
+  });
+  afterAll(() => server.close());
+
+  it('when the answer is written from the record’s result text, then it is the same answer, its length in bytes, its non-ASCII intact', async () => {
+    for (const request of [
+      FULL_FILE,
+      { subject: 'applicant-0001', context: { jurisdiction: 'US-CA' } },
+      { subject: 'Zoë Ørsted ✓', context: { jurisdiction: 'FR', utilization: 0.99, inquiries_12m: 9 } },
+    ]) {
+      const response = await server.request('/v1/scoring/score', { key, body: request });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(Number(response.headers.get('content-length'))).toBe(bytes.length);
+      const body = JSON.parse(bytes.toString('utf8')) as ScoreResponse;
+      const policy = effectivePolicy(request.context.jurisdiction);
+      expect(Object.keys(body)).toEqual([
+        'id',
+        'status',
+        'result',
+        'model_version',
+        'policy_id',
+        'policy_version',
+        'log_cid',
+      ]);
+      expect(body).toEqual({
+        id: expect.stringMatching(REQUEST_ID),
+        status: 'ok',
+        result: scoreScorecard2(request.context, policy),
+        model_version: 'scorecard-2',
+        policy_id: policy.policy_id,
+        policy_version: policy.policy_version,
+        log_cid: expect.stringMatching(/^bafkrei[a-z2-7]{52}$/),
+      });
+      expect(body.result.scenarios[0]?.explain.join('')).toMatch(/[↑↓⇈⇊]/);
+      // The answer's result is the record's, byte for byte.
+      const record = Buffer.from(
+        await (await server.request(`/v1/logs/${body.log_cid}`, { key })).arrayBuffer(),
+      );
+      const resultText = JSON.stringify(JSON.parse(record.toString('utf8')).result);
+      expect(bytes.toString('utf8')).toContain(`"result":${resultText},`);
+    }
+  });
+
+  it('when German is asked, then the answer is built as an object and its statements are German', async () => {
+    const response = await server.request('/v1/scoring/score', {
+      key,
+      body: FULL_FILE,
+      headers: { 'accept-language': 'de' },
+    });
+    expect(response.status).toBe(200);
+    const bytes = Buffer.from(await response.arrayBuffer());
+    expect(Number(response.headers.get('content-length'))).toBe(bytes.length);
+    const body = JSON.parse(bytes.toString('utf8')) as ScoreResponse;
+    const english = scoreScorecard2(FULL_FILE.context, effectivePolicy('DE')).reasons;
+    expect(body.result.reasons).toEqual(restateReasons(english, 'de'));
+  });
+});

@@ -1,7 +1,7 @@
 import type { components } from '@scenario-scoring/api-types';
 import { type Clock, systemClock } from '../common/clock.js';
 import { reasonLanguage } from '../http/accept-language.js';
-import { sendJson } from '../http/json-answer.js';
+import { sendJson, sendJsonUtf8 } from '../http/json-answer.js';
 import type { OperationHandler } from '../http/operation-route.js';
 import { parsePreferences, preferredWaitMs } from '../http/prefer-header.js';
 import { ownRequestId } from '../http/request-id.js';
@@ -9,7 +9,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { UnknownJurisdictionMode } from '../policies/scoring-policy.js';
 import type { ScoreLogStore } from '../score-log/score-log-store.js';
 import { traced } from '../tracing/tracing.js';
-import { scoreSubject } from './score-service.js';
+import { scoreAnswerUtf8, scoreSubject } from './score-service.js';
 
 /** How a scoring asking `Prefer: log-inclusion` gets its proof (the verifiable log, wired by the app). */
 export interface InclusionOnRequest {
@@ -45,7 +45,9 @@ export function scoreRoute(
       language,
       unknownJurisdiction,
     };
-    const scored = await traced('scoring.score', () => scoreSubject(logs, caller, req.body));
+    const { response: scored, resultUtf8 } = await traced('scoring.score', () =>
+      scoreSubject(logs, caller, req.body),
+    );
     metrics.scores.inc();
     res.setHeader('Content-Language', language);
     res.vary('Accept-Language');
@@ -62,6 +64,7 @@ export function scoreRoute(
         }
       }
     }
-    sendJson(res, scored);
+    if (resultUtf8 === undefined) sendJson(res, scored);
+    else sendJsonUtf8(res, scoreAnswerUtf8(scored, resultUtf8), scored);
   };
 }

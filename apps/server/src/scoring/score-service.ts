@@ -1,5 +1,11 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
-import { type ReasonLanguage, restateReasons, scoreAndLog } from '@scenario-scoring/engine';
+import {
+  jsonUtf8,
+  type ReasonLanguage,
+  restateReasons,
+  type Scorecard2Result,
+  scoreAndLog,
+} from '@scenario-scoring/engine';
 import { escalationEvent } from '../policies/policy-escalation.js';
 import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
 import { recordStamp } from '../score-log/record-stamp.js';
@@ -19,6 +25,17 @@ export interface ScoringCaller {
   unknownJurisdiction: UnknownJurisdictionMode;
 }
 
+/** A scoring's answer, and its result's text when the answer may be written from it. */
+export interface ScoredSubject {
+  response: ScoreResponse;
+  /**
+   * The answer's `result` as the record holds it (RFC 8785 JSON, UTF-8 bytes one per character), when that is
+   * exactly the result answered: English statements, and every lever a contract lever. `scoreAnswerUtf8`
+   * writes the answer around it, so the result is not serialised twice.
+   */
+  resultUtf8?: string;
+}
+
 /**
  * Scores a valid request with the current model under its jurisdiction's policy (or `default`, or 422
  * `unknown_jurisdiction` when the deployment refuses codes without an entry) and logs it durably before
@@ -33,7 +50,7 @@ export async function scoreSubject(
   logs: Pick<ScoreLogStore, 'append'>,
   caller: ScoringCaller,
   request: ScoreRequest,
-): Promise<ScoreResponse> {
+): Promise<ScoredSubject> {
   const policy = scoringPolicy(request.context.jurisdiction, caller.unknownJurisdiction);
   const stamp = recordStamp({ kind: 'score', request_id: caller.requestId }, caller.now);
   const scoring = traced('engine.score', () => scoreAndLog(request.subject, request.context, stamp, policy));
@@ -56,11 +73,9 @@ export async function scoreSubject(
     }),
   );
   const { result } = scoring;
-  const answered =
-    caller.language === 'en'
-      ? result
-      : { ...result, reasons: restateReasons(result.reasons, caller.language) };
-  return {
+  const english = caller.language === 'en';
+  const answered = english ? result : { ...result, reasons: restateReasons(result.reasons, caller.language) };
+  const response: ScoreResponse = {
     id: caller.requestId,
     status: 'ok',
     result: contractScoreResult(answered),
@@ -69,4 +84,24 @@ export async function scoreSubject(
     policy_version: policy.policy_version,
     log_cid: scoring.logCid,
   };
+  return english && keepsEveryLever(result, response.result)
+    ? { response, resultUtf8: scoring.resultUtf8 }
+    : { response };
+}
+
+/** Whether the contract's result kept every lever of the engine's (it drops a lever the contract does not name). */
+function keepsEveryLever(result: Scorecard2Result, answered: ScoreResponse['result']): boolean {
+  if (answered.levers.length !== result.levers.length) return false;
+  const reasons = answered.reasons ?? [];
+  for (let i = 0; i < reasons.length; i++)
+    if ((reasons[i] as { lever?: string }).lever !== result.reasons[i]?.lever) return false;
+  return true;
+}
+
+/**
+ * The JSON text of a scoring's answer, as UTF-8 bytes one per character, written around its result's text
+ * (`ScoredSubject.resultUtf8`): the same members in the same order as `JSON.stringify(response)`.
+ */
+export function scoreAnswerUtf8(response: ScoreResponse, resultUtf8: string): string {
+  return `{"id":${jsonUtf8(response.id)},"status":${jsonUtf8(response.status)},"result":${resultUtf8},"model_version":${jsonUtf8(response.model_version)},"policy_id":${jsonUtf8(response.policy_id)},"policy_version":${jsonUtf8(response.policy_version)},"log_cid":${jsonUtf8(response.log_cid)}}`;
 }
