@@ -76,8 +76,17 @@ const PREFIX: Readonly<Record<FactorName, string>> = {
 
 /** The reason code for a factor whose input was present (`…1`) or missing (`…0`). */
 export function reasonCodeOf(factor: FactorName, present: boolean): ReasonCode {
-  return `${PREFIX[factor]}${present ? '1' : '0'}` as ReasonCode;
+  const codes = CODES[factor];
+  return present ? codes[1] : codes[0];
 }
+
+/** Each factor's two codes (missing, present), made once: `reasonCodeOf` runs for every reason of every scoring. */
+const CODES = Object.fromEntries(
+  (Object.keys(PREFIX) as FactorName[]).map((factor) => [
+    factor,
+    [`${PREFIX[factor]}0`, `${PREFIX[factor]}1`] as const,
+  ]),
+) as unknown as Readonly<Record<FactorName, readonly [ReasonCode, ReasonCode]>>;
 
 /**
  * Validates a parsed catalog: every released version exactly once, exactly one current (`MODEL_VERSION`),

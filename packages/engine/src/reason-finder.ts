@@ -37,25 +37,59 @@ export function pointsBelowMax(breakdown: ScoreBreakdown): PointsBelowMax[] {
 /** dᵢ rounded to 6 decimal places, as an integer of millionths: what ranks, so float noise decides nothing. */
 const micro = (d: number): number => Math.round(d * 1e6);
 
+/** A factor that is a reason, before it is ranked: dᵢ unrounded and in millionths. */
+interface Candidate {
+  name: FactorName;
+  present: boolean;
+  points: number;
+  micro: number;
+}
+
 /**
  * The scorecard-2 reasons of a scoring: the factors with dᵢ > 0 (after rounding to 6 decimals, so a factor
  * at its maximum but for float noise, such as (1 − 0.8) / 0.2 = 0.9999999999999998, is none), ranked by dᵢ
  * rounded to 6 decimals descending, then name ascending; the first four, and `recent_inquiries` fifth when
  * it has dᵢ > 0 and is not among them. Each names the result's lever for its factor when there is one.
+ * (One pass over the at most five factors with an insertion sort, as the explain ranking does: this runs
+ * on every scoring.)
  */
 export function findReasons(
   breakdown: ScoreBreakdown,
   levers: readonly Lever[],
   language: ReasonLanguage = DEFAULT_REASON_LANGUAGE,
 ): Reason[] {
-  const ranked = pointsBelowMax(breakdown).filter((p) => micro(p.points) > 0);
-  ranked.sort(
-    (a, b) => micro(b.points) - micro(a.points) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
-  );
-  const chosen = ranked.slice(0, MAX_REASONS);
-  const inquiries = ranked.slice(MAX_REASONS).find((p) => p.name === INQUIRIES);
-  if (inquiries !== undefined) chosen.push(inquiries);
-  return chosen.map((p, i) => {
+  const ranked: Candidate[] = [];
+  for (const f of breakdown.factors) {
+    const points = f.weight * (1 - f.x);
+    const candidate: Candidate = { name: f.name, present: f.present, points, micro: micro(points) };
+    if (!(candidate.micro > 0)) continue;
+    let j = ranked.length;
+    ranked.push(candidate);
+    while (j > 0) {
+      const previous = ranked[j - 1] as Candidate;
+      if (
+        !(
+          candidate.micro > previous.micro ||
+          (candidate.micro === previous.micro && candidate.name < previous.name)
+        )
+      )
+        break;
+      ranked[j] = previous;
+      j--;
+    }
+    ranked[j] = candidate;
+  }
+  let count = Math.min(ranked.length, MAX_REASONS);
+  for (let i = MAX_REASONS; i < ranked.length; i++) {
+    if ((ranked[i] as Candidate).name === INQUIRIES) {
+      ranked[count] = ranked[i] as Candidate;
+      count++;
+      break;
+    }
+  }
+  const reasons = new Array<Reason>(count);
+  for (let i = 0; i < count; i++) {
+    const p = ranked[i] as Candidate;
     const code = reasonCodeOf(p.name, p.present);
     const reason: Reason = {
       code,
@@ -65,9 +99,15 @@ export function findReasons(
       statement: reasonStatement(SCORECARD_2, code, language),
     };
     // Only set when there is one: a key holding `undefined` is no JSON and would leave the log's fast path.
-    if (levers.some((l) => l.name === p.name)) reason.lever = p.name;
-    return reason;
-  });
+    if (hasLever(levers, p.name)) reason.lever = p.name;
+    reasons[i] = reason;
+  }
+  return reasons;
+}
+
+function hasLever(levers: readonly Lever[], name: FactorName): boolean {
+  for (let i = 0; i < levers.length; i++) if ((levers[i] as Lever).name === name) return true;
+  return false;
 }
 
 /** The same reasons with their statements in another language (the codes, ranks and numbers do not change). */
