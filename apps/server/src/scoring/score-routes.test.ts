@@ -6,6 +6,7 @@ import {
   cidOfBytes,
   effectivePolicy,
   restateReasons,
+  type ScoreContext,
   scoreScorecard2,
 } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +27,29 @@ const FULL_FILE = {
   },
 };
 const REQUEST_ID = /^req_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** A scoring's answer: its members in the contract's order, the engine's result under the jurisdiction's policy. */
+function expectScoreAnswer(body: ScoreResponse, context: ScoreContext): void {
+  const policy = effectivePolicy(context.jurisdiction);
+  expect(Object.keys(body)).toEqual([
+    'id',
+    'status',
+    'result',
+    'model_version',
+    'policy_id',
+    'policy_version',
+    'log_cid',
+  ]);
+  expect(body).toEqual({
+    id: expect.stringMatching(REQUEST_ID),
+    status: 'ok',
+    result: scoreScorecard2(context, policy),
+    model_version: 'scorecard-2',
+    policy_id: policy.policy_id,
+    policy_version: policy.policy_version,
+    log_cid: expect.stringMatching(/^bafkrei[a-z2-7]{52}$/),
+  });
+}
 
 forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
   let server: TestServer;
@@ -50,24 +74,8 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
       const policy = effectivePolicy('DE');
       const result = scoreScorecard2(FULL_FILE.context, policy);
       expect(result.reasons.length).toBeGreaterThan(0);
-      expect(Object.keys(body)).toEqual([
-        'id',
-        'status',
-        'result',
-        'model_version',
-        'policy_id',
-        'policy_version',
-        'log_cid',
-      ]);
-      expect(body).toEqual({
-        id: expect.stringMatching(REQUEST_ID),
-        status: 'ok',
-        result,
-        model_version: 'scorecard-2',
-        policy_id: 'DE',
-        policy_version: policy.policy_version,
-        log_cid: expect.stringMatching(/^bafkrei[a-z2-7]{52}$/),
-      });
+      expectScoreAnswer(body, FULL_FILE.context);
+      expect(body.policy_id).toBe('DE');
       expect(response.headers.get('content-language')).toBe('en');
       const bytes = new Uint8Array(
         await (await server.request(`/v1/logs/${body.log_cid}`, { key })).arrayBuffer(),
@@ -516,25 +524,7 @@ forEachDatabase('POST /v1/scoring/score in production (no response validation)',
       const bytes = Buffer.from(await response.arrayBuffer());
       expect(Number(response.headers.get('content-length'))).toBe(bytes.length);
       const body = JSON.parse(bytes.toString('utf8')) as ScoreResponse;
-      const policy = effectivePolicy(request.context.jurisdiction);
-      expect(Object.keys(body)).toEqual([
-        'id',
-        'status',
-        'result',
-        'model_version',
-        'policy_id',
-        'policy_version',
-        'log_cid',
-      ]);
-      expect(body).toEqual({
-        id: expect.stringMatching(REQUEST_ID),
-        status: 'ok',
-        result: scoreScorecard2(request.context, policy),
-        model_version: 'scorecard-2',
-        policy_id: policy.policy_id,
-        policy_version: policy.policy_version,
-        log_cid: expect.stringMatching(/^bafkrei[a-z2-7]{52}$/),
-      });
+      expectScoreAnswer(body, request.context);
       expect(body.result.scenarios[0]?.explain.join('')).toMatch(/[↑↓⇈⇊]/);
       // The answer's result is the record's, byte for byte.
       const record = Buffer.from(
