@@ -535,7 +535,7 @@ forEachDatabase('POST /v1/scoring/score in production (no response validation)',
     }
   });
 
-  it('when German is asked, then the answer is built as an object and its statements are German', async () => {
+  it('when German is asked, then the answer is written the same way, its statements German, its length in bytes', async () => {
     const response = await server.request('/v1/scoring/score', {
       key,
       body: FULL_FILE,
@@ -547,5 +547,10 @@ forEachDatabase('POST /v1/scoring/score in production (no response validation)',
     const body = JSON.parse(bytes.toString('utf8')) as ScoreResponse;
     const english = scoreScorecard2(FULL_FILE.context, effectivePolicy('DE')).reasons;
     expect(body.result.reasons).toEqual(restateReasons(english, 'de'));
+    expect(body.result.reasons?.[0]?.statement).toBe(
+      'Ein zu großer Teil des verfügbaren Kreditrahmens wird genutzt',
+    );
+    // The result's members in canonical order, as on the English path (not the object's order).
+    expect(bytes.toString('utf8')).toContain('"result":{"levers":[');
   });
 });

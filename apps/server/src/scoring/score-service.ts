@@ -3,6 +3,7 @@ import {
   jsonUtf8,
   type ReasonLanguage,
   restateReasons,
+  resultUtf8,
   type Scorecard2Result,
   scoreAndLog,
 } from '@scenario-scoring/engine';
@@ -29,9 +30,10 @@ export interface ScoringCaller {
 export interface ScoredSubject {
   response: ScoreResponse;
   /**
-   * The answer's `result` as the record holds it (RFC 8785 JSON, UTF-8 bytes one per character), when that is
-   * exactly the result answered: English statements, and every lever a contract lever. `scoreAnswerUtf8`
-   * writes the answer around it, so the result is not serialised twice.
+   * The answer's `result` as RFC 8785 JSON, UTF-8 bytes one per character, when every lever is a contract
+   * lever (the contract's result is then the engine's): in English the record's own text, so the result is
+   * not serialised twice; in another language the same form with the statements restated.
+   * `scoreAnswerUtf8` writes the answer around it.
    */
   resultUtf8?: string;
 }
@@ -84,9 +86,10 @@ export async function scoreSubject(
     policy_version: policy.policy_version,
     log_cid: scoring.logCid,
   };
-  return english && keepsEveryLever(result, response.result)
-    ? { response, resultUtf8: scoring.resultUtf8 }
-    : { response };
+  if (!keepsEveryLever(result, response.result)) return { response };
+  // English is the record's own result text; another language's is written the same way (the statements
+  // restated), so every answer's result has one form.
+  return { response, resultUtf8: english ? scoring.resultUtf8 : resultUtf8(answered) };
 }
 
 /** Whether the contract's result kept every lever of the engine's (it drops a lever the contract does not name). */
