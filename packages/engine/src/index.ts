@@ -11,7 +11,7 @@ export {
   type LogRecordV2,
   logRecordBytes,
 } from './log-record.js';
-export { jsonUtf8, resultUtf8, utf8AsLatin1 } from './log-record-json.js';
+export { answerResultUtf8, jsonUtf8, utf8AsLatin1 } from './log-record-json.js';
 export { type LoggedScoring, scoreAndLog } from './logged-scoring.js';
 export {
   catalogModel,

@@ -13,7 +13,13 @@ import {
   logRecordBytes,
   scoringRecordBytes,
 } from './log-record.js';
-import { logRecordJson, oneDecimal, scoringRecordV2Utf8, utf8AsLatin1 } from './log-record-json.js';
+import {
+  answerResultUtf8,
+  logRecordJson,
+  oneDecimal,
+  scoringRecordV2Utf8,
+  utf8AsLatin1,
+} from './log-record-json.js';
 import { scoreAndLog } from './logged-scoring.js';
 import { effectivePolicy } from './policy-loader.js';
 import type { ScoreContext } from './score-types.js';
@@ -424,4 +430,46 @@ describe('scoringRecordUtf8 (the bytes of scoreAndLog)', () => {
     expect(first.byteOffset).toBe(0);
     expect(first.buffer.byteLength).toBe(first.length);
   });
+});
+
+describe('answerResultUtf8', () => {
+  /** A context the contract accepts: any subset of the inputs, each anywhere in its range. */
+  const validContext: fc.Arbitrary<ScoreContext> = fc
+    .tuple(
+      fc.constantFrom('DE', 'US', 'US-CA', 'US-NY', 'FR', 'GB'),
+      ...FACTORS.map((f) =>
+        fc.option(
+          f.integer
+            ? fc.integer({ min: f.range[0], max: f.range[1] })
+            : fc.oneof(
+                fc.double({ min: f.range[0], max: f.range[1], noNaN: true }),
+                fc.integer({ min: f.range[0] * 100, max: f.range[1] * 100 }).map((n) => n / 100),
+              ),
+          { nil: undefined },
+        ),
+      ),
+    )
+    .map(([jurisdiction, ...values]) => {
+      const context: Record<string, unknown> = { jurisdiction };
+      FACTORS.forEach((f, i) => {
+        if (values[i] !== undefined) context[f.key] = values[i];
+      });
+      return context as unknown as ScoreContext;
+    });
+
+  it(
+    'when the engine scores any valid context, then it is JSON.stringify of the result, as UTF-8 bytes one per character',
+    () => {
+      fc.assert(
+        fc.property(validContext, fc.constantFrom('en', 'de'), (context, language) => {
+          const result = scoreScorecard2(context, effectivePolicy(context.jurisdiction), {
+            language: language as 'en' | 'de',
+          });
+          expect(answerResultUtf8(result)).toBe(utf8AsLatin1(JSON.stringify(result)));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
 });

@@ -74,13 +74,9 @@ export function scoringRecordUtf8(
  * policy_id, policy_version, request_id, result, run_id, salt, schema, scored_at, subject). The server's
  * strings (request or run id, time, salt), the model version and the policy id go through JSON.stringify, so
  * whatever they hold is written as JCS writes it; `undefined` when a string has a lone surrogate or the item
- * is not a non-negative safe integer (the caller then takes the generic path). `result` is `resultUtf8` of
- * the input's result, when the caller made it already (the server answers with the same text).
+ * is not a non-negative safe integer (the caller then takes the generic path).
  */
-export function scoringRecordV2Utf8(
-  input: ScoringRecordInput,
-  result: string = resultUtf8(input.result),
-): string | undefined {
+export function scoringRecordV2Utf8(input: ScoringRecordInput): string | undefined {
   const { identity, subject, policy_version, policy_id, model_version, scored_at, salt } = input;
   if (
     !(subject as WellFormedCheck).isWellFormed() ||
@@ -101,11 +97,11 @@ export function scoringRecordV2Utf8(
   if (identity.kind === 'score') {
     const { request_id } = identity;
     if (!(request_id as WellFormedCheck).isWellFormed()) return undefined;
-    json += `"request_id":${jsonUtf8(request_id)},"result":${result},`;
+    json += `"request_id":${jsonUtf8(request_id)},"result":${resultUtf8(input.result)},`;
   } else {
     const { run_id } = identity;
     if (!(run_id as WellFormedCheck).isWellFormed()) return undefined;
-    json += `"result":${result},"run_id":${jsonUtf8(run_id)},`;
+    json += `"result":${resultUtf8(input.result)},"run_id":${jsonUtf8(run_id)},`;
   }
   return `${json}"salt":${jsonUtf8(salt)},"schema":"${LOG_SCHEMA_V2}","scored_at":${jsonUtf8(scored_at)},"subject":${jsonUtf8(subject)}}`;
 }
@@ -136,7 +132,7 @@ function contextUtf8(context: ScoreContext): string {
  * statement). Codes, factor and lever names are the engine's ASCII identifiers; a statement, catalog text,
  * goes through JSON.stringify.
  */
-export function resultUtf8(result: ScoreResult | Scorecard2Result): string {
+function resultUtf8(result: ScoreResult | Scorecard2Result): string {
   let json = '{"levers":[';
   const { levers, scenarios } = result;
   for (let i = 0; i < levers.length; i++) {
@@ -159,6 +155,38 @@ export function resultUtf8(result: ScoreResult | Scorecard2Result): string {
     for (let j = 0; j < explain.length; j++)
       json += `${j === 0 ? '"' : ',"'}${explainUtf8(explain[j] as string)}"`;
     json += `],"name":"${scenario.name}","score":${oneDecimal(scenario.score)}}`;
+  }
+  return `${json}]}`;
+}
+
+/**
+ * `JSON.stringify(result)` of a result the engine built, as UTF-8 bytes one per character: the members in
+ * the order the engine makes them (scenarios, levers, reasons; a scenario's name, score, explain; a lever's
+ * name, direction, delta, step; a reason's code, factor, rank, points_below_max, statement, then lever when
+ * there is one), which is the order the API answers them in. Written out as `resultUtf8` writes the record's
+ * canonical form, from the same pieces, so an answer costs no walk of the result by `JSON.stringify` and no
+ * UTF-8 encoding of its explain markers (tested equal to `JSON.stringify` on random results).
+ */
+export function answerResultUtf8(result: Scorecard2Result): string {
+  const { levers, scenarios, reasons } = result;
+  let json = '{"scenarios":[';
+  for (let i = 0; i < scenarios.length; i++) {
+    const scenario = scenarios[i] as ScoreResult['scenarios'][number];
+    json += `${i === 0 ? '' : ','}{"name":"${scenario.name}","score":${oneDecimal(scenario.score)},"explain":[`;
+    const { explain } = scenario;
+    for (let j = 0; j < explain.length; j++)
+      json += `${j === 0 ? '"' : ',"'}${explainUtf8(explain[j] as string)}"`;
+    json += ']}';
+  }
+  json += '],"levers":[';
+  for (let i = 0; i < levers.length; i++) {
+    const lever = levers[i] as ScoreResult['levers'][number];
+    json += `${i === 0 ? '' : ','}{"name":"${lever.name}","direction":"${lever.direction}","delta":${oneDecimal(lever.delta)},"step":${String(lever.step)}}`;
+  }
+  json += '],"reasons":[';
+  for (let i = 0; i < reasons.length; i++) {
+    const reason = reasons[i] as Reason;
+    json += `${i === 0 ? '' : ','}{"code":"${reason.code}","factor":"${reason.factor}","rank":${String(reason.rank)},"points_below_max":${oneDecimal(reason.points_below_max)},"statement":${statementUtf8(reason.statement)}${reason.lever === undefined ? '' : `,"lever":"${reason.lever}"`}}`;
   }
   return `${json}]}`;
 }

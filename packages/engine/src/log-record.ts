@@ -154,8 +154,8 @@ export function scoringRecordBytes(input: {
  * The score-log/2 bytes of a scoring the engine just made (see `scoringRecordV2Utf8`): `logRecordBytes` of
  * `buildLogRecordV2(input)` without building the record or re-checking the shape the engine guarantees.
  */
-export function scoringRecordV2Bytes(input: ScoringRecordInput, resultUtf8?: string): Uint8Array {
-  const bytes = scoringRecordV2Utf8(input, resultUtf8);
+export function scoringRecordV2Bytes(input: ScoringRecordInput): Uint8Array {
+  const bytes = scoringRecordV2Utf8(input);
   return bytes === undefined ? canonicalBytes(buildLogRecordV2(input)) : latin1Bytes(bytes);
 }
 

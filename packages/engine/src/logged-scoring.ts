@@ -1,5 +1,4 @@
 import { cidOfBytes, type LogRecordStamp, scoringRecordV2Bytes } from './log-record.js';
-import { resultUtf8 } from './log-record-json.js';
 import { MODEL_VERSION } from './model-versions.js';
 import { effectivePolicy } from './policy-loader.js';
 import type { Policy, ScoreContext, Scorecard2Result } from './score-types.js';
@@ -16,11 +15,6 @@ export interface LoggedScoring {
   logBytes: Uint8Array;
   /** The CIDv1 (raw, sha2-256, base32) of `logBytes`. */
   logCid: string;
-  /**
-   * `result`'s RFC 8785 JSON as the record holds it, as UTF-8 bytes one per character (a "latin1" string): the
-   * server answers an English scoring with this text instead of serialising the result a second time.
-   */
-  resultUtf8: string;
 }
 
 /**
@@ -40,27 +34,16 @@ export function scoreAndLog(
   // The record holds the statements in English, so it can be recomputed from the model page alone; an
   // answer in another language restates them (`restateReasons`), the codes and numbers unchanged.
   const result = scoreScorecard2(context, policy);
-  const resultJson = resultUtf8(result);
-  const logBytes = scoringRecordV2Bytes(
-    {
-      identity: stamp.identity,
-      scored_at: stamp.scored_at,
-      salt: stamp.salt,
-      model_version: MODEL_VERSION,
-      policy_id: policy.policy_id,
-      policy_version: policy.policy_version,
-      subject,
-      context,
-      result,
-    },
-    resultJson,
-  );
-  return {
-    policy,
-    modelVersion: MODEL_VERSION,
+  const logBytes = scoringRecordV2Bytes({
+    identity: stamp.identity,
+    scored_at: stamp.scored_at,
+    salt: stamp.salt,
+    model_version: MODEL_VERSION,
+    policy_id: policy.policy_id,
+    policy_version: policy.policy_version,
+    subject,
+    context,
     result,
-    logBytes,
-    logCid: cidOfBytes(logBytes),
-    resultUtf8: resultJson,
-  };
+  });
+  return { policy, modelVersion: MODEL_VERSION, result, logBytes, logCid: cidOfBytes(logBytes) };
 }

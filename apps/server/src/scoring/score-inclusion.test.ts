@@ -26,6 +26,8 @@ forEachDatabase('Prefer: log-inclusion on POST /v1/scoring/score', ({ storage, k
   const signer = new NoteSigner('test-log', randomBytes(32));
   const origin = `${TEST_LOG_ORIGIN}/${TENANT}`;
   let server: TestServer;
+  /** The same, in production: no response validation, so the answer is written as text (score-service.ts). */
+  let production: TestServer;
   let key: string;
   let verifierKey: string;
   const sequencer = (on: Storage) =>
@@ -46,9 +48,20 @@ forEachDatabase('Prefer: log-inclusion on POST /v1/scoring/score', ({ storage, k
         verifiableLog: { ...testConfig().verifiableLog, inclusionMaxWaitMs: 3000 },
       },
     });
+    production = await startTestServer({
+      storage: storage(),
+      logSigner: signer,
+      config: {
+        nodeEnv: 'production',
+        verifiableLog: { ...testConfig().verifiableLog, inclusionMaxWaitMs: 3000 },
+      },
+    });
     ({ key } = await testFeatures(storage()).keys.create(TENANT));
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    await production.close();
+  });
   const client = () => createClient({ baseUrl: server.url, apiKey: key });
 
   it('without the preference, answers at once as always: no proof, no Preference-Applied', async () => {
@@ -83,6 +96,30 @@ forEachDatabase('Prefer: log-inclusion on POST /v1/scoring/score', ({ storage, k
         }),
       ).rejects.toThrow(LogProofError);
       expect(testFeatures(storage()).logCheckpoints.waitingTenants).toBe(0);
+    } finally {
+      await log.stop();
+    }
+  });
+
+  it('in production, the answer with its proof is written as text: what JSON.stringify writes, log_inclusion last, and it verifies', async () => {
+    const log = sequencer(storage());
+    log.start();
+    try {
+      const response = await production.request('/v1/scoring/score', {
+        key,
+        body: REQUEST,
+        headers: { prefer: 'log-inclusion, wait=10' },
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('preference-applied')).toBe('log-inclusion');
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(Number(response.headers.get('content-length'))).toBe(bytes.length);
+      const text = bytes.toString('utf8');
+      const data = JSON.parse(text);
+      expect(text).toBe(JSON.stringify(data));
+      expect(Object.keys(data).at(-1)).toBe('log_inclusion');
+      const checkpoint = await verifyScoreInclusion(client(), data, { verifierKey, origin });
+      expect(checkpoint.treeSize).toBe(data.log_inclusion.tree_size);
     } finally {
       await log.stop();
     }

@@ -1,4 +1,5 @@
-import type { components } from '@scenario-scoring/api-types';
+import type { components, ScoreResponse } from '@scenario-scoring/api-types';
+import type { Response } from 'express';
 import { type Clock, systemClock } from '../common/clock.js';
 import { reasonLanguage } from '../http/accept-language.js';
 import { sendJson, sendJsonUtf8 } from '../http/json-answer.js';
@@ -59,12 +60,17 @@ export function scoreRoute(
         const proof = await inclusion.await(caller.tenantId, scored.log_cid, waitMs);
         if (proof !== undefined) {
           res.setHeader('Preference-Applied', 'log-inclusion');
-          sendJson(res, { ...scored, log_inclusion: proof });
+          send(res, { ...scored, log_inclusion: proof }, resultUtf8);
           return;
         }
       }
     }
-    if (resultUtf8 === undefined) sendJson(res, scored);
-    else sendJsonUtf8(res, scoreAnswerUtf8(scored, resultUtf8), scored);
+    send(res, scored, resultUtf8);
   };
+}
+
+/** Sends a scoring's answer, written around its result's text when there is one (see `ScoredSubject`). */
+function send(res: Response, answer: ScoreResponse, resultUtf8: string | undefined): void {
+  if (resultUtf8 === undefined) sendJson(res, answer);
+  else sendJsonUtf8(res, scoreAnswerUtf8(answer, resultUtf8), answer);
 }

@@ -1,11 +1,12 @@
 import type { ScoreRequest, ScoreResponse } from '@scenario-scoring/api-types';
 import {
+  answerResultUtf8,
   jsonUtf8,
   type ReasonLanguage,
   restateReasons,
-  resultUtf8,
   type Scorecard2Result,
   scoreAndLog,
+  utf8AsLatin1,
 } from '@scenario-scoring/engine';
 import { escalationEvent } from '../policies/policy-escalation.js';
 import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
@@ -30,10 +31,9 @@ export interface ScoringCaller {
 export interface ScoredSubject {
   response: ScoreResponse;
   /**
-   * The answer's `result` as RFC 8785 JSON, UTF-8 bytes one per character, when every lever is a contract
-   * lever (the contract's result is then the engine's): in English the record's own text, so the result is
-   * not serialised twice; in another language the same form with the statements restated.
-   * `scoreAnswerUtf8` writes the answer around it.
+   * The answer's `result` as `JSON.stringify` writes it, UTF-8 bytes one per character, when every lever is a
+   * contract lever (the contract's result is then the engine's, member for member): written by the engine's
+   * serializer (`answerResultUtf8`), not by walking the object. `scoreAnswerUtf8` writes the answer around it.
    */
   resultUtf8?: string;
 }
@@ -86,10 +86,9 @@ export async function scoreSubject(
     policy_version: policy.policy_version,
     log_cid: scoring.logCid,
   };
-  if (!keepsEveryLever(result, response.result)) return { response };
-  // English is the record's own result text; another language's is written the same way (the statements
-  // restated), so every answer's result has one form.
-  return { response, resultUtf8: english ? scoring.resultUtf8 : resultUtf8(answered) };
+  return keepsEveryLever(result, response.result)
+    ? { response, resultUtf8: answerResultUtf8(answered) }
+    : { response };
 }
 
 /** Whether the contract's result kept every lever of the engine's (it drops a lever the contract does not name). */
@@ -102,9 +101,17 @@ function keepsEveryLever(result: Scorecard2Result, answered: ScoreResponse['resu
 }
 
 /**
- * The JSON text of a scoring's answer, as UTF-8 bytes one per character, written around its result's text
- * (`ScoredSubject.resultUtf8`): the same members in the same order as `JSON.stringify(response)`.
+ * `JSON.stringify(response)` of a scoring's answer, as UTF-8 bytes one per character, written around its
+ * result's text (`ScoredSubject.resultUtf8`): the same members in the same order, `log_inclusion` last when
+ * the answer has one.
  */
 export function scoreAnswerUtf8(response: ScoreResponse, resultUtf8: string): string {
-  return `{"id":${jsonUtf8(response.id)},"status":${jsonUtf8(response.status)},"result":${resultUtf8},"model_version":${jsonUtf8(response.model_version)},"policy_id":${jsonUtf8(response.policy_id)},"policy_version":${jsonUtf8(response.policy_version)},"log_cid":${jsonUtf8(response.log_cid)}}`;
+  const inclusion =
+    response.log_inclusion === undefined ? '' : `,"log_inclusion":${jsonUtf8Value(response.log_inclusion)}`;
+  return `{"id":${jsonUtf8(response.id)},"status":${jsonUtf8(response.status)},"result":${resultUtf8},"model_version":${jsonUtf8(response.model_version)},"policy_id":${jsonUtf8(response.policy_id)},"policy_version":${jsonUtf8(response.policy_version)},"log_cid":${jsonUtf8(response.log_cid)}${inclusion}}`;
+}
+
+/** Any JSON value's text, as UTF-8 bytes one per character. */
+function jsonUtf8Value(value: unknown): string {
+  return utf8AsLatin1(JSON.stringify(value));
 }
