@@ -26,6 +26,7 @@ function isLeverName(name: string): name is LeverName {
  * under a contract lever name (the engine types a name as any factor; only actionable ones have levers).
  */
 export function contractScoreResult(result: Scorecard2Result): ContractScoreResult {
+  if (isContractResult(result)) return result;
   return {
     scenarios: result.scenarios,
     levers: result.levers.flatMap((lever) => {
@@ -34,6 +35,22 @@ export function contractScoreResult(result: Scorecard2Result): ContractScoreResu
     }),
     reasons: contractReasons(result.reasons),
   };
+}
+
+/**
+ * Whether the engine's result already is the contract's, member for member: every lever, and every reason's
+ * lever, under a contract lever name (what the engine makes: only actionable factors have levers). Then it
+ * is answered as it is, with no copy of its levers and reasons (a scoring's garbage is most of its GC).
+ */
+export function isContractResult(result: Scorecard2Result): result is Scorecard2Result & ContractScoreResult {
+  const { levers, reasons } = result;
+  for (let i = 0; i < levers.length; i++)
+    if (!isLeverName((levers[i] as { name: string }).name)) return false;
+  for (let i = 0; i < reasons.length; i++) {
+    const { lever } = reasons[i] as { lever?: string };
+    if (lever !== undefined && !isLeverName(lever)) return false;
+  }
+  return true;
 }
 
 /** The engine's reasons in the contract's types: a reason names a lever only under a contract lever name. */

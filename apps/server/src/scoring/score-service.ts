@@ -4,7 +4,6 @@ import {
   jsonUtf8,
   type ReasonLanguage,
   restateReasons,
-  type Scorecard2Result,
   scoreAndLog,
   utf8AsLatin1,
 } from '@scenario-scoring/engine';
@@ -13,7 +12,7 @@ import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring
 import { recordStamp } from '../score-log/record-stamp.js';
 import type { ScoreLogStore } from '../score-log/score-log-store.js';
 import { traced } from '../tracing/tracing.js';
-import { contractScoreResult } from './score-result.js';
+import { contractScoreResult, isContractResult } from './score-result.js';
 
 /** Who asks for a scoring, and the ids and clock it is recorded under. */
 export interface ScoringCaller {
@@ -77,27 +76,17 @@ export async function scoreSubject(
   const { result } = scoring;
   const english = caller.language === 'en';
   const answered = english ? result : { ...result, reasons: restateReasons(result.reasons, caller.language) };
+  const contract = isContractResult(answered);
   const response: ScoreResponse = {
     id: caller.requestId,
     status: 'ok',
-    result: contractScoreResult(answered),
+    result: contract ? answered : contractScoreResult(answered),
     model_version: scoring.modelVersion,
     policy_id: policy.policy_id,
     policy_version: policy.policy_version,
     log_cid: scoring.logCid,
   };
-  return keepsEveryLever(result, response.result)
-    ? { response, resultUtf8: answerResultUtf8(answered) }
-    : { response };
-}
-
-/** Whether the contract's result kept every lever of the engine's (it drops a lever the contract does not name). */
-function keepsEveryLever(result: Scorecard2Result, answered: ScoreResponse['result']): boolean {
-  if (answered.levers.length !== result.levers.length) return false;
-  const reasons = answered.reasons ?? [];
-  for (let i = 0; i < reasons.length; i++)
-    if ((reasons[i] as { lever?: string }).lever !== result.reasons[i]?.lever) return false;
-  return true;
+  return contract ? { response, resultUtf8: answerResultUtf8(answered) } : { response };
 }
 
 /**
