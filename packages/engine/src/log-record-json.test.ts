@@ -22,6 +22,7 @@ import {
 } from './log-record-json.js';
 import { scoreAndLog } from './logged-scoring.js';
 import { effectivePolicy } from './policy-loader.js';
+import { restateReasons } from './reason-finder.js';
 import type { ScoreContext } from './score-types.js';
 import { scoreContext, scoreScorecard2 } from './scorecard-model.js';
 
@@ -436,7 +437,7 @@ describe('answerResultUtf8', () => {
   /** A context the contract accepts: any subset of the inputs, each anywhere in its range. */
   const validContext: fc.Arbitrary<ScoreContext> = fc
     .tuple(
-      fc.constantFrom('DE', 'US', 'US-CA', 'US-NY', 'FR', 'GB'),
+      fc.constantFrom('DE', 'US', 'US-CA', 'US-NY', 'FR', 'GB', 'ZZ', 'XX-9AB'),
       ...FACTORS.map((f) =>
         fc.option(
           f.integer
@@ -466,6 +467,10 @@ describe('answerResultUtf8', () => {
             language: language as 'en' | 'de',
           });
           expect(answerResultUtf8(result)).toBe(utf8AsLatin1(JSON.stringify(result)));
+          // As the server answers another language: scored in English, the statements restated.
+          const english = scoreScorecard2(context, effectivePolicy(context.jurisdiction));
+          const restated = { ...english, reasons: restateReasons(english.reasons, 'de') };
+          expect(answerResultUtf8(restated)).toBe(utf8AsLatin1(JSON.stringify(restated)));
         }),
         { numRuns: RUNS },
       );

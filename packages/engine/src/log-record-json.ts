@@ -165,7 +165,8 @@ function resultUtf8(result: ScoreResult | Scorecard2Result): string {
  * name, direction, delta, step; a reason's code, factor, rank, points_below_max, statement, then lever when
  * there is one), which is the order the API answers them in. Written out as `resultUtf8` writes the record's
  * canonical form, from the same pieces, so an answer costs no walk of the result by `JSON.stringify` and no
- * UTF-8 encoding of its explain markers (tested equal to `JSON.stringify` on random results).
+ * UTF-8 encoding of its explain markers (tested equal to `JSON.stringify` on random results, so a member
+ * the engine adds to its result, which this would leave out, fails that test).
  */
 export function answerResultUtf8(result: Scorecard2Result): string {
   const { levers, scenarios, reasons } = result;

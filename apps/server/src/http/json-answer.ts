@@ -24,7 +24,7 @@ export function sendJson(res: Response, value: unknown): void {
 
 /**
  * Sends a JSON answer already written as text, `utf8` being its UTF-8 bytes one per character (a "latin1"
- * string, as the engine's record serializer makes them): written as latin1, head and body in one write, its
+ * string, as the engine's serializers make them, e.g. `answerResultUtf8`): written as latin1, head and body in one write, its
  * length that of the string, with no JSON.stringify and no UTF-8 count. `value` is the same answer as an
  * object: when something wrapped `res.json` (the contract's response validation outside production), it is
  * sent by `sendJson` instead, so the answer is still checked.

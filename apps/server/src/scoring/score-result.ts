@@ -26,7 +26,6 @@ function isLeverName(name: string): name is LeverName {
  * under a contract lever name (the engine types a name as any factor; only actionable ones have levers).
  */
 export function contractScoreResult(result: Scorecard2Result): ContractScoreResult {
-  if (isContractResult(result)) return result;
   return {
     scenarios: result.scenarios,
     levers: result.levers.flatMap((lever) => {
