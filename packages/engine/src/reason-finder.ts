@@ -6,7 +6,7 @@ import {
   reasonStatement,
 } from './model-catalog.js';
 import { SCORECARD_2 } from './model-versions.js';
-import type { ScoreBreakdown } from './score-breakdown.js';
+import type { FactorBreakdown, ScoreBreakdown } from './score-breakdown.js';
 import type { Lever, Reason } from './score-types.js';
 
 /** How many reasons are ranked before `recent_inquiries` may be added as a fifth. */
@@ -30,8 +30,13 @@ export interface PointsBelowMax {
 export function pointsBelowMax(breakdown: ScoreBreakdown): PointsBelowMax[] {
   const points: PointsBelowMax[] = [];
   for (const f of breakdown.factors)
-    points.push({ name: f.name, present: f.present, points: f.weight * (1 - f.x) });
+    points.push({ name: f.name, present: f.present, points: pointsBelow(f) });
   return points;
+}
+
+/** dᵢ = wᵢ·(1 − xᵢ) of one factor: its points below its maximum at p50 (findReasons ranks these). */
+function pointsBelow(f: FactorBreakdown): number {
+  return f.weight * (1 - f.x);
 }
 
 /** dᵢ rounded to 6 decimal places, as an integer of millionths: what ranks, so float noise decides nothing. */
@@ -60,7 +65,7 @@ export function findReasons(
 ): Reason[] {
   const ranked: Candidate[] = [];
   for (const f of breakdown.factors) {
-    const points = f.weight * (1 - f.x);
+    const points = pointsBelow(f);
     const candidate: Candidate = { name: f.name, present: f.present, points, micro: micro(points) };
     if (!(candidate.micro > 0)) continue;
     let j = ranked.length;

@@ -19,7 +19,7 @@ export interface BodyShape {
 }
 
 /** The message the contract validator gives an unknown member, so that both answers read the same. */
-const UNKNOWN_MEMBER = 'must NOT have additional properties';
+export const UNKNOWN_MEMBER = 'must NOT have additional properties';
 
 /** Keywords that make what a schema accepts more than its own `properties` say: such a schema is not checked here. */
 const COMPOSING = [

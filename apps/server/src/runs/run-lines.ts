@@ -7,7 +7,7 @@ import type { OpenApiDocument } from '../common/contract.js';
 import { AppError } from '../errors/app-error.js';
 import { MAX_PROBLEM_ERRORS, problem } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
-import { shapeBuilder, shapeViolations } from '../http/unknown-members.js';
+import { shapeBuilder, shapeViolations, UNKNOWN_MEMBER } from '../http/unknown-members.js';
 import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
 import {
   firstDuplicateMember,
@@ -116,7 +116,7 @@ export function lineReader(
     if (found.unknownCount > MAX_PROBLEM_ERRORS) {
       const errors = found.unknown.map(({ at, name }) => ({
         path: `/line/${line}${at}`,
-        message: `must NOT have additional properties: ${name}`,
+        message: `${UNKNOWN_MEMBER}: ${name}`,
       }));
       return invalid(subjectOf(value), line, errors, found.unknownCount);
     }
@@ -126,7 +126,7 @@ export function lineReader(
         path: `/line/${line}${e.instancePath}`,
         message:
           e.keyword === 'additionalProperties'
-            ? `must NOT have additional properties: ${String(e.params.additionalProperty)}`
+            ? `${UNKNOWN_MEMBER}: ${String(e.params.additionalProperty)}`
             : (e.message ?? 'is invalid'),
       }));
       return invalid(subjectOf(value), line, errors, all.length);

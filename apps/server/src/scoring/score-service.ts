@@ -96,11 +96,8 @@ export async function scoreSubject(
  */
 export function scoreAnswerUtf8(response: ScoreResponse, resultUtf8: string): string {
   const inclusion =
-    response.log_inclusion === undefined ? '' : `,"log_inclusion":${jsonUtf8Value(response.log_inclusion)}`;
+    response.log_inclusion === undefined
+      ? ''
+      : `,"log_inclusion":${utf8AsLatin1(JSON.stringify(response.log_inclusion))}`;
   return `{"id":${jsonUtf8(response.id)},"status":${jsonUtf8(response.status)},"result":${resultUtf8},"model_version":${jsonUtf8(response.model_version)},"policy_id":${jsonUtf8(response.policy_id)},"policy_version":${jsonUtf8(response.policy_version)},"log_cid":${jsonUtf8(response.log_cid)}${inclusion}}`;
-}
-
-/** Any JSON value's text, as UTF-8 bytes one per character. */
-function jsonUtf8Value(value: unknown): string {
-  return utf8AsLatin1(JSON.stringify(value));
 }
