@@ -39,8 +39,26 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.dropIndex('deliveries_due_idx').execute();
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
-  await sql
-    .raw(`CREATE FUNCTION claim_due_deliveries(worker_id text, now_iso text, lease_until text, max_rows integer,
+  await sql.raw(CLAIM_DUE_DELIVERIES_0007).execute(db);
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
+export async function down(db: Kysely<any>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter)
+    await sql
+      .raw('DROP FUNCTION IF EXISTS claim_due_deliveries(text, text, text, integer, integer, json)')
+      .execute(db);
+  await db.schema
+    .createIndex('deliveries_due_idx')
+    .on('deliveries')
+    .column('next_attempt_at')
+    .where(sql.ref('status'), '=', 'pending')
+    .execute();
+  await db.schema.dropIndex('deliveries_tenant_due_idx').execute();
+}
+
+/** The function as this migration creates it (0019 adds the event's traceparent, and its down restores this). */
+export const CLAIM_DUE_DELIVERIES_0007 = `CREATE FUNCTION claim_due_deliveries(worker_id text, now_iso text, lease_until text, max_rows integer,
     tenant_cap integer, held json)
   RETURNS TABLE (id text, tenant_id text, webhook_id text, event_id text, failed_scheduled_attempts integer,
     next_trigger text, next_attempt_at text, url text, webhook_status text, webhook_deleted_at text,
@@ -101,21 +119,4 @@ BEGIN
   PERFORM set_config('enable_seqscan', seqscan_setting, true);
   PERFORM set_config('enable_bitmapscan', bitmapscan_setting, true);
 END
-$$`)
-    .execute(db);
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
-export async function down(db: Kysely<any>): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter)
-    await sql
-      .raw('DROP FUNCTION IF EXISTS claim_due_deliveries(text, text, text, integer, integer, json)')
-      .execute(db);
-  await db.schema
-    .createIndex('deliveries_due_idx')
-    .on('deliveries')
-    .column('next_attempt_at')
-    .where(sql.ref('status'), '=', 'pending')
-    .execute();
-  await db.schema.dropIndex('deliveries_tenant_due_idx').execute();
-}
+$$`;

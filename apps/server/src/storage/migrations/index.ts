@@ -16,6 +16,7 @@ import * as webhookOperations from './0014-webhook-operations.js';
 import * as logFaultsRunEvents from './0015-log-faults-run-events.js';
 import * as rootLog from './0016-root-log.js';
 import * as ndjsonRunInputs from './0018-ndjson-run-inputs.js';
+import * as claimTraceparent from './0019-claim-traceparent.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -40,4 +41,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0015-log-faults-run-events': logFaultsRunEvents,
   '0016-root-log': rootLog,
   '0018-ndjson-run-inputs': ndjsonRunInputs,
+  '0019-claim-traceparent': claimTraceparent,
 };

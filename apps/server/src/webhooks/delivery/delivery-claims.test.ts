@@ -3,6 +3,7 @@ import pg from 'pg';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { commitTestEvents, createTestWebhook } from '../../../test/support/test-webhooks.js';
+import { insertEvents, newEvent } from '../../events/event-outbox.js';
 import { openStorage } from '../../storage/storage.js';
 import { SecretBox } from '../outbound/secret-box.js';
 import { claimDueDeliveries, releaseClaims } from './delivery-claims.js';
@@ -50,6 +51,35 @@ forEachDatabase('delivery claims', ({ storage, database, kind }) => {
       .db.updateTable('deliveries')
       .set({ status: 'cancelled' })
       .where('tenant_id', '=', 'claims-a')
+      .execute();
+  });
+
+  it('claims a delivery with the traceparent of the request that raised its event, so the attempt links to it', async () => {
+    const tenantId = 'claims-trace';
+    await createTestWebhook(storage(), secretBox, { tenantId, url: URL, now: new Date(Date.now() - 1000) });
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const event = {
+      ...newEvent(
+        tenantId,
+        'webhook.test',
+        { webhook_id: 'wh_01JZ4VD5E7F9G1H3J5K7M9N1P3', message: 'traced' },
+        new Date(),
+      ),
+      traceparent,
+    };
+    await storage()
+      .db.transaction()
+      .execute((trx) => insertEvents(trx, [event]));
+    // Fanned out without a claim, as when the worker is full: the delivery is then claimed on its own.
+    while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
+    const claimed = await claim('worker-trace', new Date());
+    expect(claimed).toHaveLength(1);
+    expect(claimed[0]).toMatchObject({ eventId: event.id, traceparent });
+    await releaseClaims(storage(), 'worker-trace');
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ status: 'cancelled' })
+      .where('tenant_id', '=', tenantId)
       .execute();
   });
 
