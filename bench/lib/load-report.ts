@@ -82,6 +82,46 @@ export async function measure(
   };
 }
 
+/** The machine's busy and total CPU time so far (`/proc/stat`'s first line, in ticks); undefined off Linux. */
+function machineTicks(): { busy: number; total: number } | undefined {
+  try {
+    const fields =
+      readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+    const total = fields.reduce((sum, t) => sum + t, 0);
+    // idle and iowait are the 4th and 5th.
+    return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Waits until the machine is idle (under `busyShare` of its CPU over 200 ms), at most `maxMs`. A server just
+ * loaded still checkpoints its SQLite WAL or has PostgreSQL write back and vacuum, and collects its garbage:
+ * without this the target measured next pays for the one before it, which biases a `--compare` run towards
+ * whichever build runs first.
+ */
+export async function settle(maxMs = 5_000, busyShare = 0.15): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let last = machineTicks();
+  while (last !== undefined && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const now = machineTicks();
+    if (now === undefined) return;
+    const total = now.total - last.total;
+    if (total > 0 && (now.busy - last.busy) / total < busyShare) return;
+    last = now;
+  }
+}
+
+/**
+ * The order of the targets in round `round` (from 1): as given in odd rounds, reversed in even ones, so each
+ * target follows and precedes the others equally over an even number of rounds.
+ */
+export function roundOrder<T>(targets: readonly T[], round: number): T[] {
+  return round % 2 === 1 ? [...targets] : [...targets].reverse();
+}
+
 /** The middle value (the mean of the two middle ones for an even count); 0 for none. */
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -2,7 +2,8 @@
  * bench/score: POST /v1/scoring/score on the real server (validated, authenticated, durably logged), on
  * SQLite and on PostgreSQL, against baselines returning the same JSON — bare node:http, bare Express 5 with
  * `express.json()`, Fastify 5 validating the body against a schema — and the Prism mock, alternated over
- * several rounds in one run. Prints requests/s, p50/p99, each target's ratio to bare node:http and to bare
+ * several rounds in one run (even rounds in the reverse order, each target started once the machine is idle,
+ * so no target pays for the background work of the one before it). Prints requests/s, p50/p99, each target's ratio to bare node:http and to bare
  * Express, and each server's cold start (spawn to its first 200 from /readyz, on a fresh database).
  *
  * `--compare <other build's apps/server/dist/main.js>` adds that build as a target on each database, to
@@ -23,7 +24,14 @@ import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort, prismCli } from '@scenario-scoring/testkit';
 import { type BenchServer, startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
-import { type LoadTarget, measure, printSummary, type Round } from '../lib/load-report.ts';
+import {
+  type LoadTarget,
+  measure,
+  printSummary,
+  type Round,
+  roundOrder,
+  settle,
+} from '../lib/load-report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -159,7 +167,8 @@ try {
   for (const target of targets) await measure(target, CONNECTIONS, 1); // warm-up, not reported
   const rounds: Round[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const target of targets) {
+    for (const target of roundOrder(targets, round)) {
+      await settle();
       const r = await measure(target, CONNECTIONS, DURATION_S);
       rounds.push(r);
       console.log(
