@@ -129,6 +129,27 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
+/**
+ * For two targets measured in the same rounds, the ratio of `target`'s requests/s to `base`'s in each round,
+ * and their median and quartiles: paired by round, so the machine's drift from one round to the next (which
+ * moves both) cancels, unlike a ratio of the two medians.
+ */
+export function pairedRatios(
+  rounds: readonly Round[],
+  target: string,
+  base: string,
+): { ratios: number[]; median: number; q1: number; q3: number } | undefined {
+  const byRound = (name: string) => rounds.filter((r) => r.target === name).map((r) => r.rps);
+  const mine = byRound(target);
+  const theirs = byRound(base);
+  if (mine.length === 0 || mine.length !== theirs.length) return undefined;
+  const ratios = mine.map((rps, i) => rps / (theirs[i] as number));
+  const sorted = [...ratios].sort((a, b) => a - b);
+  const quantile = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+  return { ratios, median: median(ratios), q1: quantile(0.25), q3: quantile(0.75) };
+}
+
 /** Prints the median of each target's rounds and its ratio to each baseline's median requests/s. */
 export function printSummary(rounds: Round[], baselines: string | string[]): void {
   const targets = [...new Set(rounds.map((r) => r.target))];

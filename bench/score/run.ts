@@ -27,6 +27,7 @@ import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import {
   type LoadTarget,
   measure,
+  pairedRatios,
   printSummary,
   type Round,
   roundOrder,
@@ -177,6 +178,15 @@ try {
     }
   }
   printSummary(rounds, ['bare node:http', 'bare express+json']);
+  if (args.compare !== undefined) {
+    for (const db of databases) {
+      const paired = pairedRatios(rounds, `server (${db})`, `server (${db}, before)`);
+      if (paired === undefined) continue;
+      console.log(
+        `server (${db}) ÷ before, paired by round: median ${paired.median.toFixed(3)} (quartiles ${paired.q1.toFixed(3)}-${paired.q3.toFixed(3)}; rounds ${paired.ratios.map((r) => r.toFixed(2)).join(' ')})`,
+      );
+    }
+  }
   for (const { name, server } of servers) {
     console.log(`${name}: cold start to ready ${Math.round(server.process.readyMs)} ms (goal ≤ 1000)`);
   }

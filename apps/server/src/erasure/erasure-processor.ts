@@ -4,6 +4,7 @@ import { eventInserts, newEvent, type OutboxSignal } from '../events/event-outbo
 import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
+import { subjectKeyIs } from '../storage/subject-key-index.js';
 import {
   advanceErasure,
   type ErasureCountColumn,
@@ -160,7 +161,7 @@ async function step(
           .selectFrom('log_records')
           .select('cid')
           .where('tenant_id', '=', tenantId)
-          .where('subject_key', '=', key)
+          .where(subjectKeyIs('subject_key', key))
           .where('created_at', '<=', began)
           .limit(limit)
           .execute();
@@ -212,7 +213,7 @@ async function step(
           .selectFrom('run_items')
           .innerJoin('runs', 'runs.id', 'run_items.run_id')
           .select(['run_items.run_id', 'run_items.item_index', 'run_items.log_cid'])
-          .where('run_items.subject_key', '=', key)
+          .where(subjectKeyIs('run_items.subject_key', key))
           .where('runs.tenant_id', '=', tenantId)
           .where('runs.created_at', '<=', began)
           .limit(limit)
@@ -497,7 +498,7 @@ async function complete(erasure: ErasureRow, context: ErasureContext): Promise<s
       .selectFrom('log_records')
       .select('cid')
       .where('tenant_id', '=', erasure.tenant_id)
-      .where('subject_key', '=', erasure.subject_key ?? '')
+      .where(subjectKeyIs('subject_key', erasure.subject_key ?? ''))
       .where('created_at', '<=', erasure.created_at)
       .limit(1)
       .executeTakeFirst();

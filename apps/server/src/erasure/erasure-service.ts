@@ -7,7 +7,7 @@ import { type IdempotentResult, idempotentCreate } from '../idempotency/idempote
 import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
 import type { Storage } from '../storage/storage.js';
-import { erasedCids, findErasure, insertErasure } from './erasure-store.js';
+import { erasedCids, findErasure, insertErasure, subjectRecordsPage } from './erasure-store.js';
 import { erasureView, subjectRecordView } from './erasure-views.js';
 
 /** What the erasure and access use cases need. */
@@ -95,15 +95,13 @@ export async function listSubjectRecords(
       throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
     }
   }
-  const rows = await deps.storage.db
-    .selectFrom('log_records')
-    .select(['cid', 'request_id', 'created_at'])
-    .where('tenant_id', '=', tenantId)
-    .where('subject_key', '=', deps.subjectKey(tenantId, body.subject))
-    .where('cid', '>', after)
-    .orderBy('cid')
-    .limit(limit + 1)
-    .execute();
+  const rows = await subjectRecordsPage(
+    deps.storage.db,
+    tenantId,
+    deps.subjectKey(tenantId, body.subject),
+    after,
+    limit + 1,
+  ).execute();
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return {

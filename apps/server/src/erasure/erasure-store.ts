@@ -1,6 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { usageUpserts } from '../quota/tenant-usage.js';
 import type { Database, ErasuresTable } from '../storage/database.js';
+import { subjectKeyIs } from '../storage/subject-key-index.js';
 
 /** An erasure row as the worker and the API read it. */
 export type ErasureRow = Selectable<ErasuresTable>;
@@ -18,6 +19,36 @@ export type ErasureCountColumn =
   | 'idempotency_answers';
 
 type Db = Kysely<Database> | Transaction<Database>;
+
+/**
+ * The tenant's records of the subject whose key is `subjectKey`, by CID after `after`, at most `limit`: the
+ * subject's records are found through its index first (a materialized CTE), then ordered and cut. Asked in one
+ * query, SQLite and PostgreSQL could walk the tenant's records in CID order by the primary key (to skip the
+ * sort) and read every one of them, since the subject index holds no CID (migration 0020).
+ */
+export function subjectRecordsPage(
+  db: Db,
+  tenantId: string,
+  subjectKey: string,
+  after: string,
+  limit: number,
+) {
+  return db
+    .with(
+      (cte) => cte('subject_records').materialized(),
+      (query) =>
+        query
+          .selectFrom('log_records')
+          .select(['cid', 'request_id', 'created_at'])
+          .where('tenant_id', '=', tenantId)
+          .where(subjectKeyIs('subject_key', subjectKey)),
+    )
+    .selectFrom('subject_records')
+    .select(['cid', 'request_id', 'created_at'])
+    .where('cid', '>', after)
+    .orderBy('cid')
+    .limit(limit);
+}
 
 /** Inserts a new erasure, `pending`, in the caller's transaction. */
 export async function insertErasure(

@@ -17,6 +17,7 @@ import * as logFaultsRunEvents from './0015-log-faults-run-events.js';
 import * as rootLog from './0016-root-log.js';
 import * as ndjsonRunInputs from './0018-ndjson-run-inputs.js';
 import * as claimTraceparent from './0019-claim-traceparent.js';
+import * as subjectKeyPrefixIndexes from './0020-subject-key-prefix-indexes.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -42,4 +43,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0016-root-log': rootLog,
   '0018-ndjson-run-inputs': ndjsonRunInputs,
   '0019-claim-traceparent': claimTraceparent,
+  '0020-subject-key-prefix-indexes': subjectKeyPrefixIndexes,
 };

@@ -1,0 +1,43 @@
+import { type Kysely, sql } from 'kysely';
+import { SUBJECT_KEY_PREFIX_LENGTH } from '../subject-key-index.js';
+
+/**
+ * The subject indexes hold the first SUBJECT_KEY_PREFIX_LENGTH characters of the subject key, and
+ * `log_records_subject_idx` no longer the record's CID: (tenant_id, substr(subject_key, 1, 11)) instead of
+ * (tenant_id, subject_key, cid), and run_items' (substr(subject_key, 1, 11)) instead of (subject_key). A
+ * query by subject names both the prefix (the index's term) and the whole key (checked on the row): see
+ * subject-key-index.ts. The keys are keyed hashes, so every scoring's entry lands on a random leaf page;
+ * entries of about 20 bytes instead of about 115 make the index a fifth of its size, and a group commit
+ * dirties and writes fewer of its pages (docs/benchmarks.md, "The subject index by prefix").
+ */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
+export async function up(db: Kysely<any>): Promise<void> {
+  const prefix = sql`substr(subject_key, 1, ${sql.lit(SUBJECT_KEY_PREFIX_LENGTH)})`;
+  await db.schema.dropIndex('log_records_subject_idx').execute();
+  await sql`create index log_records_subject_idx on log_records (tenant_id, ${prefix}) where subject_key is not null`.execute(
+    db,
+  );
+  await db.schema.dropIndex('run_items_subject_idx').execute();
+  await sql`create index run_items_subject_idx on run_items (${prefix}) where subject_key is not null`.execute(
+    db,
+  );
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
+export async function down(db: Kysely<any>): Promise<void> {
+  // 0010's indexes.
+  await db.schema.dropIndex('log_records_subject_idx').execute();
+  await db.schema
+    .createIndex('log_records_subject_idx')
+    .on('log_records')
+    .columns(['tenant_id', 'subject_key', 'cid'])
+    .where(sql.ref('subject_key'), 'is not', null)
+    .execute();
+  await db.schema.dropIndex('run_items_subject_idx').execute();
+  await db.schema
+    .createIndex('run_items_subject_idx')
+    .on('run_items')
+    .column('subject_key')
+    .where(sql.ref('subject_key'), 'is not', null)
+    .execute();
+}

@@ -1,0 +1,112 @@
+import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { subjectRecordsPage } from '../erasure/erasure-store.js';
+import type { Database } from './database.js';
+import { down, up } from './migrations/0020-subject-key-prefix-indexes.js';
+import { SUBJECT_KEY_PREFIX_LENGTH, subjectKeyIs } from './subject-key-index.js';
+
+/** Two keys of one prefix: the index finds both, the whole key tells them apart. */
+const PREFIX = 'Ab3_-xYz0Q9'.slice(0, SUBJECT_KEY_PREFIX_LENGTH);
+const KEY = `${PREFIX}${'k'.repeat(43 - SUBJECT_KEY_PREFIX_LENGTH)}`;
+const TWIN = `${PREFIX}${'t'.repeat(43 - SUBJECT_KEY_PREFIX_LENGTH)}`;
+
+forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
+  const db = () => storage().db;
+
+  /** The plan's lines: SQLite's `explain query plan` details, PostgreSQL's `explain` with scans made dear. */
+  async function plan(query: CompiledQuery): Promise<string[]> {
+    if (kind === 'sqlite') {
+      const rows = await db().executeQuery<{ detail: string }>(
+        CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
+      );
+      return rows.rows.map((row) => row.detail);
+    }
+    // An empty table is cheaper to scan than to probe: forbid scans, so only a usable index is chosen.
+    return db()
+      .connection()
+      .execute(async (connection: Kysely<Database>) => {
+        await sql`set enable_seqscan = off`.execute(connection);
+        const rows = await connection.executeQuery<{ 'QUERY PLAN': string }>(
+          CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
+        );
+        await sql`reset enable_seqscan`.execute(connection);
+        return rows.rows.map((row) => row['QUERY PLAN']);
+      });
+  }
+
+  it("a subject's log records are found through log_records_subject_idx, not by reading the table", async () => {
+    // The page the API lists (listSubjectRecords): ordered by CID, which the index does not hold.
+    const query = subjectRecordsPage(db(), 'tenant-a', KEY, '', 11).compile();
+    const lines = await plan(query);
+    expect(lines.some((line) => line.includes('log_records_subject_idx'))).toBe(true);
+    expect(lines.filter((line) => /^SCAN log_records\b|Seq Scan on log_records/.test(line))).toEqual([]);
+  });
+
+  it("a subject's run items are found through run_items_subject_idx", async () => {
+    const query = db()
+      .selectFrom('run_items')
+      .innerJoin('runs', 'runs.id', 'run_items.run_id')
+      .select(['run_items.run_id', 'run_items.item_index'])
+      .where(subjectKeyIs('run_items.subject_key', KEY))
+      .where('runs.tenant_id', '=', 'tenant-a')
+      .limit(10)
+      .compile();
+    const lines = await plan(query);
+    expect(lines.some((line) => line.includes('run_items_subject_idx'))).toBe(true);
+    expect(lines.filter((line) => /^SCAN run_items\b|Seq Scan on run_items/.test(line))).toEqual([]);
+  });
+
+  it('a key finds its own rows only, not those of another key with the same prefix', async () => {
+    const row = (key: string, n: number) => ({
+      tenant_id: 'tenant-twins',
+      cid: `bafkreitwin${key[SUBJECT_KEY_PREFIX_LENGTH]}${n}`,
+      bytes: new TextEncoder().encode(`{"n":${n}}`),
+      request_id: `req_${key[SUBJECT_KEY_PREFIX_LENGTH]}${n}`,
+      created_at: new Date(Date.UTC(2026, 10, 27, 0, 0, n)).toISOString(),
+      subject_key: key,
+    });
+    await db()
+      .insertInto('log_records')
+      .values([row(KEY, 1), row(TWIN, 2), row(KEY, 3)])
+      .execute();
+    const found = await db()
+      .selectFrom('log_records')
+      .select('cid')
+      .where('tenant_id', '=', 'tenant-twins')
+      .where(subjectKeyIs('subject_key', KEY))
+      .orderBy('cid')
+      .execute();
+    expect(found.map((r) => r.cid)).toEqual(['bafkreitwink1', 'bafkreitwink3']);
+  });
+  it("0020's down gives back 0010's indexes, and its up the prefix ones again", async () => {
+    const definitions = async () => {
+      const rows =
+        kind === 'sqlite'
+          ? (
+              await sql<{ definition: string }>`select sql as definition from sqlite_master
+                where name in ('log_records_subject_idx', 'run_items_subject_idx') order by name`.execute(
+                db(),
+              )
+            ).rows
+          : (
+              await sql<{ definition: string }>`select indexdef as definition from pg_indexes
+                where indexname in ('log_records_subject_idx', 'run_items_subject_idx') order by indexname`.execute(
+                db(),
+              )
+            ).rows;
+      return rows.map((row) => row.definition.replace(/["\s]+/g, '').toLowerCase());
+    };
+    const prefixed = await definitions();
+    expect(prefixed).toHaveLength(2);
+    // Spaces and quotes left out: SQLite keeps the statement as written, PostgreSQL writes its own.
+    expect(prefixed[0]).toContain('(tenant_id,substr(subject_key,1,11))');
+    expect(prefixed[1]).toContain('(substr(subject_key,1,11))');
+    await down(db());
+    const before = await definitions();
+    expect(before[0]).toContain('(tenant_id,subject_key,cid)');
+    expect(before[1]).toContain('(subject_key)');
+    await up(db());
+    expect(await definitions()).toEqual(prefixed);
+  });
+});
