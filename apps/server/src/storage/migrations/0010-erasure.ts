@@ -16,6 +16,28 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
  *   or the keying of a row from before this migration (`subject_key` set from null, nothing else changes).
  *   Leaves, the leaf queue, tiles and checkpoints stay exactly as immutable as before.
  */
+/** 0010's index of the subject's log records (0020 replaced it; its down makes this one again). */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
+export async function createLogRecordsSubjectIndex0010(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createIndex('log_records_subject_idx')
+    .on('log_records')
+    .columns(['tenant_id', 'subject_key', 'cid'])
+    .where(sql.ref('subject_key'), 'is not', null)
+    .execute();
+}
+
+/** 0010's index of the subject's run items (0020 replaced it; its down makes this one again). */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
+export async function createRunItemsSubjectIndex0010(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createIndex('run_items_subject_idx')
+    .on('run_items')
+    .column('subject_key')
+    .where(sql.ref('subject_key'), 'is not', null)
+    .execute();
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function up(db: Kysely<any>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
@@ -24,12 +46,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   }
   await db.schema.alterTable('log_records').addColumn('erasure_id', 'text').execute();
   await db.schema.alterTable('run_items').addColumn('erasure_id', 'text').execute();
-  await db.schema
-    .createIndex('log_records_subject_idx')
-    .on('log_records')
-    .columns(['tenant_id', 'subject_key', 'cid'])
-    .where(sql.ref('subject_key'), 'is not', null)
-    .execute();
+  await createLogRecordsSubjectIndex0010(db);
   // The rows no subject key finds (written before this migration, or without one): the erasure worker
   // scans these, a tenant's at a time, and keys them as it goes.
   await db.schema
@@ -50,12 +67,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .columns(['tenant_id', 'erasure_id'])
     .where(sql.ref('erasure_id'), 'is not', null)
     .execute();
-  await db.schema
-    .createIndex('run_items_subject_idx')
-    .on('run_items')
-    .column('subject_key')
-    .where(sql.ref('subject_key'), 'is not', null)
-    .execute();
+  await createRunItemsSubjectIndex0010(db);
   await db.schema
     .createIndex('events_subject_idx')
     .on('events')

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { SUBJECT_KEY_PREFIX_LENGTH } from '../subject-key-index.js';
+import { createLogRecordsSubjectIndex0010, createRunItemsSubjectIndex0010 } from './0010-erasure.js';
 
 /**
  * The subject indexes hold the first SUBJECT_KEY_PREFIX_LENGTH characters of the subject key, and
@@ -25,19 +26,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function down(db: Kysely<any>): Promise<void> {
-  // 0010's indexes.
   await db.schema.dropIndex('log_records_subject_idx').execute();
-  await db.schema
-    .createIndex('log_records_subject_idx')
-    .on('log_records')
-    .columns(['tenant_id', 'subject_key', 'cid'])
-    .where(sql.ref('subject_key'), 'is not', null)
-    .execute();
+  await createLogRecordsSubjectIndex0010(db);
   await db.schema.dropIndex('run_items_subject_idx').execute();
-  await db.schema
-    .createIndex('run_items_subject_idx')
-    .on('run_items')
-    .column('subject_key')
-    .where(sql.ref('subject_key'), 'is not', null)
-    .execute();
+  await createRunItemsSubjectIndex0010(db);
 }
