@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { usageUpserts } from '../quota/tenant-usage.js';
 import type { Database, ErasuresTable } from '../storage/database.js';
-import { subjectKeyIs } from '../storage/subject-key-index.js';
+import { cidAfter, cidPrefix, subjectKeyIs } from '../storage/subject-key-index.js';
 
 /** An erasure row as the worker and the API read it. */
 export type ErasureRow = Selectable<ErasuresTable>;
@@ -21,10 +21,9 @@ export type ErasureCountColumn =
 type Db = Kysely<Database> | Transaction<Database>;
 
 /**
- * The tenant's records of the subject whose key is `subjectKey`, by CID after `after`, at most `limit`: the
- * subject's records are found through its index first (a materialized CTE), then ordered and cut. Asked in one
- * query, SQLite and PostgreSQL could walk the tenant's records in CID order by the primary key (to skip the
- * sort) and read every one of them, since the subject index holds no CID (migration 0020).
+ * The tenant's records of the subject whose key is `subjectKey`, by CID after `after`, at most `limit`: a walk of
+ * `log_records_subject_idx` from `after`, in the order of the CIDs' prefixes it holds (the whole CID orders
+ * ties), so a page reads about `limit` rows however many records the subject has (migration 0020).
  */
 export function subjectRecordsPage(
   db: Db,
@@ -34,18 +33,12 @@ export function subjectRecordsPage(
   limit: number,
 ) {
   return db
-    .with(
-      (cte) => cte('subject_records').materialized(),
-      (query) =>
-        query
-          .selectFrom('log_records')
-          .select(['cid', 'request_id', 'created_at'])
-          .where('tenant_id', '=', tenantId)
-          .where(subjectKeyIs('subject_key', subjectKey)),
-    )
-    .selectFrom('subject_records')
+    .selectFrom('log_records')
     .select(['cid', 'request_id', 'created_at'])
-    .where('cid', '>', after)
+    .where('tenant_id', '=', tenantId)
+    .where(subjectKeyIs('subject_key', subjectKey))
+    .where(cidAfter(after))
+    .orderBy(cidPrefix)
     .orderBy('cid')
     .limit(limit);
 }

@@ -1,15 +1,16 @@
+import { createHash } from 'node:crypto';
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { subjectRecordsPage } from '../erasure/erasure-store.js';
 import type { Database } from './database.js';
 import { down, up } from './migrations/0020-subject-key-prefix-indexes.js';
-import { SUBJECT_KEY_PREFIX_LENGTH, subjectKeyIs } from './subject-key-index.js';
+import { CID_PREFIX_LENGTH, SUBJECT_KEY_PREFIX_LENGTH, subjectKeyIs } from './subject-key-index.js';
 
-/** Two keys of one prefix: the index finds both, the whole key tells them apart. */
-const PREFIX = 'Ab3_-xYz0Q9'.slice(0, SUBJECT_KEY_PREFIX_LENGTH);
-const KEY = `${PREFIX}${'k'.repeat(43 - SUBJECT_KEY_PREFIX_LENGTH)}`;
-const TWIN = `${PREFIX}${'t'.repeat(43 - SUBJECT_KEY_PREFIX_LENGTH)}`;
+/** Two keys of one prefix (64 hex digits, as the keyed hash writes them): the index finds both, the whole key tells them apart. */
+const PREFIX = '0123456789abcdef'.slice(0, SUBJECT_KEY_PREFIX_LENGTH);
+const KEY = `${PREFIX}${'a'.repeat(64 - SUBJECT_KEY_PREFIX_LENGTH)}`;
+const TWIN = `${PREFIX}${'b'.repeat(64 - SUBJECT_KEY_PREFIX_LENGTH)}`;
 
 forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
   const db = () => storage().db;
@@ -36,11 +37,32 @@ forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
   }
 
   it("a subject's log records are found through log_records_subject_idx, not by reading the table", async () => {
-    // The page the API lists (listSubjectRecords): ordered by CID, which the index does not hold.
+    // The page the API lists (listSubjectRecords), for a subject with many records (and statistics that say
+    // so, on PostgreSQL): the plan must not read them all.
+    await db()
+      .insertInto('log_records')
+      .values(
+        Array.from({ length: 2000 }, (_, n) => ({
+          tenant_id: 'tenant-a',
+          cid: `bafkrei${createHash('sha256').update(String(n)).digest('hex').slice(0, 52)}`,
+          bytes: new TextEncoder().encode(`{"n":${n}}`),
+          request_id: `req_many${n}`,
+          created_at: new Date(Date.UTC(2026, 10, 27, 0, 0, 0, n)).toISOString(),
+          subject_key: KEY,
+        })),
+      )
+      .execute();
+    if (kind === 'postgres') await sql`analyze log_records`.execute(db());
     const query = subjectRecordsPage(db(), 'tenant-a', KEY, '', 11).compile();
     const lines = await plan(query);
     expect(lines.some((line) => line.includes('log_records_subject_idx'))).toBe(true);
     expect(lines.filter((line) => /^SCAN log_records\b|Seq Scan on log_records/.test(line))).toEqual([]);
+    // In CID order from the index, so a page reads about a page of rows, not all of the subject's and then a
+    // sort (a tie of the CIDs' prefixes, if ever, is sorted by the rest: SQLite's "right part", PostgreSQL's
+    // incremental sort).
+    expect(
+      lines.filter((line) => /USE TEMP B-TREE FOR ORDER BY|^\s*(->\s*)?Sort\s+\(|MATERIALIZE/.test(line)),
+    ).toEqual([]);
   });
 
   it("a subject's run items are found through run_items_subject_idx", async () => {
@@ -77,8 +99,35 @@ forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
       .where(subjectKeyIs('subject_key', KEY))
       .orderBy('cid')
       .execute();
-    expect(found.map((r) => r.cid)).toEqual(['bafkreitwink1', 'bafkreitwink3']);
+    expect(found.map((r) => r.cid)).toEqual(['bafkreitwina1', 'bafkreitwina3']);
   });
+  it("pages a subject's records in CID order, ties of the CIDs' prefixes included, each once", async () => {
+    const tie = 'bafkreitiesssssssssss'.slice(0, CID_PREFIX_LENGTH);
+    const cids = [`${tie}c`, 'bafkreizzzz', `${tie}a`, 'bafkreibbbb', `${tie}b`, 'bafkreiyyyy'];
+    await db()
+      .insertInto('log_records')
+      .values(
+        cids.map((cid, n) => ({
+          tenant_id: 'tenant-pages',
+          cid,
+          bytes: new TextEncoder().encode(`{"n":${n}}`),
+          request_id: `req_page${n}`,
+          created_at: new Date(Date.UTC(2026, 10, 27, 0, 0, n)).toISOString(),
+          subject_key: n === 5 ? TWIN : KEY,
+        })),
+      )
+      .execute();
+    const seen: string[] = [];
+    let after = '';
+    for (;;) {
+      const page = await subjectRecordsPage(db(), 'tenant-pages', KEY, after, 2).execute();
+      seen.push(...page.map((row) => row.cid));
+      if (page.length < 2) break;
+      after = page.at(-1)?.cid ?? '';
+    }
+    expect(seen).toEqual(['bafkreibbbb', `${tie}a`, `${tie}b`, `${tie}c`, 'bafkreizzzz']);
+  });
+
   it("0020's down gives back 0010's indexes, and its up the prefix ones again", async () => {
     const definitions = async () => {
       const rows =
@@ -100,7 +149,7 @@ forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
     const prefixed = await definitions();
     expect(prefixed).toHaveLength(2);
     // Spaces and quotes left out: SQLite keeps the statement as written, PostgreSQL writes its own.
-    expect(prefixed[0]).toContain('(tenant_id,substr(subject_key,1,11))');
+    expect(prefixed[0]).toContain('(tenant_id,substr(subject_key,1,11),substr(cid,1,20))');
     expect(prefixed[1]).toContain('(substr(subject_key,1,11))');
     await down(db());
     const before = await definitions();

@@ -1,21 +1,23 @@
 import { type Kysely, sql } from 'kysely';
-import { SUBJECT_KEY_PREFIX_LENGTH } from '../subject-key-index.js';
+import { CID_PREFIX_LENGTH, SUBJECT_KEY_PREFIX_LENGTH } from '../subject-key-index.js';
 import { createLogRecordsSubjectIndex0010, createRunItemsSubjectIndex0010 } from './0010-erasure.js';
 
 /**
- * The subject indexes hold the first SUBJECT_KEY_PREFIX_LENGTH characters of the subject key, and
- * `log_records_subject_idx` no longer the record's CID: (tenant_id, substr(subject_key, 1, 11)) instead of
- * (tenant_id, subject_key, cid), and run_items' (substr(subject_key, 1, 11)) instead of (subject_key). A
- * query by subject names both the prefix (the index's term) and the whole key (checked on the row): see
- * subject-key-index.ts. The keys are keyed hashes, so every scoring's entry lands on a random leaf page;
- * entries of about 20 bytes instead of about 115 make the index a fifth of its size, and a group commit
- * dirties and writes fewer of its pages (docs/benchmarks.md, "The subject index by prefix").
+ * The subject indexes hold prefixes instead of whole values: `log_records_subject_idx` is
+ * (tenant_id, substr(subject_key, 1, 11), substr(cid, 1, 20)) instead of (tenant_id, subject_key, cid), and
+ * `run_items_subject_idx` (substr(subject_key, 1, 11)) instead of (subject_key). A query by subject names both
+ * the prefix (the index's term) and the whole key (checked on the row), and a page of a subject's records
+ * orders by the CID's prefix, then the CID: see subject-key-index.ts. The keys are keyed hashes, so every
+ * scoring's entry lands on a random leaf page; entries of about 40 bytes instead of about 140 make the
+ * index a fraction of its size, and a group commit dirties and writes fewer of its pages (docs/benchmarks.md,
+ * "The subject index by prefix").
  */
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function up(db: Kysely<any>): Promise<void> {
   const prefix = sql`substr(subject_key, 1, ${sql.lit(SUBJECT_KEY_PREFIX_LENGTH)})`;
   await db.schema.dropIndex('log_records_subject_idx').execute();
-  await sql`create index log_records_subject_idx on log_records (tenant_id, ${prefix}) where subject_key is not null`.execute(
+  const cid = sql`substr(cid, 1, ${sql.lit(CID_PREFIX_LENGTH)})`;
+  await sql`create index log_records_subject_idx on log_records (tenant_id, ${prefix}, ${cid}) where subject_key is not null`.execute(
     db,
   );
   await db.schema.dropIndex('run_items_subject_idx').execute();
