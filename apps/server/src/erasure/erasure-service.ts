@@ -7,7 +7,7 @@ import { type IdempotentResult, idempotentCreate } from '../idempotency/idempote
 import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
 import type { Storage } from '../storage/storage.js';
-import { erasedCids, findErasure, insertErasure, subjectRecordsPage } from './erasure-store.js';
+import { erasedCids, findErasure, insertErasure, readSubjectRecordsPage } from './erasure-store.js';
 import { erasureView, subjectRecordView } from './erasure-views.js';
 
 /** What the erasure and access use cases need. */
@@ -95,17 +95,16 @@ export async function listSubjectRecords(
       throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
     }
   }
-  const rows = await subjectRecordsPage(
+  const { rows, more } = await readSubjectRecordsPage(
     deps.storage.db,
     tenantId,
     deps.subjectKey(tenantId, body.subject),
     after,
-    limit + 1,
-  ).execute();
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
+    limit,
+  );
+  const last = rows.at(-1);
   return {
-    data: page.map(subjectRecordView),
-    next_cursor: rows.length > limit && last ? Buffer.from(last.cid, 'utf8').toString('base64url') : null,
+    data: rows.map(subjectRecordView),
+    next_cursor: more && last ? Buffer.from(last.cid, 'utf8').toString('base64url') : null,
   };
 }

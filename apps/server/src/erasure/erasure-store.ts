@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { usageUpserts } from '../quota/tenant-usage.js';
 import type { Database, ErasuresTable } from '../storage/database.js';
-import { cidAfter, cidPrefix, subjectKeyIs } from '../storage/subject-key-index.js';
+import { CID_PREFIX_LENGTH, cidAfter, cidPrefix, subjectKeyIs } from '../storage/subject-key-index.js';
 
 /** An erasure row as the worker and the API read it. */
 export type ErasureRow = Selectable<ErasuresTable>;
@@ -21,9 +21,12 @@ export type ErasureCountColumn =
 type Db = Kysely<Database> | Transaction<Database>;
 
 /**
- * The tenant's records of the subject whose key is `subjectKey`, by CID after `after`, at most `limit`: a walk of
- * `log_records_subject_idx` from `after`, in the order of the CIDs' prefixes it holds (the whole CID orders
- * ties), so a page reads about `limit` rows however many records the subject has (migration 0020).
+ * The tenant's records of the subject whose key is `subjectKey` after the CID `after`, at most `limit`, in the
+ * order of `log_records_subject_idx` (tenant, key prefix, the CIDs' first 20 characters: migration 0020), so a
+ * page is a walk of that index from `after` that reads about `limit` rows however many records the subject
+ * has, and needs no sort. (Ordered by the whole CID too, PostgreSQL, when its statistics promise a single
+ * row per key, sorts every record of the subject for each page.) `readSubjectRecordsPage` puts records that
+ * share a CID prefix in CID order.
  */
 export function subjectRecordsPage(
   db: Db,
@@ -39,8 +42,44 @@ export function subjectRecordsPage(
     .where(subjectKeyIs('subject_key', subjectKey))
     .where(cidAfter(after))
     .orderBy(cidPrefix)
-    .orderBy('cid')
     .limit(limit);
+}
+
+/**
+ * A page of the subject's records in CID order (`subjectRecordsPage`), and whether more follow. Records whose
+ * CIDs share their first 20 characters (63 bits of SHA-256: in practice never) come from the index in no
+ * particular order: they are put in CID order here, and a page never ends inside such a group (it ends before
+ * it, and the group comes whole on the next page; a group larger than a page is read whole and cut by CID), so
+ * the next page's `cid > after` skips none of them.
+ */
+export async function readSubjectRecordsPage(
+  db: Db,
+  tenantId: string,
+  subjectKey: string,
+  after: string,
+  limit: number,
+): Promise<{ rows: { cid: string; request_id: string; created_at: string }[]; more: boolean }> {
+  const rows = await subjectRecordsPage(db, tenantId, subjectKey, after, limit + 1).execute();
+  let page = rows.slice(0, limit);
+  const next = rows[limit];
+  if (next !== undefined) {
+    const group = next.cid.slice(0, CID_PREFIX_LENGTH);
+    const start = page.findIndex((row) => row.cid.slice(0, CID_PREFIX_LENGTH) === group);
+    if (start > 0) page = page.slice(0, start);
+    else if (start === 0) {
+      // More than a page of records share one CID prefix: read that group whole, and cut it by CID.
+      page = await db
+        .selectFrom('log_records')
+        .select(['cid', 'request_id', 'created_at'])
+        .where('tenant_id', '=', tenantId)
+        .where(subjectKeyIs('subject_key', subjectKey))
+        .where(cidPrefix, '=', group)
+        .where('cid', '>', after)
+        .execute();
+    }
+  }
+  page.sort((a, b) => (a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0));
+  return { rows: page.slice(0, limit), more: next !== undefined };
 }
 
 /** Inserts a new erasure, `pending`, in the caller's transaction. */

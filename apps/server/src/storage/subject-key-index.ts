@@ -9,8 +9,9 @@ export const SUBJECT_KEY_PREFIX_LENGTH = 11;
 
 /**
  * How many leading characters of a record's CID `log_records_subject_idx` holds after the subject key's
- * prefix: enough to keep a subject's records in CID order in the index (ties, if ever, are ordered by the
- * whole CID on the rows), so a page of a subject's records reads that page, not all of them.
+ * prefix: enough to keep a subject's records in CID order in the index (`bafkrei` and 63 bits of the record's
+ * SHA-256; records sharing them, if ever, are put in order by the whole CID: readSubjectRecordsPage), so a page
+ * of a subject's records reads that page, not all of them.
  */
 export const CID_PREFIX_LENGTH = 20;
 
@@ -27,7 +28,7 @@ export function subjectKeyIs(
   return sql<boolean>`substr(${ref}, 1, ${sql.lit(SUBJECT_KEY_PREFIX_LENGTH)}) = ${key.slice(0, SUBJECT_KEY_PREFIX_LENGTH)} and ${ref} = ${key}`;
 }
 
-/** The CID's prefix as `log_records_subject_idx` holds it: order by this, then by `cid`. */
+/** The CID's prefix as `log_records_subject_idx` holds it: a subject's records are walked in its order. */
 export const cidPrefix: RawBuilder<string> = sql<string>`substr(cid, 1, ${sql.lit(CID_PREFIX_LENGTH)})`;
 
 /** `cid > after`, with the index's term (`cidPrefix >= after's prefix`) that lets the index skip to it. */
