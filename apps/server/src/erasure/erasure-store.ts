@@ -24,7 +24,8 @@ type Db = Kysely<Database> | Transaction<Database>;
  * The tenant's records of the subject whose key is `subjectKey` after the CID `after`, at most `limit`, in the
  * order of `log_records_subject_idx` (tenant, key prefix, the CIDs' first 20 characters: migration 0020), so a
  * page is a walk of that index from `after` that reads about `limit` rows however many records the subject
- * has, and needs no sort. (Ordered by the whole CID too, PostgreSQL, when its statistics promise a single
+ * has (and those of any subject whose key shares the 11-character prefix: 44 bits of a keyed hash, a few pairs
+ * among 10 million subjects), and needs no sort. (Ordered by the whole CID too, PostgreSQL, when its statistics promise a single
  * row per key, sorts every record of the subject for each page.) `readSubjectRecordsPage` puts records that
  * share a CID prefix in CID order.
  */
@@ -48,8 +49,8 @@ export function subjectRecordsPage(
 /**
  * A page of the subject's records in CID order (`subjectRecordsPage`), and whether more follow. Records whose
  * CIDs share their first 20 characters (63 bits of SHA-256: in practice never) come from the index in no
- * particular order: they are put in CID order here, and a page never ends inside such a group (it ends before
- * it, and the group comes whole on the next page; a group larger than a page is read whole and cut by CID), so
+ * particular order: they are put in CID order here, and a page ends before such a group rather than inside it
+ * (the group then comes whole on the next page); a group larger than a page is read whole and cut by CID. So
  * the next page's `cid > after` skips none of them.
  */
 export async function readSubjectRecordsPage(
@@ -67,15 +68,16 @@ export async function readSubjectRecordsPage(
     const start = page.findIndex((row) => row.cid.slice(0, CID_PREFIX_LENGTH) === group);
     if (start > 0) page = page.slice(0, start);
     else if (start === 0) {
-      // More than a page of records share one CID prefix: read that group whole, and cut it by CID.
-      page = await db
+      // More than a page of records share one CID prefix: read that group whole, and cut it by CID. (`cid >
+      // after` is checked here, not in SQL: with it, SQLite without statistics walks the primary key instead.)
+      const whole = await db
         .selectFrom('log_records')
         .select(['cid', 'request_id', 'created_at'])
         .where('tenant_id', '=', tenantId)
         .where(subjectKeyIs('subject_key', subjectKey))
         .where(cidPrefix, '=', group)
-        .where('cid', '>', after)
         .execute();
+      page = whole.filter((row) => row.cid > after);
     }
   }
   page.sort((a, b) => (a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0));

@@ -5,7 +5,12 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { readSubjectRecordsPage, subjectRecordsPage } from '../erasure/erasure-store.js';
 import type { Database } from './database.js';
 import { down, up } from './migrations/0020-subject-key-prefix-indexes.js';
-import { CID_PREFIX_LENGTH, SUBJECT_KEY_PREFIX_LENGTH, subjectKeyIs } from './subject-key-index.js';
+import {
+  CID_PREFIX_LENGTH,
+  cidPrefix,
+  SUBJECT_KEY_PREFIX_LENGTH,
+  subjectKeyIs,
+} from './subject-key-index.js';
 
 /** Two keys of one prefix (64 hex digits, as the keyed hash writes them): the index finds both, the whole key tells them apart. */
 const PREFIX = '0123456789abcdef'.slice(0, SUBJECT_KEY_PREFIX_LENGTH);
@@ -60,6 +65,24 @@ forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
     expect(lines.filter((line) => /USE TEMP B-TREE|Sort\b|MATERIALIZE/.test(line))).toEqual([]);
   });
 
+  it('a group of records sharing a CID prefix is read through log_records_subject_idx too', async () => {
+    // readSubjectRecordsPage's query for a tied group larger than a page.
+    const query = db()
+      .selectFrom('log_records')
+      .select(['cid', 'request_id', 'created_at'])
+      .where('tenant_id', '=', 'tenant-a')
+      .where(subjectKeyIs('subject_key', KEY))
+      .where(cidPrefix, '=', 'bafkreitiessssssssssss'.slice(0, CID_PREFIX_LENGTH))
+      .compile();
+    const lines = await plan(query);
+    expect(lines.some((line) => line.includes('log_records_subject_idx'))).toBe(true);
+    expect(
+      lines.filter((line) =>
+        /^SCAN log_records\b|Seq Scan on log_records|autoindex|log_records_pk/.test(line),
+      ),
+    ).toEqual([]);
+  });
+
   it("a subject's run items are found through run_items_subject_idx", async () => {
     const query = db()
       .selectFrom('run_items')
@@ -98,8 +121,9 @@ forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
   });
   it("pages a subject's records in CID order, ties of the CIDs' prefixes included, each once", async () => {
     const tie = 'bafkreitiesssssssssss'.slice(0, CID_PREFIX_LENGTH);
-    // Tied CIDs come from the index in the order they were written (c, a, then b): a page of 2 ends before the
-    // first of them, and the next one holds the group in CID order.
+    // Tied CIDs come from the index in the order they were written (c, a, then b), a group larger than a page
+    // of 2: the first page ends before it ([bbbb]), the second is read from the whole group and cut by CID
+    // ([a, b]), the third holds the rest ([c, zzzz]).
     const cids = [`${tie}c`, 'bafkreizzzz', `${tie}a`, 'bafkreibbbb', 'bafkreiyyyy', `${tie}b`];
     await db()
       .insertInto('log_records')
@@ -114,15 +138,15 @@ forEachDatabase('the subject indexes (migration 0020)', ({ storage, kind }) => {
         })),
       )
       .execute();
-    const seen: string[] = [];
+    const pages: string[][] = [];
     let after = '';
     for (;;) {
       const { rows, more } = await readSubjectRecordsPage(db(), 'tenant-pages', KEY, after, 2);
-      seen.push(...rows.map((row) => row.cid));
+      pages.push(rows.map((row) => row.cid));
       if (!more) break;
       after = rows.at(-1)?.cid ?? '';
     }
-    expect(seen).toEqual(['bafkreibbbb', `${tie}a`, `${tie}b`, `${tie}c`, 'bafkreizzzz']);
+    expect(pages).toEqual([['bafkreibbbb'], [`${tie}a`, `${tie}b`], [`${tie}c`, 'bafkreizzzz']]);
   });
 
   it("0020's down gives back 0010's indexes, and its up the prefix ones again", async () => {

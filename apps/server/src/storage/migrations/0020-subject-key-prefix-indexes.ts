@@ -7,8 +7,8 @@ import { createLogRecordsSubjectIndex0010, createRunItemsSubjectIndex0010 } from
  * (tenant_id, substr(subject_key, 1, 11), substr(cid, 1, 20)) instead of (tenant_id, subject_key, cid), and
  * `run_items_subject_idx` (substr(subject_key, 1, 11)) instead of (subject_key). A query by subject names both
  * the prefix (the index's term) and the whole key (checked on the row), and a page of a subject's records
- * orders by the CID's prefix, then the CID: see subject-key-index.ts. The keys are keyed hashes, so every
- * scoring's entry lands on a random leaf page; entries of about 40 bytes instead of about 140 make the
+ * walks the index in the order of the CIDs' prefixes (erasure-store.ts). The keys are keyed hashes, so every
+ * scoring's entry lands on a random leaf page; entries of about 45 bytes instead of about 140 make the
  * index a fraction of its size, and a group commit dirties and writes fewer of its pages (docs/benchmarks.md,
  * "The subject index by prefix").
  */
