@@ -25,9 +25,9 @@ type Db = Kysely<Database> | Transaction<Database>;
  * order of `log_records_subject_idx` (tenant, key prefix, the CIDs' first 20 characters: migration 0020), so a
  * page is a walk of that index from `after` that reads about `limit` rows however many records the subject
  * has (and those of any subject whose key shares the 11-character prefix: 44 bits of a keyed hash, a few pairs
- * among 10 million subjects), and needs no sort. (Ordered by the whole CID too, PostgreSQL, when its statistics promise a single
- * row per key, sorts every record of the subject for each page.) `readSubjectRecordsPage` puts records that
- * share a CID prefix in CID order.
+ * among 10 million subjects), and needs no sort. (Ordered by the whole CID too, PostgreSQL, when its
+ * statistics promise a single row per key, sorts every record of the subject for each page.)
+ * `readSubjectRecordsPage` puts records that share a CID prefix in CID order.
  */
 export function subjectRecordsPage(
   db: Db,

@@ -24,11 +24,20 @@ export function subjectKeyIs(
   column: 'subject_key' | 'run_items.subject_key',
   key: string,
 ): RawBuilder<boolean> {
-  const ref = sql.ref(column);
-  return sql<boolean>`substr(${ref}, 1, ${sql.lit(SUBJECT_KEY_PREFIX_LENGTH)}) = ${key.slice(0, SUBJECT_KEY_PREFIX_LENGTH)} and ${ref} = ${key}`;
+  return sql<boolean>`${subjectKeyPrefix(column)} = ${key.slice(0, SUBJECT_KEY_PREFIX_LENGTH)} and ${sql.ref(column)} = ${key}`;
 }
 
-/** The CID's prefix as `log_records_subject_idx` holds it: a subject's records are walked in its order. */
+/** The subject key's prefix as the subject indexes hold it (migration 0020 indexes this very expression). */
+export function subjectKeyPrefix(
+  column: 'subject_key' | 'run_items.subject_key' = 'subject_key',
+): RawBuilder<string> {
+  return sql<string>`substr(${sql.ref(column)}, 1, ${sql.lit(SUBJECT_KEY_PREFIX_LENGTH)})`;
+}
+
+/**
+ * The CID's prefix as `log_records_subject_idx` holds it (migration 0020 indexes this very expression): a
+ * subject's records are walked in its order.
+ */
 export const cidPrefix: RawBuilder<string> = sql<string>`substr(cid, 1, ${sql.lit(CID_PREFIX_LENGTH)})`;
 
 /** `cid > after`, with the index's term (`cidPrefix >= after's prefix`) that lets the index skip to it. */

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { CID_PREFIX_LENGTH, SUBJECT_KEY_PREFIX_LENGTH } from '../subject-key-index.js';
+import { cidPrefix, subjectKeyPrefix } from '../subject-key-index.js';
 import { createLogRecordsSubjectIndex0010, createRunItemsSubjectIndex0010 } from './0010-erasure.js';
 
 /**
@@ -14,10 +14,10 @@ import { createLogRecordsSubjectIndex0010, createRunItemsSubjectIndex0010 } from
  */
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function up(db: Kysely<any>): Promise<void> {
-  const prefix = sql`substr(subject_key, 1, ${sql.lit(SUBJECT_KEY_PREFIX_LENGTH)})`;
+  // The very expressions the queries name (subject-key-index.ts), so both databases match them to the index.
+  const prefix = subjectKeyPrefix();
   await db.schema.dropIndex('log_records_subject_idx').execute();
-  const cid = sql`substr(cid, 1, ${sql.lit(CID_PREFIX_LENGTH)})`;
-  await sql`create index log_records_subject_idx on log_records (tenant_id, ${prefix}, ${cid}) where subject_key is not null`.execute(
+  await sql`create index log_records_subject_idx on log_records (tenant_id, ${prefix}, ${cidPrefix}) where subject_key is not null`.execute(
     db,
   );
   await db.schema.dropIndex('run_items_subject_idx').execute();
