@@ -52,6 +52,7 @@ import {
   startServerOn,
 } from '../lib/bench-server.ts';
 import { cpuTimes, measure } from '../lib/load-report.ts';
+import { sequentialGets } from '../lib/sequential-get.ts';
 import { printSizing, type ScaleResult, type SizeResult } from './sizing.ts';
 
 const { values: args } = parseArgs({
@@ -279,19 +280,7 @@ async function commitLatency(server: BenchServer, seconds: number) {
 
 /** p99 of `count` sequential GETs of `path(i)`, in ms; fails on any answer but 200. */
 async function getP99(server: BenchServer, count: number, path: (i: number) => string): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    const response = await fetch(server.url + path(i), { headers: server.headers });
-    const body = await response.arrayBuffer();
-    times.push(performance.now() - started);
-    if (response.status !== 200)
-      throw new Error(`GET ${path(i)}: ${response.status} ${Buffer.from(body).toString()}`);
-  }
-  return pct(
-    times.sort((a, b) => a - b),
-    99,
-  );
+  return (await sequentialGets(server.url, server.headers, count, path)).p99;
 }
 
 /** One JSON run of 1,000 items, polled every ms until completed: items/s and the server's CPU µs per item. */

@@ -57,6 +57,7 @@ export function emptyTreeHash(): Promise<Hash> {
  */
 export async function perfectRoot(hashes: readonly Hash[]): Promise<Hash> {
   if (hashes.length === 0) throw new RangeError('a perfect subtree has at least one hash');
+  if (oneShot !== undefined) return perfectRootNow(hashes, oneShot);
   let level = hashes;
   while (level.length > 1) {
     const next: Hash[] = [];
@@ -65,6 +66,66 @@ export async function perfectRoot(hashes: readonly Hash[]): Promise<Hash> {
     level = next;
   }
   return level[0] as Hash;
+}
+
+/**
+ * perfectRoot with a synchronous SHA-256: one input buffer for every node, no promise per node. A proof
+ * hashes up to 255 nodes of each tile it reads (the subtrees inside a tile), so on Node this is most of a
+ * proof's CPU.
+ */
+function perfectRootNow(hashes: readonly Hash[], digest: OneShotHash): Hash {
+  const input = new Uint8Array(1 + 2 * HASH_SIZE);
+  input[0] = 0x01;
+  let level = hashes;
+  while (level.length > 1) {
+    const next: Hash[] = [];
+    for (let i = 0; i < level.length; i += 2) {
+      const left = level[i] as Hash;
+      const right = level[i + 1] as Hash;
+      if (left.length !== HASH_SIZE || right?.length !== HASH_SIZE) {
+        throw new RangeError(`a node hash joins two ${HASH_SIZE}-byte hashes`);
+      }
+      input.set(left, 1);
+      input.set(right, 1 + HASH_SIZE);
+      next.push(digest('sha256', input, 'buffer'));
+    }
+    level = next;
+  }
+  return level[0] as Hash;
+}
+
+/**
+ * Every interior node of the perfect subtree whose leaves are `hashes` (a power of two of them, at least
+ * two), level by level from the one above the leaves to the root, concatenated: for 256 leaves, 128 hashes
+ * of height 1, then 64 of height 2, …, then the root (255 hashes, 8,160 bytes).
+ */
+export async function interiorHashes(hashes: readonly Hash[]): Promise<Uint8Array> {
+  if (hashes.length < 2 || (hashes.length & (hashes.length - 1)) !== 0) {
+    throw new RangeError('interior hashes are of a perfect subtree of at least two hashes');
+  }
+  const out = new Uint8Array((hashes.length - 1) * HASH_SIZE);
+  const input = new Uint8Array(1 + 2 * HASH_SIZE);
+  input[0] = 0x01;
+  let level = hashes;
+  let at = 0;
+  while (level.length > 1) {
+    const next: Hash[] = [];
+    for (let i = 0; i < level.length; i += 2) {
+      const left = level[i] as Hash;
+      const right = level[i + 1] as Hash;
+      if (left.length !== HASH_SIZE || right.length !== HASH_SIZE) {
+        throw new RangeError(`a node hash joins two ${HASH_SIZE}-byte hashes`);
+      }
+      input.set(left, 1);
+      input.set(right, 1 + HASH_SIZE);
+      const node = oneShot === undefined ? await sha256(input) : oneShot('sha256', input, 'buffer');
+      out.set(node, at);
+      next.push(out.subarray(at, at + HASH_SIZE));
+      at += HASH_SIZE;
+    }
+    level = next;
+  }
+  return out;
 }
 
 /** The largest power of two strictly below `n` (n ≥ 2): where RFC 9162 splits a tree of n leaves. */

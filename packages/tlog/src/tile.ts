@@ -1,4 +1,12 @@
-import { emptyTreeHash, HASH_SIZE, type Hash, nodeHash, perfectRoot, splitPoint } from './hash.js';
+import {
+  emptyTreeHash,
+  HASH_SIZE,
+  type Hash,
+  interiorHashes,
+  nodeHash,
+  perfectRoot,
+  splitPoint,
+} from './hash.js';
 
 /** Tile height (C2SP tlog-tiles): a tile holds up to 2^8 = 256 hashes of one tile level. */
 export const TILE_HEIGHT = 8;
@@ -12,6 +20,20 @@ export const TILE_WIDTH = 1 << TILE_HEIGHT;
  * subtrees of height 8·L, left to right.
  */
 export type TileReader = (level: number, index: number) => Promise<Uint8Array | undefined>;
+
+/** A tile's place: its tile level and its index in that level. */
+export interface TileCoordinates {
+  level: number;
+  index: number;
+}
+
+/**
+ * Reads several tiles at once (one query, one round trip to storage): for each of `tiles`, in order, the
+ * widest stored tile there as its concatenated hashes, or undefined when none is stored.
+ */
+export type TileBatchReader = (
+  tiles: readonly TileCoordinates[],
+) => Promise<ReadonlyArray<Uint8Array | undefined>>;
 
 /** A tile to store: `width` hashes of tile level `level` from position `index · 256`, concatenated. */
 export interface NewTile {
@@ -36,17 +58,102 @@ export class TreeStorageError extends Error {
   override readonly name = 'TreeStorageError';
 }
 
+/** A tile kept by a {@link TileHashCache}, and the hashes of subtrees inside it once computed. */
+interface KeptTile {
+  hashes: Uint8Array;
+  /** A full tile's 255 inner hashes (see interiorHashes). */
+  interior?: Promise<Uint8Array>;
+  /** A partial tile's subtree hashes asked for so far, by `height · 256 + index`. */
+  subtrees?: Map<number, Promise<Hash>>;
+}
+
+/**
+ * Tiles kept from one {@link TileTree} to the next, least recently used out past `capacity`, with the
+ * hashes of the subtrees inside each computed once. A stored tile of a given width is never rewritten (a
+ * wider copy of a partial tile is a row of its own), so what is kept stays true; a full tile (256 hashes)
+ * is also not read again. A proof needs the roots of subtrees inside a few tiles: those its leaf and its
+ * siblings lie in, one a tile level, and the partial tiles of the tree's right edge, which every proof of an
+ * older leaf has as a sibling. Each costs up to 255 hashes to compute; kept, almost none. Keys are the
+ * caller's (`level/index/width` after a prefix of its own), so one cache may serve many trees.
+ */
+export class TileHashCache {
+  readonly #capacity: number;
+  readonly #tiles = new Map<string, KeptTile>();
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  /** How many tiles are kept. */
+  get size(): number {
+    return this.#tiles.size;
+  }
+
+  /** Forgets every tile kept. */
+  clear(): void {
+    this.#tiles.clear();
+  }
+
+  /** The tile kept under `key`, now the most recently used; undefined when none is. */
+  get(key: string): KeptTile | undefined {
+    const kept = this.#tiles.get(key);
+    if (kept !== undefined) {
+      this.#tiles.delete(key);
+      this.#tiles.set(key, kept);
+    }
+    return kept;
+  }
+
+  /** Keeps `hashes` under `key` unless a tile is kept there already; returns what is kept (none at capacity 0). */
+  keep(key: string, hashes: Uint8Array): KeptTile | undefined {
+    if (this.#capacity <= 0) return undefined;
+    const kept = this.#tiles.get(key) ?? { hashes };
+    this.#tiles.delete(key);
+    this.#tiles.set(key, kept);
+    if (this.#tiles.size > this.#capacity) this.#tiles.delete(this.#tiles.keys().next().value as string);
+    return kept;
+  }
+}
+
+/** Where a {@link TileTree} keeps tiles between trees: the cache, and this tree's prefix of its keys. */
+export interface SharedTiles {
+  cache: TileHashCache;
+  /** Set before each tile's `level/index/width` in the cache's keys (one per tree, e.g. the tenant). */
+  prefix: string;
+}
+
 /**
  * A {@link HashReader} over tiles read through a {@link TileReader}: any complete subtree's hash costs one
  * tile read, so a proof or a root costs O(log n) reads. Tiles read once are kept for the life of the
  * object (one request or one append); throws TreeStorageError when a tile it needs is missing or short.
+ *
+ * Given a {@link TileBatchReader} as well, the tiles asked for in one turn of the event loop's microtasks
+ * are read together in one call. A proof or a root asks for all its tiles in one such turn (the
+ * subtrees of a range are asked for side by side, not one after the other), so it costs one read,
+ * whatever the tree's size: a round trip to a database each, these reads were most of a proof's time.
  */
 export class TileTree implements HashReader {
   readonly #read: TileReader;
+  readonly #readBatch: TileBatchReader | undefined;
   readonly #cache = new Map<string, Promise<Uint8Array | undefined>>();
+  /** Tiles asked for in this turn and not read yet, with how to settle each. */
+  #batch: Array<{
+    level: number;
+    index: number;
+    resolve: (tile: Uint8Array | undefined) => void;
+    reject: (error: unknown) => void;
+  }> = [];
 
-  constructor(read: TileReader) {
+  readonly #shared: SharedTiles | undefined;
+
+  /**
+   * `readBatch` reads the tiles of one turn together (see above); `shared` keeps full tiles, and the
+   * hashes inside them, from one tree to the next (see TileHashCache).
+   */
+  constructor(read: TileReader, options: { readBatch?: TileBatchReader; shared?: SharedTiles } = {}) {
     this.#read = read;
+    this.#readBatch = options.readBatch;
+    this.#shared = options.shared;
   }
 
   /** Keeps a tile just written, so that hashes of the grown tree are read without asking storage. */
@@ -59,10 +166,43 @@ export class TileTree implements HashReader {
     const key = `${level}/${index}`;
     let tile = this.#cache.get(key);
     if (tile === undefined) {
-      tile = this.#read(level, index);
+      const kept = this.#shared?.cache.get(`${this.#shared.prefix}${key}/${TILE_WIDTH}`);
+      if (kept !== undefined) tile = Promise.resolve(kept.hashes);
+      else if (this.#readBatch === undefined) tile = this.#read(level, index);
+      else tile = this.#readLater(level, index);
       this.#cache.set(key, tile);
     }
     return tile;
+  }
+
+  /** Joins the tile to this turn's batch, read once the turn's synchronous work is done. */
+  #readLater(level: number, index: number): Promise<Uint8Array | undefined> {
+    return new Promise((resolve, reject) => {
+      if (this.#batch.length === 0) queueMicrotask(() => this.#readBatched());
+      this.#batch.push({ level, index, resolve, reject });
+    });
+  }
+
+  #readBatched(): void {
+    const batch = this.#batch;
+    this.#batch = [];
+    const read =
+      batch.length === 1
+        ? this.#read(
+            (batch[0] as (typeof batch)[number]).level,
+            (batch[0] as (typeof batch)[number]).index,
+          ).then((tile) => [tile])
+        : (this.#readBatch as TileBatchReader)(batch.map(({ level, index }) => ({ level, index })));
+    read.then(
+      (tiles) => {
+        batch.forEach((wanted, i) => {
+          wanted.resolve(tiles[i]);
+        });
+      },
+      (error: unknown) => {
+        for (const wanted of batch) wanted.reject(error);
+      },
+    );
   }
 
   /** The root of the perfect subtree of height `height` that is the `index`-th of that height. */
@@ -78,7 +218,27 @@ export class TileTree implements HashReader {
         `tile ${level}/${tileIndex} is missing or too short for subtree ${height}/${index}`,
       );
     }
-    return perfectRoot(tileHashes(tile, offset, offset + span));
+    if (span === 1) return tile.slice(offset * HASH_SIZE, (offset + 1) * HASH_SIZE);
+    const width = tile.length / HASH_SIZE;
+    const kept = this.#shared?.cache.keep(`${this.#shared.prefix}${level}/${tileIndex}/${width}`, tile);
+    if (kept === undefined) return perfectRoot(tileHashes(tile, offset, offset + span));
+    const h = Math.log2(span);
+    if (width !== TILE_WIDTH) {
+      kept.subtrees ??= new Map();
+      const at = h * TILE_WIDTH + offset / span;
+      let subtree = kept.subtrees.get(at);
+      if (subtree === undefined) {
+        subtree = perfectRoot(tileHashes(kept.hashes, offset, offset + span));
+        kept.subtrees.set(at, subtree);
+      }
+      return subtree;
+    }
+    kept.interior ??= interiorHashes(tileHashes(kept.hashes));
+    const interior = await kept.interior;
+    // Height h inside the tile (1 ≤ h ≤ 8) starts after the 128 + 64 + … hashes of the heights below it.
+    const first = TILE_WIDTH - TILE_WIDTH / 2 ** (h - 1);
+    const at = (first + offset / span) * HASH_SIZE;
+    return interior.slice(at, at + HASH_SIZE);
   }
 
   async rangeHash(start: number, end: number): Promise<Hash> {
@@ -86,7 +246,12 @@ export class TileTree implements HashReader {
     if (n <= 0) throw new RangeError('an empty range has no hash here');
     if ((n & (n - 1)) === 0 && start % n === 0) return this.subtreeHash(Math.log2(n), start / n);
     const k = splitPoint(n);
-    return nodeHash(await this.rangeHash(start, start + k), await this.rangeHash(start + k, end));
+    // Both halves asked for at once, so that their tiles are read in the same batch.
+    const [left, right] = await Promise.all([
+      this.rangeHash(start, start + k),
+      this.rangeHash(start + k, end),
+    ]);
+    return nodeHash(left, right);
   }
 }
 

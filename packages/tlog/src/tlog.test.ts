@@ -2,10 +2,18 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 import { fromBase64, toBase64 } from './encoding.js';
-import { type Hash, recordHash } from './hash.js';
+import { type Hash, interiorHashes, perfectRoot, recordHash } from './hash.js';
 import { isValidName, NoteError, NoteSigner, openNote, parseVerifierKey, signNote } from './note.js';
 import { checkRecord, checkTree, ProofError, proveRecord, proveTree } from './proof.js';
-import { type NewTile, TileTree, tilesForAppend, treeHash } from './tile.js';
+import {
+  type NewTile,
+  type TileCoordinates,
+  TileHashCache,
+  TileTree,
+  tileHashes,
+  tilesForAppend,
+  treeHash,
+} from './tile.js';
 
 /** Computed by Go's golang.org/x/mod/sumdb/tlog and sumdb/note (scripts/generate-vectors.sh). */
 const GO = JSON.parse(readFileSync(new URL('../testdata/vectors.json', import.meta.url), 'utf8')) as {
@@ -91,6 +99,110 @@ describe('proveRecord / checkRecord', () => {
     );
     await expect(checkRecord(path, tree_size, root, 17, leaf)).rejects.toThrow(/not in a tree of 17/);
     await expect(checkRecord([new Uint8Array(3)], tree_size, root, index, leaf)).rejects.toThrow(ProofError);
+  });
+});
+
+describe('reading a tree in batches, and keeping full tiles', () => {
+  /** The vectors' tree of 300 as stored tiles, and a TileTree over them counting each kind of read. */
+  let tiles: Promise<Map<string, Uint8Array>> | undefined;
+  /** The widest tile at each place, as the vectors' tree of 300 is stored. */
+  async function storedTiles(): Promise<Map<string, Uint8Array>> {
+    const stored = new Map<string, Uint8Array>();
+    const hashes = await Promise.all(GO.records.slice(0, 300).map((record) => recordHash(bytes(record))));
+    for (const tile of await tilesForAppend(new TileTree(async () => undefined), 0, hashes))
+      stored.set(`${tile.level}/${tile.index}`, tile.hashes);
+    return stored;
+  }
+  async function countingTree(shared?: { cache: TileHashCache; prefix: string }) {
+    tiles ??= storedTiles();
+    const stored = await tiles;
+    const reads = { single: 0, batches: [] as TileCoordinates[][] };
+    const tree = new TileTree(
+      async (level, index) => {
+        reads.single++;
+        return stored.get(`${level}/${index}`);
+      },
+      {
+        readBatch: async (wanted) => {
+          reads.batches.push([...wanted]);
+          return wanted.map(({ level, index }) => stored.get(`${level}/${index}`));
+        },
+        ...(shared && { shared }),
+      },
+    );
+    return { tree, reads };
+  }
+
+  it("reads all of a proof's tiles in one batch, and proves as Go does", async () => {
+    for (const { index, tree_size, proof } of GO.inclusions) {
+      const { tree, reads } = await countingTree();
+      expect(b64(await proveRecord(tree, tree_size, index)), `${index} in ${tree_size}`).toEqual(proof);
+      expect(reads.single + reads.batches.length, `${index} in ${tree_size}: reads`).toBeLessThanOrEqual(1);
+    }
+    for (const { old_size, new_size, proof } of GO.consistencies) {
+      const { tree, reads } = await countingTree();
+      expect(b64(await proveTree(tree, new_size, old_size)), `${old_size} → ${new_size}`).toEqual(proof);
+      expect(reads.single + reads.batches.length, `${old_size} → ${new_size}: reads`).toBeLessThanOrEqual(1);
+    }
+    // A proof in a tree of two tile levels: its tiles (both levels, full and partial) in one batch.
+    const { tree, reads } = await countingTree();
+    await expect(proveRecord(tree, 300, 3)).resolves.toHaveLength(9);
+    expect(reads.single).toBe(0);
+    expect(reads.batches).toHaveLength(1);
+    expect(reads.batches[0]?.length).toBeGreaterThan(1);
+  });
+
+  it('keeps tiles and the hashes inside them between trees: the same proofs, full tiles not read again', async () => {
+    const cache = new TileHashCache(8);
+    for (const { index, tree_size, proof } of GO.inclusions) {
+      const { tree } = await countingTree({ cache, prefix: 'a/' });
+      expect(b64(await proveRecord(tree, tree_size, index)), `${index} in ${tree_size}`).toEqual(proof);
+    }
+    for (const { old_size, new_size, proof } of GO.consistencies) {
+      const { tree } = await countingTree({ cache, prefix: 'a/' });
+      expect(b64(await proveTree(tree, new_size, old_size)), `${old_size} → ${new_size}`).toEqual(proof);
+    }
+    // Tree 300 has one full tile (0/0); a leaf in it is then proven reading only the right edge's tiles,
+    // whose subtree hashes the proofs above computed once (0/1 is 44 wide; 1/0 holds one hash).
+    expect(cache.get('a/0/0/256')?.interior).toBeDefined();
+    expect(cache.get('a/0/1/44')?.subtrees?.size).toBeGreaterThan(0);
+    const { tree, reads } = await countingTree({ cache, prefix: 'a/' });
+    await proveRecord(tree, 300, 3);
+    const read = [...reads.batches.flat(), ...Array(reads.single)];
+    expect(read).not.toContainEqual({ level: 0, index: 0 });
+    // Another prefix (another tenant's tree) shares nothing.
+    const other = await countingTree({ cache, prefix: 'b/' });
+    await proveRecord(other.tree, 300, 3);
+    expect(other.reads.batches.flat()).toContainEqual({ level: 0, index: 0 });
+  });
+
+  it('keeps tiles up to its capacity, the least recently used leaving first', () => {
+    const tile = new Uint8Array(256 * 32);
+    const cache = new TileHashCache(2);
+    cache.keep('a', tile);
+    cache.keep('b', tile);
+    cache.get('a');
+    cache.keep('c', tile);
+    expect([
+      cache.get('a') !== undefined,
+      cache.get('b') !== undefined,
+      cache.get('c') !== undefined,
+    ]).toEqual([true, false, true]);
+    expect(new TileHashCache(0).keep('a', tile)).toBeUndefined();
+  });
+
+  it('gives the inner hashes of a perfect subtree, level by level, as perfectRoot gives each', async () => {
+    const leaves = await Promise.all(GO.records.slice(0, 16).map((record) => recordHash(bytes(record))));
+    const interior = await interiorHashes(leaves);
+    expect(interior.length).toBe(15 * 32);
+    let at = 0;
+    for (let span = 2; span <= 16; span *= 2)
+      for (let i = 0; i < 16; i += span, at++)
+        expect(toBase64(interior.subarray(at * 32, (at + 1) * 32)), `${span} from ${i}`).toBe(
+          toBase64(await perfectRoot(leaves.slice(i, i + span))),
+        );
+    await expect(interiorHashes(leaves.slice(0, 3))).rejects.toThrow(RangeError);
+    expect(toBase64(tileHashes(interior, 14, 15)[0] as Hash)).toBe(toBase64(await perfectRoot(leaves)));
   });
 });
 

@@ -1,12 +1,20 @@
-import { HASH_SIZE, proveRecord, proveTree, TileTree, tileHashes } from '@scenario-scoring/tlog';
+import {
+  HASH_SIZE,
+  proveRecord,
+  proveTree,
+  TileHashCache,
+  TileTree,
+  tileHashes,
+} from '@scenario-scoring/tlog';
 import type { Kysely } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import type { Database } from '../storage/database.js';
 import {
   type StoredCheckpoint,
   selectCheckpoint,
-  selectLeafIndex,
+  selectLeafAndCheckpoint,
   selectTile,
+  selectTiles,
 } from './verifiable-log-store.js';
 
 /** How long a client should wait before asking again for a record not sequenced yet. */
@@ -33,8 +41,11 @@ export async function findCheckpoint(
   tenantId: string,
   treeSize?: number,
 ): Promise<StoredCheckpoint> {
-  const checkpoint = await selectCheckpoint(db, tenantId, treeSize);
-  if (checkpoint) return checkpoint;
+  return (await selectCheckpoint(db, tenantId, treeSize)) ?? noCheckpoint(treeSize);
+}
+
+/** 404 `checkpoint_not_found`: the tenant has no checkpoint of `treeSize` leaves (or none at all). */
+function noCheckpoint(treeSize: number | undefined): never {
   throw new AppError('checkpoint_not_found', {
     detail:
       treeSize === undefined
@@ -55,7 +66,7 @@ export async function proveInclusion(
   cid: string,
   treeSize?: number,
 ): Promise<InclusionProof> {
-  const leafIndex = await selectLeafIndex(db, tenantId, cid);
+  const { leafIndex, checkpoint: found } = await selectLeafAndCheckpoint(db, tenantId, cid, treeSize);
   if (leafIndex === undefined) {
     throw new AppError('not_found', { detail: `No log record with CID ${cid} exists for this API key.` });
   }
@@ -65,7 +76,7 @@ export async function proveInclusion(
       headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
     });
   }
-  const checkpoint = await findCheckpoint(db, tenantId, treeSize);
+  const checkpoint = found ?? noCheckpoint(treeSize);
   if (leafIndex >= checkpoint.treeSize) {
     throw new AppError('tree_size_too_small', {
       detail: `The record ${cid} is leaf ${leafIndex}, which a tree of ${checkpoint.treeSize} leaves does not hold.`,
@@ -96,7 +107,27 @@ export async function proveConsistency(
 }
 
 function tenantTree(db: Kysely<Database>, tenantId: string): TileTree {
-  return new TileTree((level, index) => selectTile(db, tenantId, level, index));
+  return new TileTree((level, index) => selectTile(db, tenantId, level, index), {
+    readBatch: (tiles) => selectTiles(db, tenantId, tiles),
+    shared: { cache: keptTilesOf(db), prefix: `${tenantId}\n` },
+  });
+}
+
+/**
+ * Tiles kept per process (see TileHashCache), with the subtree hashes computed in them: at most 16 KB each
+ * (a full tile's hashes and its 255 inner ones), so at most about 16 MB.
+ */
+export const TILES_KEPT = 1024;
+const keptTiles = new WeakMap<Kysely<Database>, TileHashCache>();
+
+/** The tiles kept of the trees read through `db` (one cache per database, shared by its tenants). */
+export function keptTilesOf(db: Kysely<Database>): TileHashCache {
+  let cache = keptTiles.get(db);
+  if (cache === undefined) {
+    cache = new TileHashCache(TILES_KEPT);
+    keptTiles.set(db, cache);
+  }
+  return cache;
 }
 
 /** A stored tile of the tenant's tree: its first `width` hashes (all stored by default), or 404. */

@@ -27,7 +27,7 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
 import { recordStamp } from '../score-log/record-stamp.js';
 import { chunks } from '../storage/chunks.js';
-import { findCheckpoint, proveConsistency, proveInclusion } from './verifiable-log-service.js';
+import { findCheckpoint, keptTilesOf, proveConsistency, proveInclusion } from './verifiable-log-service.js';
 import {
   appendListedLeaves,
   LogMovedError,
@@ -35,6 +35,8 @@ import {
   type QueuedLeaf,
   selectCheckpoint,
   selectQueuedLeaves,
+  selectTile,
+  selectTiles,
   selectTreeSize,
 } from './verifiable-log-store.js';
 import { inclusionProofView } from './verifiable-log-views.js';
@@ -101,6 +103,34 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     expect(await log.sequencer.sequenceOnce()).toEqual([]);
     const latest = await verified(await findCheckpoint(storage().db, TENANT), log.signer, TENANT);
     expect(latest).toMatchObject({ origin: `${TEST_LOG_ORIGIN}/${TENANT}`, treeSize: 2000 });
+  });
+
+  it('reads several tiles in one statement, each the widest stored, in the order asked, none where none is', async () => {
+    const db = storage().db;
+    // 2,000 leaves: level 0 holds 7 full tiles and a partial one stored at several widths; level 1 one partial.
+    const wanted = [
+      { level: 0, index: 7 },
+      { level: 1, index: 0 },
+      { level: 0, index: 0 },
+      { level: 0, index: 8 },
+      { level: 2, index: 0 },
+      { level: 0, index: 3 },
+    ];
+    const batch = await selectTiles(db, TENANT, wanted);
+    const single = await Promise.all(wanted.map(({ level, index }) => selectTile(db, TENANT, level, index)));
+    expect(batch.map((tile) => tile?.length)).toEqual([
+      208 * 32,
+      7 * 32,
+      256 * 32,
+      undefined,
+      undefined,
+      256 * 32,
+    ]);
+    expect(batch.map((tile) => tile && Buffer.from(tile).toString('base64'))).toEqual(
+      single.map((tile) => tile && Buffer.from(tile).toString('base64')),
+    );
+    expect(await selectTiles(db, 'log-nobody', wanted)).toEqual(wanted.map(() => undefined));
+    expect(await selectTiles(db, TENANT, [])).toEqual([]);
   });
 
   it('proves the inclusion of every record, with the client and with Go (tlog.CheckRecord)', async () => {
@@ -434,6 +464,9 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
         .where('level', '=', 0)
         .where('width', '=', tile.width)
         .execute();
+      // As a server that has not read the tile before reads it (a restart, another instance): one that has
+      // keeps the tiles it read (TileHashCache), so it goes on serving the hashes it read then.
+      keptTilesOf(db).clear();
       const consistency = await proveConsistency(db, tenant, before.treeSize, latest.treeSize);
       await expect(
         verifyConsistency(
