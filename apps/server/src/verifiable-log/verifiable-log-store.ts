@@ -366,29 +366,7 @@ export async function selectLeafAndCheckpoint(
   cid: string,
   treeSize?: number,
 ): Promise<{ leafIndex: number | null | undefined; checkpoint: StoredCheckpoint | undefined }> {
-  const size = treeSize === undefined ? sql`` : sql`and tree_size = ${treeSize} `;
-  // -1: the record exists without a leaf; null: no such record.
-  const { rows } = await sql<{
-    leaf_index: number | string | null;
-    tree_size: number | string | null;
-    root_hash: Uint8Array | null;
-    note: string | null;
-  }>`
-    select record.leaf_index, checkpoint.tree_size, checkpoint.root_hash, checkpoint.note
-    from (
-      select (
-        select coalesce(log_leaves.leaf_index, -1)
-        from log_records
-        left join log_leaves on log_leaves.tenant_id = log_records.tenant_id
-          and log_leaves.created_at = log_records.created_at and log_leaves.cid = log_records.cid
-        where log_records.tenant_id = ${tenantId} and log_records.cid = ${cid}
-      ) as leaf_index
-    ) as record
-    left join (
-      select tree_size, root_hash, note from log_checkpoints
-      where tenant_id = ${tenantId} ${size}order by tree_size desc limit 1
-    ) as checkpoint on 1 = 1
-  `.execute(db);
+  const { rows } = await leafAndCheckpointQuery(tenantId, cid, treeSize).execute(db);
   const row = rows[0];
   const leaf = row?.leaf_index ?? null;
   return {
@@ -402,6 +380,39 @@ export async function selectLeafAndCheckpoint(
             note: row.note as string,
           },
   };
+}
+
+/**
+ * selectLeafAndCheckpoint's statement. The leaf is a subquery of the record's row, so that both databases
+ * look it up by `log_leaves`' whole primary key (tenant, created_at, CID): as a join, PostgreSQL (before
+ * any ANALYZE) probed `log_leaves` with the tenant and the CID alone, which reads every leaf of the tenant.
+ * `leaf_index` is -1 for a record without a leaf and null for no record.
+ */
+export function leafAndCheckpointQuery(tenantId: string, cid: string, treeSize?: number) {
+  const size = treeSize === undefined ? sql`` : sql`and tree_size = ${treeSize} `;
+  return sql<{
+    leaf_index: number | string | null;
+    tree_size: number | string | null;
+    root_hash: Uint8Array | null;
+    note: string | null;
+  }>`
+    select record.leaf_index, checkpoint.tree_size, checkpoint.root_hash, checkpoint.note
+    from (
+      select (
+        select coalesce((
+          select log_leaves.leaf_index from log_leaves
+          where log_leaves.tenant_id = log_records.tenant_id
+            and log_leaves.created_at = log_records.created_at and log_leaves.cid = log_records.cid
+        ), -1)
+        from log_records
+        where log_records.tenant_id = ${tenantId} and log_records.cid = ${cid}
+      ) as leaf_index
+    ) as record
+    left join (
+      select tree_size, root_hash, note from log_checkpoints
+      where tenant_id = ${tenantId} ${size}order by tree_size desc limit 1
+    ) as checkpoint on 1 = 1
+  `;
 }
 
 /** The tree sizes of the tenant's stored checkpoints, smallest first (read only when a self-check failed). */

@@ -31,9 +31,11 @@ import { findCheckpoint, keptTilesOf, proveConsistency, proveInclusion } from '.
 import {
   appendListedLeaves,
   LogMovedError,
+  leafAndCheckpointQuery,
   listedLeavesInsert,
   type QueuedLeaf,
   selectCheckpoint,
+  selectLeafAndCheckpoint,
   selectQueuedLeaves,
   selectTile,
   selectTiles,
@@ -131,6 +133,46 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     );
     expect(await selectTiles(db, 'log-nobody', wanted)).toEqual(wanted.map(() => undefined));
     expect(await selectTiles(db, TENANT, [])).toEqual([]);
+  });
+
+  it("finds a record's leaf by the leaves' whole primary key, not by reading the tenant's leaves", async () => {
+    // 2,000 leaves and no ANALYZE: as a join, PostgreSQL probed log_leaves with the tenant and the CID
+    // alone (every leaf of the tenant read); the subquery gives it the record's created_at too.
+    const db = storage().db;
+    const query = leafAndCheckpointQuery(TENANT, (records[1500] as { cid: string }).cid).compile(db);
+    const lines =
+      kind === 'sqlite'
+        ? (
+            await db.executeQuery<{ detail: string }>(
+              CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
+            )
+          ).rows.map((row) => row.detail)
+        : (
+            await db.executeQuery<{ 'QUERY PLAN': string }>(
+              CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
+            )
+          ).rows.map((row) => row['QUERY PLAN']);
+    const leaves = lines.findIndex((line) => /log_leaves/.test(line));
+    const probe = kind === 'sqlite' ? lines[leaves] : lines[leaves + 1];
+    expect(probe, lines.join('\n')).toMatch(/tenant_id.*created_at.*cid/);
+    expect(lines.filter((line) => /^SCAN log_leaves|Seq Scan on log_leaves/.test(line))).toEqual([]);
+    const { leafIndex, checkpoint } = await selectLeafAndCheckpoint(
+      db,
+      TENANT,
+      (records[1500] as { cid: string }).cid,
+    );
+    const stored = await db
+      .selectFrom('log_leaves')
+      .select('leaf_index')
+      .where('tenant_id', '=', TENANT)
+      .where('cid', '=', (records[1500] as { cid: string }).cid)
+      .executeTakeFirstOrThrow();
+    expect(leafIndex).toBe(Number(stored.leaf_index));
+    expect(checkpoint?.treeSize).toBe(2000);
+    expect(await selectLeafAndCheckpoint(db, TENANT, 'bafkreinosuchrecord', 999)).toEqual({
+      leafIndex: undefined,
+      checkpoint: undefined,
+    });
   });
 
   it('proves the inclusion of every record, with the client and with Go (tlog.CheckRecord)', async () => {
