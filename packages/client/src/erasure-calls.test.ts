@@ -9,7 +9,13 @@ import {
 } from '../test/scripted-fetch.js';
 import type { Erasure } from './api-types.js';
 import { createClient } from './client-factory.js';
-import { eraseSubject, getErasure, listSubjectRecords, waitForErasure } from './erasure-calls.js';
+import {
+  eraseSubject,
+  getErasure,
+  listErasedLogCids,
+  listSubjectRecords,
+  waitForErasure,
+} from './erasure-calls.js';
 
 const ERASURE_ID = 'era_01JZ4VB2C4D6E8F0G2H4J6K8M0';
 const CID = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku';
@@ -28,6 +34,7 @@ const erasure = (status: Erasure['status']): Erasure => ({
     idempotency_answers: 0,
   },
   log_cids: status === 'completed' ? [CID] : [],
+  log_cids_has_more: false,
 });
 const clientWith = (fetch: (request: Request) => Promise<Response>) =>
   createClient({ baseUrl: BASE_URL, apiKey: API_KEY, fetch, retries: false });
@@ -95,5 +102,29 @@ describe('listSubjectRecords', () => {
       { subject: 'applicant-42', limit: 2 },
       { subject: 'applicant-42', limit: 2, cursor: 'Y3Vyc29y' },
     ]);
+  });
+});
+
+describe('listErasedLogCids', () => {
+  it('follows next_cursor with the limit asked for, and answers every CID in order', async () => {
+    const cid = (i: number) => `${CID.slice(0, -1)}${i}`;
+    const { fetch, sent } = scriptedFetch(
+      jsonResponse({ data: [cid(1), cid(2)], next_cursor: 'Y3Vyc29y' }),
+      jsonResponse({ data: [cid(3)], next_cursor: null }),
+    );
+    const result = await listErasedLogCids(clientWith(fetch), ERASURE_ID, { limit: 2 });
+    expect(result.data).toEqual([cid(1), cid(2), cid(3)]);
+    expect(sent.map((request) => request.url)).toEqual([
+      `${BASE_URL}/v1/erasures/${ERASURE_ID}/log-cids?limit=2`,
+      `${BASE_URL}/v1/erasures/${ERASURE_ID}/log-cids?limit=2&cursor=Y3Vyc29y`,
+    ]);
+  });
+
+  it("answers the server's problem, such as 404 for another tenant's erasure", async () => {
+    const { fetch } = scriptedFetch(problemResponse(404, 'not_found'));
+    const result = await listErasedLogCids(clientWith(fetch), ERASURE_ID);
+    expect(result.data).toBeUndefined();
+    expect(result.error?.code).toBe('not_found');
+    expect(result.response.status).toBe(404);
   });
 });

@@ -26,7 +26,10 @@ export async function eraseSubject(
   return data ? { data, response } : { error, response };
 }
 
-/** `GET /v1/erasures/{id}`: the erasure's status, counts and, once completed, the CIDs it erased. */
+/**
+ * `GET /v1/erasures/{id}`: the erasure's status, counts and, once completed, the CIDs it erased (the first
+ * 1,000, with `log_cids_has_more` when there are more: {@link listErasedLogCids} lists them all).
+ */
 export async function getErasure(
   client: Client<paths>,
   erasureId: string,
@@ -81,6 +84,34 @@ export async function listSubjectRecords(
     if (!data) return { error, response };
     records.push(...data.data);
     if (data.next_cursor === null) return { data: records, response };
+    cursor = data.next_cursor;
+  }
+}
+
+/**
+ * Every CID an erasure erased, in CID order: `GET /v1/erasures/{id}/log-cids` page by page (`limit` a page,
+ * default and most 1,000), following `next_cursor`. `GET /v1/erasures/{id}` shows only the first 1,000 (with
+ * `log_cids_has_more` when there are more); a retention erasure can hold millions, so mind what you keep.
+ * Empty while the erasure is pending. Answers the first failing page's problem as `error`.
+ */
+export async function listErasedLogCids(
+  client: Client<paths>,
+  erasureId: string,
+  options: { limit?: number; signal?: AbortSignal } = {},
+): Promise<ErasureCallResult<string[]>> {
+  const cids: string[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const { data, error, response } = await client.GET('/v1/erasures/{id}/log-cids', {
+      params: {
+        path: { id: erasureId },
+        query: { ...(options.limit !== undefined && { limit: options.limit }), ...(cursor && { cursor }) },
+      },
+      ...(options.signal && { signal: options.signal }),
+    });
+    if (!data) return { error, response };
+    cids.push(...data.data);
+    if (data.next_cursor === null) return { data: cids, response };
     cursor = data.next_cursor;
   }
 }

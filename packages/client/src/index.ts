@@ -18,6 +18,7 @@ export {
   type ErasureCallResult,
   eraseSubject,
   getErasure,
+  listErasedLogCids,
   listSubjectRecords,
   type WaitForErasureOptions,
   waitForErasure,

@@ -1,7 +1,9 @@
 import {
   createClient,
   type Erasure,
+  type ErasureLogCidList,
   eraseSubject,
+  listErasedLogCids,
   listSubjectRecords,
   type ScoreResponse,
   type ScoringClient,
@@ -22,6 +24,7 @@ import { startTarget, type Target } from './harness/targets.js';
 const CREATE = { path: '/v1/erasures', method: 'post' } as const satisfies ContractOperation;
 const GET = { path: '/v1/erasures/{id}', method: 'get' } as const satisfies ContractOperation;
 const LIST = { path: '/v1/subjects/records', method: 'post' } as const satisfies ContractOperation;
+const LOG_CIDS = { path: '/v1/erasures/{id}/log-cids', method: 'get' } as const satisfies ContractOperation;
 const SUBJECT_EXAMPLE = requestExample(CREATE, 'Subject') as { subject: string };
 const ERASURE_ID = /^era_[0-9A-HJKMNP-TV-Z]{26}$/;
 const UNKNOWN_ERASURE = 'era_01JZ4VB2C4D6E8F0G2H4J6K8M0';
@@ -58,6 +61,16 @@ async function listRecords(subject: string, answer: DocumentedAnswer) {
   });
   expect(result.response.status, JSON.stringify(result.error)).toBe(answer.status);
   expectDocumentedResponse(LIST, result.response, result.data ?? result.error);
+  return result;
+}
+
+async function listErased(id: string, answer: DocumentedAnswer, as: ScoringClient = client) {
+  const result = await as.GET('/v1/erasures/{id}/log-cids', {
+    params: { path: { id } },
+    headers: preferHeader(answer),
+  });
+  expect(result.response.status, JSON.stringify(result.error)).toBe(answer.status);
+  expectDocumentedResponse(LOG_CIDS, result.response, result.data ?? result.error);
   return result;
 }
 
@@ -118,12 +131,17 @@ describe('an erasure by subject', () => {
     expectDocumentedResponse(GET, done.response, done.data);
     expect(done.data?.status).toBe('completed');
     expect(done.data?.log_cids.length).toBe(done.data?.counts.log_records);
+    expect(done.data?.log_cids_has_more).toBe(false);
+    const paged = await listErased(erasure.id, { status: 200, example: 'OnePage' });
+    expect((paged.data as ErasureLogCidList).next_cursor).toBeNull();
     if (target.kind !== 'server') {
       await getLog(client, done.data?.log_cids[0] as string, { status: 410, example: 'LogRecordErased' });
       return;
     }
     expect(done.data?.id).toBe(erasure.id);
     expect(done.data?.log_cids).toEqual([cid]);
+    expect((paged.data as ErasureLogCidList).data).toEqual([cid]);
+    expect((await listErasedLogCids(client, erasure.id)).data).toEqual([cid]);
     const erased = await getLog(client, cid as string, { status: 410, example: 'LogRecordErased' });
     expectProblem(target, erased.error, { code: 'log_record_erased', detail: erasure.id });
     const relisted = await listRecords(subject, { status: 200, example: 'OnePage' });
@@ -143,10 +161,14 @@ describe('an erasure by subject', () => {
   it("answers 404 not_found for an unknown erasure, and for another tenant's, as if it did not exist", async () => {
     const unknown = await getErasure(UNKNOWN_ERASURE, { status: 404, example: 'NotFound' });
     expectProblem(target, unknown.error, { code: 'not_found' });
+    const unknownList = await listErased(UNKNOWN_ERASURE, { status: 404, example: 'NotFound' });
+    expectProblem(target, unknownList.error, { code: 'not_found' });
     if (target.kind !== 'server') return;
     const { data } = await createErasure(subjectFor('tenant'), { status: 202, example: 'Pending' });
     const other = clientOf(target, { apiKey: target.otherTenantKey });
     const foreign = await getErasure((data as Erasure).id, { status: 404, example: 'NotFound' }, other);
     expectProblem(target, foreign.error, { code: 'not_found', detail: (data as Erasure).id });
+    const foreignList = await listErased((data as Erasure).id, { status: 404, example: 'NotFound' }, other);
+    expectProblem(target, foreignList.error, { code: 'not_found', detail: (data as Erasure).id });
   });
 });

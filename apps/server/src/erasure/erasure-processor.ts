@@ -509,7 +509,12 @@ async function complete(erasure: ErasureRow, context: ErasureContext): Promise<s
   }
   const now = context.now();
   const erasedAt = now.toISOString();
-  const cids = await erasedCids(db, erasure.tenant_id, erasure.id);
+  const cids: string[] = [];
+  for (let more = true; more; ) {
+    const page = await erasedCids(db, erasure.tenant_id, erasure.id, cids.at(-1) ?? '', ERASED_CIDS_PAGE);
+    cids.push(...page.cids);
+    more = page.more;
+  }
   const logRows = [];
   for (let start = 0; start < cids.length; start += ERASURE_LOG_CHUNK) {
     const bytes = erasureLogBytes(erasure.id, erasedAt, cids.slice(start, start + ERASURE_LOG_CHUNK));
@@ -555,6 +560,9 @@ async function complete(erasure: ErasureRow, context: ErasureContext): Promise<s
   context.outbox.notify();
   return 'completed';
 }
+
+/** CIDs read a statement at a time when the erasure's records are logged (one short read each, in CID order). */
+const ERASED_CIDS_PAGE = 10_000;
 
 /** The `erasure-log/1` record: RFC 8785 canonical JSON (keys sorted; only ASCII strings in it). */
 export function erasureLogBytes(erasureId: string, erasedAt: string, cids: readonly string[]): Uint8Array {

@@ -1,4 +1,4 @@
-import type { Erasure, SubjectRecordList } from '@scenario-scoring/api-types';
+import type { Erasure, ErasureLogCidList, SubjectRecordList } from '@scenario-scoring/api-types';
 import { newId } from '../common/ids.js';
 import { AppError } from '../errors/app-error.js';
 import { validationDetail } from '../errors/validation-detail.js';
@@ -69,8 +69,49 @@ export async function getErasure(
 ): Promise<Erasure> {
   const row = await findErasure(deps.storage.db, tenantId, id);
   if (!row) throw new AppError('not_found', { detail: `No erasure with id ${id} exists for this API key.` });
-  const cids = row.status === 'completed' ? await erasedCids(deps.storage.db, tenantId, id) : [];
-  return erasureView(row, cids);
+  const page =
+    row.status === 'completed'
+      ? await erasedCids(deps.storage.db, tenantId, id, '', ERASURE_LOG_CIDS_SHOWN)
+      : { cids: [], more: false };
+  return erasureView(row, page.cids, page.more);
+}
+
+/** How many CIDs an erasure's own resource lists (the contract's `maxItems`); the rest are paged. */
+export const ERASURE_LOG_CIDS_SHOWN = 1000;
+
+/**
+ * A page of the CIDs an erasure erased, in CID order (none while it is pending); another tenant's erasure
+ * answers 404 like an unknown one. The cursor is the last CID shown, base64url.
+ */
+export async function listErasureLogCids(
+  deps: Pick<ErasureServiceDeps, 'storage'>,
+  tenantId: string,
+  id: string,
+  query: { limit?: number; cursor?: string },
+): Promise<ErasureLogCidList> {
+  const row = await findErasure(deps.storage.db, tenantId, id);
+  if (!row) throw new AppError('not_found', { detail: `No erasure with id ${id} exists for this API key.` });
+  if (row.status !== 'completed') return { data: [], next_cursor: null };
+  const after = query.cursor === undefined ? '' : cidCursor(query.cursor, '/query/cursor');
+  const { cids, more } = await erasedCids(
+    deps.storage.db,
+    tenantId,
+    id,
+    after,
+    query.limit ?? ERASURE_LOG_CIDS_SHOWN,
+  );
+  const last = cids.at(-1);
+  return { data: cids, next_cursor: more && last ? Buffer.from(last, 'utf8').toString('base64url') : null };
+}
+
+/** The CID a cursor of a CID-ordered list continues after; a 400 `validation_failed` at `path` otherwise. */
+function cidCursor(cursor: string, path: string): string {
+  const after = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (/^baf[a-z2-7]{10,}$/.test(after)) return after;
+  const errors = [
+    { path, message: 'is not a cursor of this list; pass the next_cursor of the previous page' },
+  ];
+  throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
 }
 
 const DEFAULT_LIMIT = 100;
@@ -82,19 +123,7 @@ export async function listSubjectRecords(
   body: { subject: string; limit?: number; cursor?: string },
 ): Promise<SubjectRecordList> {
   const limit = body.limit ?? DEFAULT_LIMIT;
-  let after = '';
-  if (body.cursor !== undefined) {
-    after = Buffer.from(body.cursor, 'base64url').toString('utf8');
-    if (!/^baf[a-z2-7]{10,}$/.test(after)) {
-      const errors = [
-        {
-          path: '/body/cursor',
-          message: 'is not a cursor of this list; pass the next_cursor of the previous page',
-        },
-      ];
-      throw new AppError('validation_failed', { detail: validationDetail(errors), errors });
-    }
-  }
+  const after = body.cursor === undefined ? '' : cidCursor(body.cursor, '/body/cursor');
   const { rows, more } = await readSubjectRecordsPage(
     deps.storage.db,
     tenantId,

@@ -125,16 +125,28 @@ export async function findErasure(db: Db, tenantId: string, id: string): Promise
     .executeTakeFirst();
 }
 
-/** The CIDs of the records an erasure emptied, in CID order. */
-export async function erasedCids(db: Db, tenantId: string, erasureId: string): Promise<string[]> {
-  const rows = await db
+/** A page of the CIDs of the records an erasure emptied, in CID order: `limit` after `after` ('' for the first), and whether more follow. */
+export async function erasedCids(
+  db: Db,
+  tenantId: string,
+  erasureId: string,
+  after: string,
+  limit: number,
+): Promise<{ cids: string[]; more: boolean }> {
+  const rows = await erasedCidsPage(db, tenantId, erasureId, after, limit + 1).execute();
+  return { cids: rows.slice(0, limit).map((row) => row.cid), more: rows.length > limit };
+}
+
+/** erasedCids' query: `log_records_erasure_idx` (tenant, erasure, CID) walked in order from `after`. */
+export function erasedCidsPage(db: Db, tenantId: string, erasureId: string, after: string, limit: number) {
+  return db
     .selectFrom('log_records')
     .select('cid')
     .where('tenant_id', '=', tenantId)
     .where('erasure_id', '=', erasureId)
+    .$if(after !== '', (query) => query.where('cid', '>', after))
     .orderBy('cid')
-    .execute();
-  return rows.map((row) => row.cid);
+    .limit(limit);
 }
 
 /**

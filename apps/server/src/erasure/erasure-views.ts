@@ -2,8 +2,8 @@ import type { Erasure, SubjectRecord } from '@scenario-scoring/api-types';
 import { erasureCounts } from './erasure-processor.js';
 import type { ErasureRow } from './erasure-store.js';
 
-/** An erasure row (and the CIDs it erased) as the contract's `Erasure`. */
-export function erasureView(row: ErasureRow, logCids: readonly string[]): Erasure {
+/** An erasure row (and the first CIDs it erased, and whether it erased more) as the contract's `Erasure`. */
+export function erasureView(row: ErasureRow, logCids: readonly string[], moreCids = false): Erasure {
   return {
     id: row.id,
     kind: row.kind,
@@ -12,6 +12,7 @@ export function erasureView(row: ErasureRow, logCids: readonly string[]): Erasur
     completed_at: row.completed_at,
     counts: erasureCounts(row),
     log_cids: [...logCids],
+    log_cids_has_more: moreCids,
   };
 }
 

@@ -557,9 +557,33 @@ export type paths = {
         /**
          * Get an erasure
          * @description The erasure's status, its counts per kind of data, and once `completed` the CIDs of the log records it
-         *     erased. Another tenant's erasure answers 404, like an unknown one.
+         *     erased: the first 1,000 in CID order, with `log_cids_has_more` when there are more (list them with
+         *     `GET /v1/erasures/{id}/log-cids`). Another tenant's erasure answers 404, like an unknown one.
          */
         get: operations["getErasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/erasures/{id}/log-cids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the records an erasure erased
+         * @description The CIDs of the log records the erasure erased, in CID order, page by page (`limit` a page, up to 1,000;
+         *     follow `next_cursor`). `GET /v1/erasures/{id}` gives the first 1,000 and says whether there are more;
+         *     this lists them all, however many (a retention erasure can cover millions). Empty while the erasure is
+         *     `pending`. Another tenant's erasure answers 404, like an unknown one.
+         */
+        get: operations["listErasureLogCids"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1784,7 +1808,9 @@ export type components = {
         };
         /**
          * @description An erasure of a subject's personal data (or of expired records, under the deployment's retention). It
-         *     completes in the background; `log_cids` lists the records erased once it is `completed`.
+         *     completes in the background; once it is `completed`, `log_cids` lists the records it erased: all of them
+         *     up to 1,000, or the first 1,000 in CID order with `log_cids_has_more` true, the rest listed by
+         *     `GET /v1/erasures/{id}/log-cids`.
          */
         Erasure: {
             id: components["schemas"]["ErasureId"];
@@ -1803,8 +1829,21 @@ export type components = {
             /** Format: date-time */
             completed_at: string | null;
             counts: components["schemas"]["ErasureCounts"];
-            /** @description The CIDs of the log records erased (empty until completed). */
+            /**
+             * @description The CIDs of the log records erased, in CID order (empty until completed): at most the first 1,000.
+             *     `counts.log_records` says how many there are in all.
+             */
             log_cids: components["schemas"]["LogCid"][];
+            /**
+             * @description Whether the erasure erased more records than `log_cids` holds: list them all, page by page, with
+             *     `GET /v1/erasures/{id}/log-cids`.
+             */
+            log_cids_has_more: boolean;
+        };
+        /** @description A page of the CIDs of the log records an erasure erased, in CID order. */
+        ErasureLogCidList: {
+            data: components["schemas"]["LogCid"][];
+            next_cursor: components["schemas"]["NextCursor"];
         };
         /** @description The subject whose records to list, in the body so that it never appears in a URL. */
         SubjectRecordsRequest: {
@@ -2557,6 +2596,7 @@ export type CreateErasureRequest = components['schemas']['CreateErasureRequest']
 export type ErasureId = components['schemas']['ErasureId'];
 export type ErasureCounts = components['schemas']['ErasureCounts'];
 export type Erasure = components['schemas']['Erasure'];
+export type ErasureLogCidList = components['schemas']['ErasureLogCidList'];
 export type SubjectRecordsRequest = components['schemas']['SubjectRecordsRequest'];
 export type SubjectRecord = components['schemas']['SubjectRecord'];
 export type SubjectRecordList = components['schemas']['SubjectRecordList'];
@@ -3567,6 +3607,49 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    listErasureLogCids: {
+        parameters: {
+            query?: {
+                /** @description The page size. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; omit it for the first page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /**
+                 * @description Your own id for the request, echoed in the response and in logs when it is 1 to 128 of
+                 *     `A-Z a-z 0-9 . _ : -`; one is made if it is absent or anything else (never a 400, whatever its length).
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The erasure's id. */
+                id: components["schemas"]["ErasureId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the erased records' CIDs. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureLogCidList"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -18,6 +18,7 @@ import * as rootLog from './0016-root-log.js';
 import * as ndjsonRunInputs from './0018-ndjson-run-inputs.js';
 import * as claimTraceparent from './0019-claim-traceparent.js';
 import * as subjectKeyPrefixIndexes from './0020-subject-key-prefix-indexes.js';
+import * as erasedCidsIndex from './0021-erased-cids-index.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -44,4 +45,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0018-ndjson-run-inputs': ndjsonRunInputs,
   '0019-claim-traceparent': claimTraceparent,
   '0020-subject-key-prefix-indexes': subjectKeyPrefixIndexes,
+  '0021-erased-cids-index': erasedCidsIndex,
 };
