@@ -3,17 +3,14 @@ import { scoreAndLog } from '@scenario-scoring/engine';
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testErasureWorker } from '../../test/support/test-erasure-worker.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { systemClock } from '../common/clock.js';
-import { OutboxSignal } from '../events/event-outbox.js';
-import { silentLogger } from '../request-logging/logger.js';
 import { recordStamp } from '../score-log/record-stamp.js';
 import { insertLogRecords } from '../score-log/score-log-store.js';
 import type { Database } from '../storage/database.js';
 import { down, up } from '../storage/migrations/0021-erased-cids-index.js';
 import { erasedCidsPage } from './erasure-store.js';
-import { ErasureWorker } from './erasure-worker.js';
 
 /** More records than an erasure's own resource lists (1,000), so the rest are paged. */
 const RECORDS = 1203;
@@ -63,22 +60,7 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     const accepted = await server.request('/v1/erasures', { key, body: { subject } });
     expect(accepted.status).toBe(202);
     const { id } = (await accepted.json()) as Erasure;
-    const worker = new ErasureWorker({
-      storage: storage(),
-      config: {
-        retention: undefined,
-        pollIntervalMs: 1000,
-        retentionCheckIntervalMs: 1000,
-        batchSize: 500,
-        leaseMs: 60_000,
-        settleMs: 0,
-      },
-      subjectKey: testFeatures(storage()).subjectKey,
-      erasureQueue: new OutboxSignal(),
-      outbox: testFeatures(storage()).outbox,
-      clock: systemClock,
-      logger: silentLogger,
-    });
+    const worker = testErasureWorker(storage());
     for (
       let round = 0;
       round < 20 && (await get<Erasure>(`/v1/erasures/${id}`)).body.status !== 'completed';

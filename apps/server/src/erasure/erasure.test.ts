@@ -14,17 +14,16 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { testSequencer } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testErasureWorker } from '../../test/support/test-erasure-worker.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { type Clock, systemClock } from '../common/clock.js';
+import type { Clock } from '../common/clock.js';
 import { EnvReader } from '../config/env-reader.js';
 import { OutboxSignal } from '../events/event-outbox.js';
 import { readTenantUsage } from '../quota/tenant-usage.js';
-import { silentLogger } from '../request-logging/logger.js';
 import { loadConfig } from '../server-config.js';
 import { parseRetention, readErasureConfig } from './erasure-config.js';
-import { ErasureWorker } from './erasure-worker.js';
 
 /** Every file under `dir`, recursively. */
 async function filesUnder(dir: string): Promise<string[]> {
@@ -46,24 +45,9 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
   let alice: string;
   let bob: string;
   const subject = `erase-me-${randomBytes(6).toString('hex')}`;
+  // Several batches per phase, as a large erasure has.
   const erasureWorker = (erasureQueue = new OutboxSignal(), settleMs = 0) =>
-    new ErasureWorker({
-      storage: storage(),
-      // Several batches per phase, as a large erasure has.
-      config: {
-        retention: undefined,
-        pollIntervalMs: 1000,
-        retentionCheckIntervalMs: 1000,
-        batchSize: 2,
-        leaseMs: 60_000,
-        settleMs,
-      },
-      subjectKey: testFeatures(storage()).subjectKey,
-      erasureQueue,
-      outbox: testFeatures(storage()).outbox,
-      clock: systemClock,
-      logger: silentLogger,
-    });
+    testErasureWorker(storage(), { erasureQueue, config: { batchSize: 2, settleMs } });
 
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
@@ -409,21 +393,9 @@ forEachDatabase('retention', ({ storage }) => {
     // 48 hours on, with LOG_RETENTION=48h: the cutoff falls between the old and the young records.
     const later: Clock = { now: () => new Date(cutoff.getTime() + 48 * 60 * 60 * 1000) };
     const worker = () =>
-      new ErasureWorker({
-        storage: storage(),
-        config: {
-          retention: parseRetention('48h'),
-          pollIntervalMs: 1000,
-          retentionCheckIntervalMs: 1000,
-          batchSize: 2,
-          leaseMs: 60_000,
-          settleMs: 0,
-        },
-        subjectKey: testFeatures(storage()).subjectKey,
-        erasureQueue: new OutboxSignal(),
-        outbox: testFeatures(storage()).outbox,
+      testErasureWorker(storage(), {
         clock: later,
-        logger: silentLogger,
+        config: { retention: parseRetention('48h'), batchSize: 2 },
       });
     expect(await worker().runOnce()).toBe(1);
     const erasure = await storage()

@@ -13,12 +13,9 @@ import { chromiumLaunchOptions } from '@scenario-scoring/testkit';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { testErasureWorker } from '../../test/support/test-erasure-worker.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
-import { systemClock } from '../common/clock.js';
-import { ErasureWorker } from '../erasure/erasure-worker.js';
-import { OutboxSignal } from '../events/event-outbox.js';
-import { silentLogger } from '../request-logging/logger.js';
 
 const FULL_FILE = {
   subject: 'applicant-8841',
@@ -136,22 +133,7 @@ forEachDatabase('GET /v1/logs/{cid}/notice', ({ storage, kind }) => {
     const answer = await scored({ subject, context: { jurisdiction: 'DE' } });
     const erasure = await server.request('/v1/erasures', { key, body: { subject } });
     expect(erasure.status).toBe(202);
-    const worker = new ErasureWorker({
-      storage: storage(),
-      config: {
-        retention: undefined,
-        pollIntervalMs: 1000,
-        retentionCheckIntervalMs: 1000,
-        batchSize: 500,
-        leaseMs: 60_000,
-        settleMs: 0,
-      },
-      subjectKey: testFeatures(storage()).subjectKey,
-      erasureQueue: new OutboxSignal(),
-      outbox: testFeatures(storage()).outbox,
-      clock: systemClock,
-      logger: silentLogger,
-    });
+    const worker = testErasureWorker(storage());
     expect(await worker.runOnce()).toBe(1);
     const response = await server.request(`/v1/logs/${answer.log_cid}/notice`, { key });
     expect(response.status).toBe(410);

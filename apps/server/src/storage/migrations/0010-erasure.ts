@@ -27,6 +27,17 @@ export async function createLogRecordsSubjectIndex0010(db: Kysely<any>): Promise
     .execute();
 }
 
+/** 0010's index of the erased log records (0021 replaced it; its down makes this one again). */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
+export async function createLogRecordsErasureIndex0010(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createIndex('log_records_erasure_idx')
+    .on('log_records')
+    .columns(['tenant_id', 'erasure_id'])
+    .where(sql.ref('erasure_id'), 'is not', null)
+    .execute();
+}
+
 /** 0010's index of the subject's run items (0020 replaced it; its down makes this one again). */
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function createRunItemsSubjectIndex0010(db: Kysely<any>): Promise<void> {
@@ -61,12 +72,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .columns(['run_id', 'item_index'])
     .where(sql<boolean>`subject_key is null and erasure_id is null`)
     .execute();
-  await db.schema
-    .createIndex('log_records_erasure_idx')
-    .on('log_records')
-    .columns(['tenant_id', 'erasure_id'])
-    .where(sql.ref('erasure_id'), 'is not', null)
-    .execute();
+  await createLogRecordsErasureIndex0010(db);
   await createRunItemsSubjectIndex0010(db);
   await db.schema
     .createIndex('events_subject_idx')

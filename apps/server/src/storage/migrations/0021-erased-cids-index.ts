@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import { createLogRecordsErasureIndex0010 } from './0010-erasure.js';
 
 /**
  * `log_records_erasure_idx` holds the CID: (tenant_id, erasure_id, cid) instead of (tenant_id, erasure_id),
@@ -22,10 +22,5 @@ export async function up(db: Kysely<any>): Promise<void> {
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('log_records_erasure_idx').execute();
-  await db.schema
-    .createIndex('log_records_erasure_idx')
-    .on('log_records')
-    .columns(['tenant_id', 'erasure_id'])
-    .where(sql.ref('erasure_id'), 'is not', null)
-    .execute();
+  await createLogRecordsErasureIndex0010(db);
 }
