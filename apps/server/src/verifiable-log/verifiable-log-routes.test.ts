@@ -122,6 +122,10 @@ forEachDatabase('the verifiable log over HTTP', ({ storage }) => {
   it('refuses sizes that are not checkpoints, or in the wrong order', async () => {
     const missing = await server.request('/v1/log/proofs/consistency?from=1&to=4', { key: alice });
     expect(missing.status).toBe(404);
+    // Past the tree: the missing checkpoint answers, not the tiles the proof could not find.
+    const beyond = await server.request('/v1/log/proofs/consistency?from=2&to=999999', { key: alice });
+    expect(beyond.status).toBe(404);
+    expect(((await beyond.json()) as Problem).code).toBe('checkpoint_not_found');
     const swapped = await server.request('/v1/log/proofs/consistency?from=4&to=2', { key: alice });
     expect(((await swapped.json()) as Problem).code).toBe('tree_size_too_small');
     const invalid = await server.request('/v1/log/proofs/consistency?from=0&to=x', { key: alice });

@@ -354,6 +354,26 @@ export async function selectCheckpoint(
   return row && { treeSize: Number(row.tree_size), rootHash: row.root_hash, note: row.note };
 }
 
+/** The tenant's checkpoints of the tree sizes `sizes` that it has, in one statement, by tree size. */
+export async function selectCheckpoints(
+  db: Kysely<Database>,
+  tenantId: string,
+  sizes: readonly number[],
+): Promise<Map<number, StoredCheckpoint>> {
+  const rows = await db
+    .selectFrom('log_checkpoints')
+    .select(['tree_size', 'root_hash', 'note'])
+    .where('tenant_id', '=', tenantId)
+    .where('tree_size', 'in', [...new Set(sizes)])
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      Number(row.tree_size),
+      { treeSize: Number(row.tree_size), rootHash: row.root_hash, note: row.note },
+    ]),
+  );
+}
+
 /**
  * In one statement (an inclusion proof's first round trip, its tiles being the second): the leaf index of
  * the tenant's record `cid` (undefined when the tenant has no such record, null while it waits for its
