@@ -2,10 +2,10 @@
  * bench/log proofs: what an auditor waits for a proof. On one database filled through the server's own path
  * (`--records` run items, then `--recent` scorings, all sequenced), the built server answers, one request
  * after the other (what an auditor's client does), `--requests` inclusion proofs of records spread over the
- * whole log, the same number of the most recent records' proofs (the right edge: partial tiles) and
- * consistency proofs from earlier signed checkpoints to the latest; prints each one's rate and its p50 / p99
- * in fractional milliseconds, from the client's side (node:http on one kept-alive connection, see
- * lib/sequential-get.ts).
+ * whole log (the first 100 items of each run of 1,000), the same number of the most recent records' proofs
+ * (the right edge: partial tiles) and consistency proofs from earlier signed checkpoints to the latest;
+ * prints each one's rate and its p50 / p99 in fractional milliseconds, from the client's side (node:http on
+ * one kept-alive connection, see lib/sequential-get.ts).
  *
  * With `--compare <another build's apps/server/dist>`, that build is started on the very same data in turn
  * with this one (never both at once; even rounds in reverse order), and the ratios of their p99s and rates

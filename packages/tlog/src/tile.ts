@@ -58,23 +58,26 @@ export class TreeStorageError extends Error {
   override readonly name = 'TreeStorageError';
 }
 
-/** A tile kept by a {@link TileHashCache}, and the hashes of subtrees inside it once computed. */
+/** A tile's hashes kept by a {@link TileHashCache}, and the hashes computed inside it so far. */
 interface KeptTile {
   hashes: Uint8Array;
-  /** A full tile's 255 inner hashes (see interiorHashes). */
-  interior?: Promise<Uint8Array>;
-  /** A partial tile's subtree hashes asked for so far, by `height · 256 + index`. */
-  subtrees?: Map<number, Promise<Hash>>;
+  /**
+   * By the first position of each block: the inner hashes of the perfect blocks the tile's width splits into
+   * (256: one block; 236: 128, 64, 32, 8 and 4), each computed whole the first time a subtree in it is asked
+   * for (see interiorHashes). At most as many hashes as the tile holds.
+   */
+  blocks: Map<number, Promise<Uint8Array>>;
 }
 
 /**
- * Tiles kept from one {@link TileTree} to the next, least recently used out past `capacity`, with the
- * hashes of the subtrees inside each computed once. A stored tile of a given width is never rewritten (a
- * wider copy of a partial tile is a row of its own), so what is kept stays true; a full tile (256 hashes)
- * is also not read again. A proof needs the roots of subtrees inside a few tiles: those its leaf and its
- * siblings lie in, one a tile level, and the partial tiles of the tree's right edge, which every proof of an
- * older leaf has as a sibling. Each costs up to 255 hashes to compute; kept, almost none. Keys are the
- * caller's (`level/index/width` after a prefix of its own), so one cache may serve many trees.
+ * The hashes computed inside tiles, kept from one {@link TileTree} to the next, least recently used out past
+ * `capacity` tiles (each at most twice its 8 KiB: its hashes and the ones inside it). A proof needs the roots
+ * of subtrees inside a few tiles: those its leaf and its siblings lie in, one a tile level, and the partial
+ * tiles of the tree's right edge, which every proof of an older leaf has as a sibling; each costs up to 255
+ * hashes to compute. Tiles are still read from storage every time (in the same statement as the rest of the
+ * proof's): what is kept is used only for a tile whose bytes equal those read, so an altered or restored
+ * tile is seen at once. Keys are the caller's (`level/index` after a prefix of its own), so one cache may
+ * serve many trees.
  */
 export class TileHashCache {
   readonly #capacity: number;
@@ -94,20 +97,20 @@ export class TileHashCache {
     this.#tiles.clear();
   }
 
-  /** The tile kept under `key`, now the most recently used; undefined when none is. */
+  /** What is kept under `key`, if anything (for inspection: it does not count as a use). */
   get(key: string): KeptTile | undefined {
-    const kept = this.#tiles.get(key);
-    if (kept !== undefined) {
-      this.#tiles.delete(key);
-      this.#tiles.set(key, kept);
-    }
-    return kept;
+    return this.#tiles.get(key);
   }
 
-  /** Keeps `hashes` under `key` unless a tile is kept there already; returns what is kept (none at capacity 0). */
+  /**
+   * What is kept for the tile `hashes` under `key`, now the most recently used: the kept entry when its
+   * bytes are these, else a new one in its place. Undefined at capacity 0.
+   */
   keep(key: string, hashes: Uint8Array): KeptTile | undefined {
     if (this.#capacity <= 0) return undefined;
-    const kept = this.#tiles.get(key) ?? { hashes };
+    const found = this.#tiles.get(key);
+    const kept =
+      found !== undefined && sameBytes(found.hashes, hashes) ? found : { hashes, blocks: new Map() };
     this.#tiles.delete(key);
     this.#tiles.set(key, kept);
     if (this.#tiles.size > this.#capacity) this.#tiles.delete(this.#tiles.keys().next().value as string);
@@ -115,10 +118,17 @@ export class TileHashCache {
   }
 }
 
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** Where a {@link TileTree} keeps tiles between trees: the cache, and this tree's prefix of its keys. */
 export interface SharedTiles {
   cache: TileHashCache;
-  /** Set before each tile's `level/index/width` in the cache's keys (one per tree, e.g. the tenant). */
+  /** Set before each tile's `level/index` in the cache's keys (one per tree, e.g. the tenant). */
   prefix: string;
 }
 
@@ -147,8 +157,8 @@ export class TileTree implements HashReader {
   readonly #shared: SharedTiles | undefined;
 
   /**
-   * `readBatch` reads the tiles of one turn together (see above); `shared` keeps full tiles, and the
-   * hashes inside them, from one tree to the next (see TileHashCache).
+   * `readBatch` reads the tiles of one turn together (see above); `shared` keeps the hashes computed inside
+   * tiles from one tree to the next (see TileHashCache).
    */
   constructor(read: TileReader, options: { readBatch?: TileBatchReader; shared?: SharedTiles } = {}) {
     this.#read = read;
@@ -166,10 +176,7 @@ export class TileTree implements HashReader {
     const key = `${level}/${index}`;
     let tile = this.#cache.get(key);
     if (tile === undefined) {
-      const kept = this.#shared?.cache.get(`${this.#shared.prefix}${key}/${TILE_WIDTH}`);
-      if (kept !== undefined) tile = Promise.resolve(kept.hashes);
-      else if (this.#readBatch === undefined) tile = this.#read(level, index);
-      else tile = this.#readLater(level, index);
+      tile = this.#readBatch === undefined ? this.#read(level, index) : this.#readLater(level, index);
       this.#cache.set(key, tile);
     }
     return tile;
@@ -186,13 +193,15 @@ export class TileTree implements HashReader {
   #readBatched(): void {
     const batch = this.#batch;
     this.#batch = [];
-    const read =
+    // In a promise, so that a reader throwing at once fails these tiles' reads, not the microtask.
+    const read = Promise.resolve().then(() =>
       batch.length === 1
         ? this.#read(
             (batch[0] as (typeof batch)[number]).level,
             (batch[0] as (typeof batch)[number]).index,
           ).then((tile) => [tile])
-        : (this.#readBatch as TileBatchReader)(batch.map(({ level, index }) => ({ level, index })));
+        : (this.#readBatch as TileBatchReader)(batch.map(({ level, index }) => ({ level, index }))),
+    );
     read.then(
       (tiles) => {
         batch.forEach((wanted, i) => {
@@ -219,25 +228,26 @@ export class TileTree implements HashReader {
       );
     }
     if (span === 1) return tile.slice(offset * HASH_SIZE, (offset + 1) * HASH_SIZE);
-    const width = tile.length / HASH_SIZE;
-    const kept = this.#shared?.cache.keep(`${this.#shared.prefix}${level}/${tileIndex}/${width}`, tile);
+    const kept = this.#shared?.cache.keep(`${this.#shared.prefix}${level}/${tileIndex}`, tile);
     if (kept === undefined) return perfectRoot(tileHashes(tile, offset, offset + span));
-    const h = Math.log2(span);
-    if (width !== TILE_WIDTH) {
-      kept.subtrees ??= new Map();
-      const at = h * TILE_WIDTH + offset / span;
-      let subtree = kept.subtrees.get(at);
-      if (subtree === undefined) {
-        subtree = perfectRoot(tileHashes(kept.hashes, offset, offset + span));
-        kept.subtrees.set(at, subtree);
-      }
-      return subtree;
+    // The perfect block of the tile's width that holds the subtree (blocks are aligned, largest first).
+    const width = kept.hashes.length / HASH_SIZE;
+    let first = 0;
+    let size = TILE_WIDTH;
+    for (; size > 1; size /= 2) {
+      if ((width & size) === 0) continue;
+      if (offset >= first && offset + span <= first + size) break;
+      first += size;
     }
-    kept.interior ??= interiorHashes(tileHashes(kept.hashes));
-    const interior = await kept.interior;
-    // Height h inside the tile (1 ≤ h ≤ 8) starts after the 128 + 64 + … hashes of the heights below it.
-    const first = TILE_WIDTH - TILE_WIDTH / 2 ** (h - 1);
-    const at = (first + offset / span) * HASH_SIZE;
+    let block = kept.blocks.get(first);
+    if (block === undefined) {
+      block = interiorHashes(tileHashes(kept.hashes, first, first + size));
+      kept.blocks.set(first, block);
+    }
+    const interior = await block;
+    // Inside a block of `size`, height h (h ≥ 1) starts after the size/2 + size/4 + … hashes of those below.
+    const h = Math.log2(span);
+    const at = (size - size / 2 ** (h - 1) + (offset - first) / span) * HASH_SIZE;
     return interior.slice(at, at + HASH_SIZE);
   }
 

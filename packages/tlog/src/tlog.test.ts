@@ -152,7 +152,7 @@ describe('reading a tree in batches, and keeping full tiles', () => {
     expect(reads.batches[0]?.length).toBeGreaterThan(1);
   });
 
-  it('keeps tiles and the hashes inside them between trees: the same proofs, full tiles not read again', async () => {
+  it('keeps the hashes computed inside tiles between trees: the same proofs, each block hashed once', async () => {
     const cache = new TileHashCache(8);
     for (const { index, tree_size, proof } of GO.inclusions) {
       const { tree } = await countingTree({ cache, prefix: 'a/' });
@@ -162,18 +162,41 @@ describe('reading a tree in batches, and keeping full tiles', () => {
       const { tree } = await countingTree({ cache, prefix: 'a/' });
       expect(b64(await proveTree(tree, new_size, old_size)), `${old_size} → ${new_size}`).toEqual(proof);
     }
-    // Tree 300 has one full tile (0/0); a leaf in it is then proven reading only the right edge's tiles,
-    // whose subtree hashes the proofs above computed once (0/1 is 44 wide; 1/0 holds one hash).
-    expect(cache.get('a/0/0/256')?.interior).toBeDefined();
-    expect(cache.get('a/0/1/44')?.subtrees?.size).toBeGreaterThan(0);
-    const { tree, reads } = await countingTree({ cache, prefix: 'a/' });
-    await proveRecord(tree, 300, 3);
-    const read = [...reads.batches.flat(), ...Array(reads.single)];
-    expect(read).not.toContainEqual({ level: 0, index: 0 });
+    // Tree 300: tile 0/0 is full (one block of 256), 0/1 holds 44 hashes (blocks of 32, 8 and 4 at 0, 32, 40).
+    expect([...(cache.get('a/0/0')?.blocks.keys() ?? [])]).toEqual([0]);
+    expect([...(cache.get('a/0/1')?.blocks.keys() ?? [])].sort((x, y) => x - y)).toEqual([0, 32, 40]);
     // Another prefix (another tenant's tree) shares nothing.
-    const other = await countingTree({ cache, prefix: 'b/' });
-    await proveRecord(other.tree, 300, 3);
-    expect(other.reads.batches.flat()).toContainEqual({ level: 0, index: 0 });
+    expect(cache.get('b/0/0')).toBeUndefined();
+  });
+
+  it('uses what it keeps only for the very bytes read: an altered tile gives another proof, restored the same', async () => {
+    const cache = new TileHashCache(8);
+    const stored = await storedTiles();
+    const good = stored.get('0/0') as Uint8Array;
+    const proveWith = (tile: Uint8Array) =>
+      proveRecord(
+        new TileTree(
+          async (level, index) => (level === 0 && index === 0 ? tile : stored.get(`${level}/${index}`)),
+          {
+            readBatch: async (wanted) =>
+              wanted.map(({ level, index }) =>
+                level === 0 && index === 0 ? tile : stored.get(`${level}/${index}`),
+              ),
+            shared: { cache, prefix: 'a/' },
+          },
+        ),
+        300,
+        3,
+      ).then(b64);
+    // As a tree keeping nothing proves it (the test above checks such proofs against Go's).
+    const expected = b64(
+      await proveRecord(new TileTree(async (level, index) => stored.get(`${level}/${index}`)), 300, 3),
+    );
+    expect(await proveWith(good)).toEqual(expected);
+    const altered = good.slice();
+    altered[200 * 32] = (altered[200 * 32] as number) ^ 0xff;
+    expect(await proveWith(altered)).not.toEqual(expected);
+    expect(await proveWith(good)).toEqual(expected);
   });
 
   it('keeps tiles up to its capacity, the least recently used leaving first', () => {
@@ -181,7 +204,7 @@ describe('reading a tree in batches, and keeping full tiles', () => {
     const cache = new TileHashCache(2);
     cache.keep('a', tile);
     cache.keep('b', tile);
-    cache.get('a');
+    cache.keep('a', tile);
     cache.keep('c', tile);
     expect([
       cache.get('a') !== undefined,
@@ -189,6 +212,15 @@ describe('reading a tree in batches, and keeping full tiles', () => {
       cache.get('c') !== undefined,
     ]).toEqual([true, false, true]);
     expect(new TileHashCache(0).keep('a', tile)).toBeUndefined();
+  });
+
+  it('fails the proof, not the process, when the batch reader throws at once', async () => {
+    const tree = new TileTree(async () => undefined, {
+      readBatch: () => {
+        throw new Error('storage is gone');
+      },
+    });
+    await expect(proveRecord(tree, 300, 3)).rejects.toThrow('storage is gone');
   });
 
   it('gives the inner hashes of a perfect subtree, level by level, as perfectRoot gives each', async () => {

@@ -115,6 +115,10 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
       status: 200,
       body: { data: [], next_cursor: null },
     });
+    // A cursor it did not make is refused whatever the erasure's state.
+    const early = await get<Problem>(`/v1/erasures/${id}/log-cids?cursor=abc`);
+    expect(early.status).toBe(400);
+    expect(early.body.code).toBe('validation_failed');
   });
 
   it("reads a page through log_records_erasure_idx in CID order: no sort of all the erasure's records", async () => {

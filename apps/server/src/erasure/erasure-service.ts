@@ -89,10 +89,10 @@ export async function listErasureLogCids(
   id: string,
   query: { limit?: number; cursor?: string },
 ): Promise<ErasureLogCidList> {
+  const after = query.cursor === undefined ? '' : cidCursor(query.cursor, '/query/cursor');
   const row = await findErasure(deps.storage.db, tenantId, id);
   if (!row) throw new AppError('not_found', { detail: `No erasure with id ${id} exists for this API key.` });
   if (row.status !== 'completed') return { data: [], next_cursor: null };
-  const after = query.cursor === undefined ? '' : cidCursor(query.cursor, '/query/cursor');
   const { cids, more } = await erasedCids(
     deps.storage.db,
     tenantId,

@@ -120,14 +120,14 @@ function tenantTree(db: Kysely<Database>, tenantId: string): TileTree {
 }
 
 /**
- * Tiles kept per process (see TileHashCache), with the subtree hashes computed in them: at most 16 KB each
- * (a full tile's hashes and its 255 inner ones), so at most about 16 MB.
+ * Tiles whose inner hashes are kept per process (see TileHashCache): at most 16 KiB each (a tile's 8 KiB of
+ * hashes and at most as many inside it), so at most 16 MiB.
  */
-export const TILES_KEPT = 1024;
+const TILES_KEPT = 1024;
 const keptTiles = new WeakMap<Kysely<Database>, TileHashCache>();
 
 /** The tiles kept of the trees read through `db` (one cache per database, shared by its tenants). */
-export function keptTilesOf(db: Kysely<Database>): TileHashCache {
+function keptTilesOf(db: Kysely<Database>): TileHashCache {
   let cache = keptTiles.get(db);
   if (cache === undefined) {
     cache = new TileHashCache(TILES_KEPT);
