@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { freePort } from '@scenario-scoring/testkit';
@@ -40,6 +40,24 @@ export async function freshBenchDatabase(
       ...(key !== undefined && { SECRETS_KEY: key }),
       ...(postgres && { LOG_SIGNING_KEY: randomBytes(32).toString('base64') }),
     },
+    async drop() {
+      await postgres?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A copy of `database` (no server may be running on it): its DATA_DIR copied, and on PostgreSQL a database
+ * made from it as a template. So that two builds whose migrations differ each run on data of their own.
+ */
+export async function copyBenchDatabase(database: BenchDatabase, name: string): Promise<BenchDatabase> {
+  const dataDir = mkdtempSync(join(tmpdir(), `ss-${name}-`));
+  cpSync(database.env.DATA_DIR as string, dataDir, { recursive: true });
+  const source = database.env.DATABASE_URL;
+  const postgres = source === undefined ? undefined : await freshPostgres(new URL(source).pathname.slice(1));
+  return {
+    env: { ...database.env, DATA_DIR: dataDir, ...(postgres && { DATABASE_URL: postgres.url }) },
     async drop() {
       await postgres?.drop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -7,18 +7,21 @@
  * prints each one's rate and its p50 / p99 in fractional milliseconds, from the client's side (node:http on
  * one kept-alive connection, see lib/sequential-get.ts).
  *
- * With `--compare <another build's apps/server/dist>`, that build is started on the very same data in turn
- * with this one (never both at once; even rounds in reverse order), and the ratios of their p99s and rates
+ * With `--compare <another build's apps/server/dist>` (the build before this one), that build fills the log
+ * and each build is started in turn (never both at once; even rounds in reverse order) on a copy of that same
+ * data of its own (this build migrates its copy at its first start), and the ratios of their p99s and rates
  * are printed, paired by round.
  *
  *   npm run bench:proofs -- [--db sqlite|postgres|both] [--records 5000] [--recent 100] [--requests 500]
  *                           [--rounds 3] [--compare <dist dir>]
  */
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchContext } from '../lib/bench-inputs.ts';
 import {
+  type BenchDatabase,
   type BenchServer,
+  copyBenchDatabase,
   createApiKey,
   freshBenchDatabase,
   loadEnv,
@@ -139,8 +142,15 @@ const all: Measured[] = [];
 for (const db of args.db === 'both' ? ['sqlite', 'postgres'] : [args.db]) {
   const database = await freshBenchDatabase(db as string, 'proofs');
   try {
-    const apiKey = createApiKey(loadEnv(database), 'bench');
-    let server = await startServerOn(database, apiKey, {}, builds[0]?.main);
+    // Filled by the last build named (the compared one, the build before, when there is one), then each
+    // build runs on a copy of its own: a newer build migrates its copy at its first start, and an older one
+    // would refuse data a newer build had migrated.
+    const apiKey = createApiKey(
+      loadEnv(database),
+      'bench',
+      join(dirname(builds.at(-1)?.main as string), 'cli.js'),
+    );
+    let server = await startServerOn(database, apiKey, {}, builds.at(-1)?.main);
     const filled = await fill(server);
     const tree = RECORDS + RECENT;
     const older = [...new Set(filled.sizes)].filter((size) => size > 0 && size < tree);
@@ -148,37 +158,43 @@ for (const db of args.db === 'both' ? ['sqlite', 'postgres'] : [args.db]) {
       `${db}: ${tree} leaves (${filled.spread.length} spread, ${filled.recent.length} recent), ${older.length} earlier checkpoints`,
     );
     await server.stop();
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const build of roundOrder(builds, round + 1)) {
-        server = await startServerOn(database, apiKey, {}, build.main);
-        try {
-          // Warm: the contract's validators and the first tiles, as on a server that has run a while.
-          await sequential(
-            server,
-            50,
-            (i) => `/v1/log/proofs/inclusion/${filled.spread[i % filled.spread.length]}`,
-          );
-          await settle();
-          const kinds = {
-            'inclusion, spread': (i: number) =>
-              `/v1/log/proofs/inclusion/${filled.spread[(i * 7919) % filled.spread.length]}`,
-            'inclusion, recent': (i: number) =>
-              `/v1/log/proofs/inclusion/${filled.recent[i % filled.recent.length]}`,
-            consistency: (i: number) =>
-              `/v1/log/proofs/consistency?from=${older[i % older.length]}&to=${tree}`,
-          };
-          for (const [kind, path] of Object.entries(kinds)) {
-            if (kind === 'consistency' && older.length === 0) continue;
-            const result = await sequential(server, REQUESTS, path);
-            all.push({ build: `${db} ${build.name}`, kind, ...result });
-            console.log(
-              `${db} round ${round + 1} ${build.name.padEnd(10)} ${kind.padEnd(18)} ${result.rate.toFixed(0).padStart(5)}/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`,
+    const copies = new Map<string, BenchDatabase>();
+    for (const build of builds) copies.set(build.name, await copyBenchDatabase(database, 'proofs'));
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const build of roundOrder(builds, round + 1)) {
+          server = await startServerOn(copies.get(build.name) as BenchDatabase, apiKey, {}, build.main);
+          try {
+            // Warm: the contract's validators and the first tiles, as on a server that has run a while.
+            await sequential(
+              server,
+              50,
+              (i) => `/v1/log/proofs/inclusion/${filled.spread[i % filled.spread.length]}`,
             );
+            await settle();
+            const kinds = {
+              'inclusion, spread': (i: number) =>
+                `/v1/log/proofs/inclusion/${filled.spread[(i * 7919) % filled.spread.length]}`,
+              'inclusion, recent': (i: number) =>
+                `/v1/log/proofs/inclusion/${filled.recent[i % filled.recent.length]}`,
+              consistency: (i: number) =>
+                `/v1/log/proofs/consistency?from=${older[i % older.length]}&to=${tree}`,
+            };
+            for (const [kind, path] of Object.entries(kinds)) {
+              if (kind === 'consistency' && older.length === 0) continue;
+              const result = await sequential(server, REQUESTS, path);
+              all.push({ build: `${db} ${build.name}`, kind, ...result });
+              console.log(
+                `${db} round ${round + 1} ${build.name.padEnd(10)} ${kind.padEnd(18)} ${result.rate.toFixed(0).padStart(5)}/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`,
+              );
+            }
+          } finally {
+            await server.stop();
           }
-        } finally {
-          await server.stop();
         }
       }
+    } finally {
+      for (const copy of copies.values()) await copy.drop();
     }
   } finally {
     await database.drop();

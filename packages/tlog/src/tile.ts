@@ -109,8 +109,12 @@ export class TileHashCache {
   keep(key: string, hashes: Uint8Array): KeptTile | undefined {
     if (this.#capacity <= 0) return undefined;
     const found = this.#tiles.get(key);
-    const kept =
-      found !== undefined && sameBytes(found.hashes, hashes) ? found : { hashes, blocks: new Map() };
+    let kept: KeptTile;
+    if (found !== undefined && sameBytes(found.hashes, hashes)) {
+      // The bytes just read from now on: a tree asks again with the same array, compared at once.
+      found.hashes = hashes;
+      kept = found;
+    } else kept = { hashes, blocks: new Map() };
     this.#tiles.delete(key);
     this.#tiles.set(key, kept);
     if (this.#tiles.size > this.#capacity) this.#tiles.delete(this.#tiles.keys().next().value as string);
