@@ -210,6 +210,7 @@ for (const kind of DATABASE_KINDS) {
     const VERIFIER_KEY = op('get', '/log/verifier-key');
     const ERASE = op('post', '/v1/erasures');
     const ERASURE = op('get', '/v1/erasures/{id}');
+    const ERASED_CIDS = op('get', '/v1/erasures/{id}/log-cids');
     const SUBJECT_RECORDS = op('post', '/v1/subjects/records');
     const ROOT_CHECKPOINT = op('get', '/log/root/checkpoint');
     const ROOT_CONSISTENCY = op('get', '/log/root/proofs/consistency');
@@ -383,18 +384,27 @@ for (const kind of DATABASE_KINDS) {
         ) as never,
       );
       await check(
-        fc.asyncProperty(subjects, fc.option(fc.uuid()), async (subject, key) => {
-          // Subjects no scoring used: an erasure of nothing completes with zero counts, harming no other check.
-          const erasure = await post(
-            ERASE,
-            '/v1/erasures',
-            { subject: `fuzz-erasure-${subject}` },
-            key ? { 'idempotency-key': key } : undefined,
-          );
-          expect(erasure.status).toBe(202);
-          const id = (erasure.body as { id: string }).id;
-          await expectStatus(get(ERASURE, `/v1/erasures/${id}`), 200);
-        }) as never,
+        fc.asyncProperty(
+          subjects,
+          fc.option(fc.uuid()),
+          fc.option(fc.integer({ min: 1, max: 1000 })),
+          async (subject, key, limit) => {
+            // Subjects no scoring used: an erasure of nothing completes with zero counts, harming no other check.
+            const erasure = await post(
+              ERASE,
+              '/v1/erasures',
+              { subject: `fuzz-erasure-${subject}` },
+              key ? { 'idempotency-key': key } : undefined,
+            );
+            expect(erasure.status).toBe(202);
+            const id = (erasure.body as { id: string }).id;
+            await expectStatus(get(ERASURE, `/v1/erasures/${id}`), 200);
+            await expectStatus(
+              get(ERASED_CIDS, `/v1/erasures/${id}/log-cids${limit ? `?limit=${limit}` : ''}`),
+              200,
+            );
+          },
+        ) as never,
       );
       await check(
         fc.asyncProperty(fc.constantFrom('scorecard-1', 'scorecard-2'), (version) =>
@@ -664,6 +674,7 @@ for (const kind of DATABASE_KINDS) {
       await refusedGet(NOTICE, (s) => `/v1/logs/${s}/notice`);
       await refusedGet(MODEL, (s) => `/v1/scoring/models/${s}`);
       await refusedGet(ERASURE, (s) => `/v1/erasures/${s}`);
+      await refusedGet(ERASED_CIDS, (s) => `/v1/erasures/${s}/log-cids`);
       const unknownKey = await send({
         operation: MODELS,
         url: MODELS.path,
