@@ -208,8 +208,9 @@ export class TileTree implements HashReader {
     );
     read.then(
       (tiles) => {
+        // A reader answering no array answers no tile: TreeStorageError where one is needed, never a hang.
         batch.forEach((wanted, i) => {
-          wanted.resolve(tiles[i]);
+          wanted.resolve(Array.isArray(tiles) ? tiles[i] : undefined);
         });
       },
       (error: unknown) => {
@@ -229,6 +230,11 @@ export class TileTree implements HashReader {
     if (tile === undefined || tile.length < (offset + span) * HASH_SIZE) {
       throw new TreeStorageError(
         `tile ${level}/${tileIndex} is missing or too short for subtree ${height}/${index}`,
+      );
+    }
+    if (tile.length > TILE_WIDTH * HASH_SIZE || tile.length % HASH_SIZE !== 0) {
+      throw new TreeStorageError(
+        `tile ${level}/${tileIndex} is not a whole number of at most ${TILE_WIDTH} hashes`,
       );
     }
     if (span === 1) return tile.slice(offset * HASH_SIZE, (offset + 1) * HASH_SIZE);

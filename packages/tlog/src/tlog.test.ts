@@ -10,6 +10,7 @@ import {
   type TileCoordinates,
   TileHashCache,
   TileTree,
+  TreeStorageError,
   tileHashes,
   tilesForAppend,
   treeHash,
@@ -212,6 +213,17 @@ describe('reading a tree in batches, and keeping full tiles', () => {
       cache.get('c') !== undefined,
     ]).toEqual([true, false, true]);
     expect(new TileHashCache(0).keep('a', tile)).toBeUndefined();
+  });
+
+  it('answers TreeStorageError for a batch reader answering no array, and for a tile of more than 256 hashes', async () => {
+    const noArray = new TileTree(async () => undefined, {
+      readBatch: async () => undefined as unknown as Uint8Array[],
+    });
+    await expect(proveRecord(noArray, 300, 3)).rejects.toThrow(TreeStorageError);
+    const tooWide = new TileTree(async () => new Uint8Array(512 * 32), {
+      shared: { cache: new TileHashCache(4), prefix: '' },
+    });
+    await expect(tooWide.subtreeHash(1, 0)).rejects.toThrow(TreeStorageError);
   });
 
   it('fails the proof, not the process, when the batch reader throws at once', async () => {
