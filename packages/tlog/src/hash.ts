@@ -53,45 +53,13 @@ export function emptyTreeHash(): Promise<Hash> {
 
 /**
  * The root of a perfect subtree whose leaves (or lower subtree roots) are `hashes`, a power of two of
- * them. Throws a RangeError for none.
+ * them. Throws a RangeError for none, or for a count that is not a power of two.
  */
 export async function perfectRoot(hashes: readonly Hash[]): Promise<Hash> {
   if (hashes.length === 0) throw new RangeError('a perfect subtree has at least one hash');
-  if (oneShot !== undefined) return perfectRootNow(hashes, oneShot);
-  let level = hashes;
-  while (level.length > 1) {
-    const next: Hash[] = [];
-    for (let i = 0; i < level.length; i += 2)
-      next.push(await nodeHash(level[i] as Hash, level[i + 1] as Hash));
-    level = next;
-  }
-  return level[0] as Hash;
-}
-
-/**
- * perfectRoot with a synchronous SHA-256: one input buffer for every node, no promise per node. A proof
- * hashes up to 255 nodes of each tile it reads (the subtrees inside a tile), so on Node this is most of a
- * proof's CPU.
- */
-function perfectRootNow(hashes: readonly Hash[], digest: OneShotHash): Hash {
-  const input = new Uint8Array(1 + 2 * HASH_SIZE);
-  input[0] = 0x01;
-  let level = hashes;
-  while (level.length > 1) {
-    const next: Hash[] = [];
-    for (let i = 0; i < level.length; i += 2) {
-      const left = level[i] as Hash;
-      const right = level[i + 1] as Hash;
-      if (left.length !== HASH_SIZE || right?.length !== HASH_SIZE) {
-        throw new RangeError(`a node hash joins two ${HASH_SIZE}-byte hashes`);
-      }
-      input.set(left, 1);
-      input.set(right, 1 + HASH_SIZE);
-      next.push(digest('sha256', input, 'buffer'));
-    }
-    level = next;
-  }
-  return level[0] as Hash;
+  if (hashes.length === 1) return hashes[0] as Hash;
+  // The root is the last of the interior hashes; copied, so the rest of them is not kept alive.
+  return (await interiorHashes(hashes)).slice(-HASH_SIZE);
 }
 
 /**
@@ -135,7 +103,13 @@ export function splitPoint(n: number): number {
   return k;
 }
 
-/** Whether two hashes hold the same bytes (not constant-time: hashes of a public log are no secret). */
+/**
+ * Whether two hashes (or tiles of them) hold the same bytes (not constant-time: hashes of a public log are
+ * no secret).
+ */
 export function equalHashes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

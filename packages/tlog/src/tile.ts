@@ -1,5 +1,6 @@
 import {
   emptyTreeHash,
+  equalHashes,
   HASH_SIZE,
   type Hash,
   interiorHashes,
@@ -110,7 +111,7 @@ export class TileHashCache {
     if (this.#capacity <= 0) return undefined;
     const found = this.#tiles.get(key);
     let kept: KeptTile;
-    if (found !== undefined && sameBytes(found.hashes, hashes)) {
+    if (found !== undefined && equalHashes(found.hashes, hashes)) {
       // The bytes just read from now on: a tree asks again with the same array, compared at once.
       found.hashes = hashes;
       kept = found;
@@ -120,13 +121,6 @@ export class TileHashCache {
     if (this.#tiles.size > this.#capacity) this.#tiles.delete(this.#tiles.keys().next().value as string);
     return kept;
   }
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** Where a {@link TileTree} keeps tiles between trees: the cache, and this tree's prefix of its keys. */

@@ -6,6 +6,7 @@ import type { OutboxSignal } from '../events/event-outbox.js';
 import { type IdempotentResult, idempotentCreate } from '../idempotency/idempotent-create.js';
 import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
+import { encodeCursor } from '../storage/paging.js';
 import type { Storage } from '../storage/storage.js';
 import { erasedCids, findErasure, insertErasure, readSubjectRecordsPage } from './erasure-store.js';
 import { erasureView, subjectRecordView } from './erasure-views.js';
@@ -67,8 +68,7 @@ export async function getErasure(
   tenantId: string,
   id: string,
 ): Promise<Erasure> {
-  const row = await findErasure(deps.storage.db, tenantId, id);
-  if (!row) throw new AppError('not_found', { detail: `No erasure with id ${id} exists for this API key.` });
+  const row = await tenantErasure(deps, tenantId, id);
   const page =
     row.status === 'completed'
       ? await erasedCids(deps.storage.db, tenantId, id, '', ERASURE_LOG_CIDS_SHOWN)
@@ -90,8 +90,7 @@ export async function listErasureLogCids(
   query: { limit?: number; cursor?: string },
 ): Promise<ErasureLogCidList> {
   const after = query.cursor === undefined ? '' : cidCursor(query.cursor, '/query/cursor');
-  const row = await findErasure(deps.storage.db, tenantId, id);
-  if (!row) throw new AppError('not_found', { detail: `No erasure with id ${id} exists for this API key.` });
+  const row = await tenantErasure(deps, tenantId, id);
   if (row.status !== 'completed') return { data: [], next_cursor: null };
   const { cids, more } = await erasedCids(
     deps.storage.db,
@@ -101,7 +100,14 @@ export async function listErasureLogCids(
     query.limit ?? ERASURE_LOG_CIDS_SHOWN,
   );
   const last = cids.at(-1);
-  return { data: cids, next_cursor: more && last ? Buffer.from(last, 'utf8').toString('base64url') : null };
+  return { data: cids, next_cursor: more && last ? encodeCursor(last) : null };
+}
+
+/** The tenant's erasure `id`; another tenant's answers 404 like an unknown one. */
+async function tenantErasure(deps: Pick<ErasureServiceDeps, 'storage'>, tenantId: string, id: string) {
+  const row = await findErasure(deps.storage.db, tenantId, id);
+  if (!row) throw new AppError('not_found', { detail: `No erasure with id ${id} exists for this API key.` });
+  return row;
 }
 
 /** The CID a cursor of a CID-ordered list continues after; a 400 `validation_failed` at `path` otherwise. */
@@ -134,6 +140,6 @@ export async function listSubjectRecords(
   const last = rows.at(-1);
   return {
     data: rows.map(subjectRecordView),
-    next_cursor: more && last ? Buffer.from(last.cid, 'utf8').toString('base64url') : null,
+    next_cursor: more && last ? encodeCursor(last.cid) : null,
   };
 }

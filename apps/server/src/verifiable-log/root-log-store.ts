@@ -1,8 +1,8 @@
-import type { NewTile } from '@scenario-scoring/tlog';
+import type { NewTile, TileCoordinates } from '@scenario-scoring/tlog';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
-import type { StoredCheckpoint } from './verifiable-log-store.js';
+import { type StoredCheckpoint, widestTiles } from './verifiable-log-store.js';
 
 /** Rows per multi-row statement. */
 const ROWS_PER_STATEMENT = 1000;
@@ -101,15 +101,15 @@ export async function selectRootTile(
   level: number,
   index: number,
 ): Promise<Uint8Array | undefined> {
-  const row = await db
-    .selectFrom('root_log_tiles')
-    .select('hashes')
-    .where('level', '=', level)
-    .where('tile_index', '=', index)
-    .orderBy('width', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.hashes;
+  return (await selectRootTiles(db, [{ level, index }]))[0];
+}
+
+/** The widest stored root tile at each of `tiles` (undefined where none is), in one statement. */
+export function selectRootTiles(
+  db: Kysely<Database>,
+  tiles: readonly TileCoordinates[],
+): Promise<Array<Uint8Array | undefined>> {
+  return widestTiles(db, 'root_log_tiles', undefined, tiles);
 }
 
 /** Stores new root tiles; each (level, index, width) is written once. */

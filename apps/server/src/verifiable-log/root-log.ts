@@ -32,10 +32,11 @@ import {
   selectRecentRootCheckpoints,
   selectRootCheckpoint,
   selectRootTile,
+  selectRootTiles,
   selectRootTreeSize,
 } from './root-log-store.js';
 import type { VerifiableLogConfig } from './verifiable-log-config.js';
-import { type StoredCheckpoint, widestTiles } from './verifiable-log-store.js';
+import type { StoredCheckpoint } from './verifiable-log-store.js';
 import { WitnessClient } from './witness-client.js';
 
 /** How often the root log looks for new tenant checkpoints at most (a round on an empty queue is one probe). */
@@ -55,7 +56,7 @@ export async function rootLeaf(tenantCheckpointNote: string): Promise<Uint8Array
 /** The root tree, read through `db`. */
 export function rootTree(db: Kysely<Database>): TileTree {
   return new TileTree((level, index) => selectRootTile(db, level, index), {
-    readBatch: (tiles) => widestTiles(db, 'root_log_tiles', undefined, tiles),
+    readBatch: (tiles) => selectRootTiles(db, tiles),
   });
 }
 

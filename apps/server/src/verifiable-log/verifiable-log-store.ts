@@ -20,16 +20,7 @@ export async function selectTile(
   level: number,
   index: number,
 ): Promise<Uint8Array | undefined> {
-  const row = await db
-    .selectFrom('log_tiles')
-    .select('hashes')
-    .where('tenant_id', '=', tenantId)
-    .where('level', '=', level)
-    .where('tile_index', '=', index)
-    .orderBy('width', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.hashes;
+  return (await selectTiles(db, tenantId, [{ level, index }]))[0];
 }
 
 /**
@@ -351,7 +342,16 @@ export async function selectCheckpoint(
       ? query.orderBy('tree_size', 'desc').limit(1)
       : query.where('tree_size', '=', treeSize);
   const row = await query.executeTakeFirst();
-  return row && { treeSize: Number(row.tree_size), rootHash: row.root_hash, note: row.note };
+  return row && storedCheckpoint(row);
+}
+
+/** A `log_checkpoints` row as a StoredCheckpoint (its tree size a number on both databases). */
+function storedCheckpoint(row: {
+  tree_size: number | string;
+  root_hash: Uint8Array;
+  note: string;
+}): StoredCheckpoint {
+  return { treeSize: Number(row.tree_size), rootHash: row.root_hash, note: row.note };
 }
 
 /** The tenant's checkpoints of the tree sizes `sizes` that it has, in one statement, by tree size. */
@@ -366,12 +366,7 @@ export async function selectCheckpoints(
     .where('tenant_id', '=', tenantId)
     .where('tree_size', 'in', [...new Set(sizes)])
     .execute();
-  return new Map(
-    rows.map((row) => [
-      Number(row.tree_size),
-      { treeSize: Number(row.tree_size), rootHash: row.root_hash, note: row.note },
-    ]),
-  );
+  return new Map(rows.map((row) => [Number(row.tree_size), storedCheckpoint(row)]));
 }
 
 /**
@@ -394,11 +389,11 @@ export async function selectLeafAndCheckpoint(
     checkpoint:
       row?.tree_size === null || row?.tree_size === undefined
         ? undefined
-        : {
-            treeSize: Number(row.tree_size),
-            rootHash: row.root_hash as Uint8Array,
+        : storedCheckpoint({
+            tree_size: row.tree_size,
+            root_hash: row.root_hash as Uint8Array,
             note: row.note as string,
-          },
+          }),
   };
 }
 
