@@ -6,10 +6,13 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testErasureWorker } from '../../test/support/test-erasure-worker.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { OutboxSignal } from '../events/event-outbox.js';
 import { recordStamp } from '../score-log/record-stamp.js';
 import { insertLogRecords } from '../score-log/score-log-store.js';
 import type { Database } from '../storage/database.js';
 import { down, up } from '../storage/migrations/0021-erased-cids-index.js';
+import type { Storage } from '../storage/storage.js';
+import { ERASURE_LOG_CHUNK, processErasure } from './erasure-processor.js';
 import { erasedCidsPage } from './erasure-store.js';
 
 /** More records than an erasure's own resource lists (1,000), so the rest are paged. */
@@ -29,34 +32,50 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     return { status: response.status, body: (await response.json()) as T };
   };
 
-  beforeAll(async () => {
-    server = await startTestServer({ storage: storage() });
-    ({ key } = await testFeatures(storage()).keys.create(tenant));
-    ({ key: other } = await testFeatures(storage()).keys.create(`${tenant}-other`));
+  /** Logs RECORDS run items of `who` (a minute old) for the tenant; resolves with their CIDs, sorted. */
+  const logRecordsOf = async (who: string): Promise<string[]> => {
     const at = new Date(Date.now() - 60_000);
     const records = Array.from({ length: RECORDS }, (_, item) => {
       const logged = scoreAndLog(
-        subject,
+        who,
         { jurisdiction: 'DE', utilization: (item % 90) / 100 },
         recordStamp({ kind: 'run_item', run_id: 'run_erasedcids', item }, at),
       );
-      cids.push(logged.logCid);
       return {
         tenantId: tenant,
         cid: logged.logCid,
         bytes: logged.logBytes,
         requestId: 'run_erasedcids',
         createdAt: at,
-        subject,
+        subject: who,
       };
     });
-    cids.sort();
     for (let start = 0; start < RECORDS; start += 500)
       await insertLogRecords(
         storage(),
         records.slice(start, start + 500),
         testFeatures(storage()).subjectKey,
       );
+    return records.map((record) => record.cid).sort();
+  };
+  /** The erasure-log/1 records an erasure appended, in the order they were logged. */
+  const erasureLogs = async (id: string) => {
+    const rows = await storage()
+      .db.selectFrom('log_records')
+      .select(['bytes', 'created_at'])
+      .where('tenant_id', '=', tenant)
+      .where('request_id', '=', id)
+      .execute();
+    return rows
+      .map((row) => JSON.parse(Buffer.from(row.bytes as Uint8Array).toString('utf8')) as ErasureLog)
+      .sort((a, b) => (a.log_cids[0] ?? '').localeCompare(b.log_cids[0] ?? ''));
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer({ storage: storage() });
+    ({ key } = await testFeatures(storage()).keys.create(tenant));
+    ({ key: other } = await testFeatures(storage()).keys.create(`${tenant}-other`));
+    cids.push(...(await logRecordsOf(subject)));
     const accepted = await server.request('/v1/erasures', { key, body: { subject } });
     expect(accepted.status).toBe(202);
     const { id } = (await accepted.json()) as Erasure;
@@ -75,6 +94,65 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     expect(erasure).toMatchObject({ status: 'completed', log_cids_has_more: true });
     expect(erasure.counts.log_records).toBe(RECORDS);
     expect(erasure.log_cids).toEqual(cids.slice(0, 1000));
+  });
+
+  it(`logs the erasure in erasure-log/1 records of at most ${ERASURE_LOG_CHUNK} CIDs, in CID order, under one time`, async () => {
+    const logs = await erasureLogs(erasure.id);
+    expect(logs.map((log) => log.log_cids.length)).toEqual([1000, RECORDS - 1000]);
+    expect(logs.flatMap((log) => log.log_cids)).toEqual(cids);
+    const { erased_at } = await storage()
+      .db.selectFrom('erasures')
+      .select('erased_at')
+      .where('id', '=', erasure.id)
+      .executeTakeFirstOrThrow();
+    expect(new Set(logs.map((log) => log.erased_at))).toEqual(new Set([erased_at]));
+    expect(logs.every((log) => log.schema === 'erasure-log/1' && log.erasure_id === erasure.id)).toBe(true);
+  });
+
+  it('logs each chunk in a transaction of its own, and a worker stopped between them resumes without repeating one', async () => {
+    const who = `${subject}-resumed`;
+    const erased = await logRecordsOf(who);
+    const accepted = await server.request('/v1/erasures', { key, body: { subject: who } });
+    const { id } = (await accepted.json()) as Erasure;
+    const row = () =>
+      storage().db.selectFrom('erasures').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    // Stops the worker once a transaction has appended an erasure-log record.
+    let logged = 0;
+    const real = storage();
+    const counting: Pick<Storage, 'db' | 'kind' | 'transact'> = {
+      db: real.db,
+      kind: real.kind,
+      transact: async (steps, options) => {
+        const results = await real.transact(steps, options);
+        if (steps.some((step) => ('statement' in step ? step.statement : step).sql.includes('log_records')))
+          logged++;
+        return results;
+      },
+    };
+    const context = {
+      storage: counting,
+      subjectKey: testFeatures(real).subjectKey,
+      outbox: new OutboxSignal(),
+      now: () => new Date(),
+      batchSize: 500,
+    };
+    expect(await processErasure(await row(), { ...context, stopping: () => logged >= 1 })).toBe('stopped');
+    const stopped = await row();
+    expect(stopped.status).not.toBe('completed');
+    expect(stopped.progress).toMatch(/^log:\d{4}-\d\d-\d\dT[\d:.]+Z\|bafkrei[a-z2-7]{52}$/);
+    const first = await erasureLogs(id);
+    expect(first.map((log) => log.log_cids)).toEqual([erased.slice(0, 1000)]);
+    // Another worker takes it up from the row as stored.
+    expect(await processErasure(stopped, context)).toBe('completed');
+    const logs = await erasureLogs(id);
+    expect(logs.map((log) => log.log_cids.length)).toEqual([1000, RECORDS - 1000]);
+    expect(logs.flatMap((log) => log.log_cids)).toEqual(erased);
+    const done = await row();
+    expect(new Set(logs.map((log) => log.erased_at))).toEqual(new Set([done.erased_at]));
+    expect(done).toMatchObject({ status: 'completed', subject: null, subject_key: null });
+    // A worker still holding the old progress changes nothing: its chunk is fenced off.
+    expect(await processErasure(stopped, context)).toBe('waiting');
+    expect((await erasureLogs(id)).length).toBe(2);
   });
 
   it('lists them all, page by page, following next_cursor', async () => {
@@ -158,6 +236,13 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     expect(await columns()).toEqual(['tenant_id', 'erasure_id', 'cid']);
   });
 });
+
+interface ErasureLog {
+  schema: string;
+  erasure_id: string;
+  erased_at: string;
+  log_cids: string[];
+}
 
 /** The plan's lines: SQLite's `explain query plan` details, PostgreSQL's `explain` with scans made dear. */
 async function plan(db: Kysely<Database>, kind: string, query: CompiledQuery): Promise<string[]> {

@@ -5,6 +5,7 @@ import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js'
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import { subjectKeyIs } from '../storage/subject-key-index.js';
+import { changedRows } from '../storage/transaction-steps.js';
 import {
   advanceErasure,
   type ErasureCountColumn,
@@ -62,8 +63,8 @@ export type ErasureOutcome = 'completed' | 'waiting' | 'stopped';
  *   they are the subject's, keyed otherwise (so the next erasure finds them by the index).
  * - `events`: `policy.escalated` payloads of erased records, their deliveries' stored answers.
  * - `idempotency`: stored scoring answers (24 hours) that name an erased record.
- * - then one transaction appends the `erasure-log/1` records, completes the erasure (forgetting the
- *   subject) and raises `subject.erased`.
+ * - `log`: the `erasure-log/1` records, a transaction each (`log:<erased_at>|<last CID logged>`); the last
+ *   one also completes the erasure (forgetting the subject) and raises `subject.erased`.
  */
 export async function processErasure(erasure: ErasureRow, context: ErasureContext): Promise<ErasureOutcome> {
   let row = erasure;
@@ -383,7 +384,7 @@ async function step(
       );
     }
     default:
-      return complete(erasure, context);
+      return logErasure(erasure, cursor, context);
   }
 }
 
@@ -486,14 +487,22 @@ async function unkeyedStep(
 }
 
 /**
- * The last transaction: the `erasure-log/1` records (through the log's insert, so they are sequenced like
- * any record), the erasure completed with its subject forgotten, and `subject.erased`. A subject record
- * created up to the start that committed late (after the `records` phase) sends the erasure back there.
+ * The `log` phase: the `erasure-log/1` records, one transaction each (through the log's insert, so they are
+ * sequenced like any record), each moving the cursor past the CIDs it names; the last one also completes
+ * the erasure (forgetting the subject) and raises `subject.erased`. An erasure of a million records is a
+ * thousand short transactions, never one holding every CID (nor the one SQLite connection) at once. The
+ * progress holds the time the records state (`log:<erased_at>|<last CID logged>`), so a worker that resumes
+ * logs the rest under the same time. Before the first record, a subject record created up to the start that
+ * committed late (after the `records` phase) sends the erasure back there.
  */
-async function complete(erasure: ErasureRow, context: ErasureContext): Promise<string | 'completed'> {
+async function logErasure(
+  erasure: ErasureRow,
+  cursor: string,
+  context: ErasureContext,
+): Promise<string | 'waiting' | 'completed'> {
   const { storage } = context;
   const { db } = storage;
-  if (erasure.kind === 'subject') {
+  if (cursor === '' && erasure.kind === 'subject') {
     const late = await db
       .selectFrom('log_records')
       .select('cid')
@@ -508,16 +517,13 @@ async function complete(erasure: ErasureRow, context: ErasureContext): Promise<s
     }
   }
   const now = context.now();
-  const erasedAt = now.toISOString();
-  const cids: string[] = [];
-  for (let more = true; more; ) {
-    const page = await erasedCids(db, erasure.tenant_id, erasure.id, cids.at(-1) ?? '', ERASED_CIDS_PAGE);
-    cids.push(...page.cids);
-    more = page.more;
-  }
+  const at = cursor.indexOf('|');
+  const erasedAt = at < 0 ? now.toISOString() : cursor.slice(0, at);
+  const after = at < 0 ? '' : cursor.slice(at + 1);
+  const page = await erasedCids(db, erasure.tenant_id, erasure.id, after, ERASURE_LOG_CHUNK);
   const logRows = [];
-  for (let start = 0; start < cids.length; start += ERASURE_LOG_CHUNK) {
-    const bytes = erasureLogBytes(erasure.id, erasedAt, cids.slice(start, start + ERASURE_LOG_CHUNK));
+  if (page.cids.length > 0) {
+    const bytes = erasureLogBytes(erasure.id, erasedAt, page.cids);
     logRows.push({
       tenant_id: erasure.tenant_id,
       cid: cidOfBytes(bytes),
@@ -525,6 +531,31 @@ async function complete(erasure: ErasureRow, context: ErasureContext): Promise<s
       request_id: erasure.id,
       created_at: erasedAt,
     });
+  }
+  const progress = `log:${erasedAt}|${page.cids.at(-1) ?? after}`;
+  // The first statement fences the transaction on the progress this worker read: a worker that took the
+  // erasure over and logged this chunk already makes it change nothing, and nothing else is written.
+  const fenced = (set: Record<string, unknown>) =>
+    db
+      .updateTable('erasures')
+      .set(set)
+      .where('id', '=', erasure.id)
+      .where('status', '<>', 'completed')
+      .where('progress', '=', erasure.progress)
+      .compile();
+  if (page.more) {
+    const lease = leaseUntil(context);
+    const results = await storage.transact([
+      fenced({
+        progress,
+        ...(lease && {
+          locked_until: sql`case when locked_by = ${lease.workerId} then ${lease.until} else locked_until end`,
+        }),
+      }),
+      ...logRowInserts(db, logRows).map((statement) => ({ statement, onlyIfChanged: 0 })),
+    ]);
+    // Moved on by another worker (this one's lease ran out): leave the erasure to it.
+    return changedRows(results, 0) ? progress : 'waiting';
   }
   const counts = await db
     .selectFrom('erasures')
@@ -537,32 +568,24 @@ async function complete(erasure: ErasureRow, context: ErasureContext): Promise<s
     { erasure_id: erasure.id, kind: erasure.kind, counts: erasureCounts(counts), erased_at: erasedAt },
     now,
   );
-  const done = db
-    .updateTable('erasures')
-    .set({
+  const results = await storage.transact([
+    fenced({
       status: 'completed',
       subject: null,
       subject_key: null,
       erased_at: erasedAt,
-      completed_at: erasedAt,
+      completed_at: now.toISOString(),
       progress: 'log',
       locked_by: null,
       locked_until: null,
-    })
-    .where('id', '=', erasure.id)
-    .where('status', '<>', 'completed')
-    .compile();
-  await storage.transact([
-    done,
+    }),
     ...logRowInserts(db, logRows).map((statement) => ({ statement, onlyIfChanged: 0 })),
     ...eventInserts(db, [event]).map((statement) => ({ statement, onlyIfChanged: 0 })),
   ]);
+  if (!changedRows(results, 0)) return 'waiting';
   context.outbox.notify();
   return 'completed';
 }
-
-/** CIDs read a statement at a time when the erasure's records are logged (one short read each, in CID order). */
-const ERASED_CIDS_PAGE = 10_000;
 
 /** The `erasure-log/1` record: RFC 8785 canonical JSON (keys sorted; only ASCII strings in it). */
 export function erasureLogBytes(erasureId: string, erasedAt: string, cids: readonly string[]): Uint8Array {
