@@ -1,7 +1,9 @@
 /**
  * bench/score: POST /v1/scoring/score on the real server (validated, authenticated, durably logged), on
  * SQLite and on PostgreSQL, against baselines returning the same JSON — bare node:http, bare Express 5 with
- * `express.json()`, Fastify 5 validating the body against a schema — and the Prism mock, alternated over
+ * `express.json()`, Fastify 5 validating the body against a schema, Express 5 with express-openapi-validator
+ * on the bundled contract (the stack the server is built on, issue 29's floor: as published, and with this
+ * checkout's patch) — and the Prism mock, alternated over
  * several rounds in one run (even rounds in the reverse order, each target started once the machine is idle,
  * so no target pays for the background work of the one before it). Prints requests/s, p50/p99, each target's ratio to bare node:http and to bare
  * Express, and each server's cold start (spawn to its first 200 from /readyz, on a fresh database).
@@ -16,9 +18,11 @@
  *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism] [--compare <main.js>] [--tracing]
  *     [--node-options="<flags>"]
  */
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort, prismCli } from '@scenario-scoring/testkit';
@@ -74,6 +78,30 @@ const sameJson = JSON.stringify({
   log_cid: sample.logCid,
 });
 
+/**
+ * express-openapi-validator as published: a copy of the installed package (under node_modules, so it
+ * finds the same dependencies) with this checkout's patch taken out (`patch -R`). Made once per checkout.
+ */
+function stockValidator(): string {
+  const dir = join(ROOT, 'node_modules/.bench-stock/node_modules/express-openapi-validator');
+  const marker = join(dir, '.stock');
+  if (existsSync(marker)) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dirname(dir), { recursive: true });
+  cpSync(join(ROOT, 'node_modules/express-openapi-validator'), dir, { recursive: true });
+  execFileSync('patch', [
+    '-R',
+    '-p3',
+    '-s',
+    '-d',
+    dir,
+    '-i',
+    join(ROOT, 'patches/express-openapi-validator+5.6.2.patch'),
+  ]);
+  writeFileSync(marker, '');
+  return dir;
+}
+
 const databases = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db];
 /** With --tracing: where the traced servers send their spans (a sink: 200, nothing kept). */
 let otlpSink: { url: string; close(): void } | undefined;
@@ -110,10 +138,10 @@ try {
     }
   }
   const { headers } = servers[0]?.server ?? { headers: {} };
-  const baseline = async (file: string) => {
+  const baseline = async (file: string, env: NodeJS.ProcessEnv = {}) => {
     const port = await freePort();
     const started = await startProcess([join(ROOT, 'bench/lib', file)], {
-      env: { PORT: String(port), BARE_BODY: sameJson },
+      env: { ...env, PORT: String(port), BARE_BODY: sameJson },
       url: `http://127.0.0.1:${port}`,
       readyPath: '/readyz',
     });
@@ -123,6 +151,8 @@ try {
   const bare = await baseline('bare-server.ts');
   const express = await baseline('bare-express.ts');
   const fastify = await baseline('bare-fastify.ts');
+  const validated = await baseline('express-validator.ts');
+  const stock = await baseline('express-validator.ts', { VALIDATOR_DIR: stockValidator() });
   const targets: LoadTarget[] = [
     {
       name: 'bare node:http',
@@ -144,6 +174,20 @@ try {
       headers,
       body: requestBody,
       pid: fastify.pid,
+    },
+    {
+      name: 'express+validator (stock)',
+      url: `${stock.url}/v1/scoring/score`,
+      headers,
+      body: requestBody,
+      pid: stock.pid,
+    },
+    {
+      name: 'express+validator (patched)',
+      url: `${validated.url}/v1/scoring/score`,
+      headers,
+      body: requestBody,
+      pid: validated.pid,
     },
     ...servers.map(({ name, server }) => ({
       name,
@@ -177,7 +221,12 @@ try {
       );
     }
   }
-  printSummary(rounds, ['bare node:http', 'bare express+json']);
+  printSummary(rounds, [
+    'bare node:http',
+    'bare express+json',
+    'express+validator (stock)',
+    'express+validator (patched)',
+  ]);
   if (args.compare !== undefined) {
     for (const db of databases) {
       const paired = pairedRatios(rounds, `server (${db})`, `server (${db}, before)`);
