@@ -248,6 +248,8 @@ async function commitLatency(server: BenchServer, seconds: number) {
           headers: server.headers,
           body: JSON.stringify({ subject: `scale-latency-${n++}`, context: benchContext(n, 'DE') }),
         });
+        if (!response.ok)
+          throw new Error(`POST /v1/scoring/score: ${response.status} ${await response.text()}`);
         const { log_cid } = (await response.json()) as { log_cid: string };
         acked.push({ cid: log_cid, at: performance.now() });
       }
@@ -325,7 +327,9 @@ async function measureSize(db: string, size: number): Promise<SizeResult> {
     console.log(
       `${db} N=${size}: filled in ${filled.fillSeconds.toFixed(1)} s (${Math.round(filled.insertPerSecond)} records/s inserted, sequencer ${Math.round(filled.leavesPerSecond)} leaves/s)`,
     );
-    const server = await startServerOn(database, apiKey);
+    // No storage quota: ten million records hold about 15 GB of record bytes, past the default 10 GB, and
+    // every scoring would be refused (403 quota_exceeded).
+    const server = await startServerOn(database, apiKey, { TENANT_STORAGE_QUOTA: '0' });
     try {
       const readyMs = server.process.readyMs;
       if ((await treeSize(server)) !== size)
@@ -342,6 +346,10 @@ async function measureSize(db: string, size: number): Promise<SizeResult> {
       const bytesBefore = await databaseBytes(database);
       const pgBefore = await pgCounters(database.env.DATABASE_URL);
       const round = await measure(target, Number(args.connections), Number(args.duration));
+      if (round.non2xx > 0 || round.errors > 0)
+        throw new Error(
+          `${target.name}: ${round.non2xx} answers not 2xx and ${round.errors} errors under load`,
+        );
       const pgAfter = await pgCounters(database.env.DATABASE_URL);
       const loadedSize = await settledTreeSize(server);
       const scorings = loadedSize - warmSize;
