@@ -240,21 +240,28 @@ async function commitLatency(server: BenchServer, seconds: number) {
   })();
   const until = performance.now() + seconds * 1000;
   let n = 0;
-  await Promise.all(
-    Array.from({ length: 10 }, async () => {
-      while (performance.now() < until) {
-        const response = await fetch(`${server.url}/v1/scoring/score`, {
-          method: 'POST',
-          headers: server.headers,
-          body: JSON.stringify({ subject: `scale-latency-${n++}`, context: benchContext(n, 'DE') }),
-        });
-        if (!response.ok)
-          throw new Error(`POST /v1/scoring/score: ${response.status} ${await response.text()}`);
-        const { log_cid } = (await response.json()) as { log_cid: string };
-        acked.push({ cid: log_cid, at: performance.now() });
-      }
-    }),
-  );
+  try {
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (performance.now() < until) {
+          const response = await fetch(`${server.url}/v1/scoring/score`, {
+            method: 'POST',
+            headers: server.headers,
+            body: JSON.stringify({ subject: `scale-latency-${n++}`, context: benchContext(n, 'DE') }),
+          });
+          if (!response.ok)
+            throw new Error(`POST /v1/scoring/score: ${response.status} ${await response.text()}`);
+          const { log_cid } = (await response.json()) as { log_cid: string };
+          acked.push({ cid: log_cid, at: performance.now() });
+        }
+      }),
+    );
+  } catch (error) {
+    // The poller stops first, so the failing client's error is the one reported.
+    running = false;
+    await poller.catch(() => undefined);
+    throw error;
+  }
   const deadline = performance.now() + 10_000;
   const target = (await settledTreeSize(server)) || 0;
   while (performance.now() < deadline && (seen.at(-1)?.size ?? 0) < target) await sleep(20);

@@ -5,8 +5,9 @@
  * on the bundled contract (the stack the server is built on, issue 29's floor: as published, and with this
  * checkout's patch) — and the Prism mock, alternated over
  * several rounds in one run (even rounds in the reverse order, each target started once the machine is idle,
- * so no target pays for the background work of the one before it). Prints requests/s, p50/p99, each target's ratio to bare node:http and to bare
- * Express, and each server's cold start (spawn to its first 200 from /readyz, on a fresh database).
+ * so no target pays for the background work of the one before it). Prints requests/s, p50/p99, each target's ratio to bare node:http,
+ * to bare Express and to both validator stacks, and each server's cold start (spawn to its first 200 from
+ * /readyz, on a fresh database).
  *
  * `--compare <other build's apps/server/dist/main.js>` adds that build as a target on each database, to
  * compare two versions of the server in one run (its targets are named `… (before)`). `--tracing` adds
@@ -19,7 +20,8 @@
  *     [--node-options="<flags>"]
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -80,25 +82,25 @@ const sameJson = JSON.stringify({
 
 /**
  * express-openapi-validator as published: a copy of the installed package (under node_modules, so it
- * finds the same dependencies) with this checkout's patch taken out (`patch -R`). Made once per checkout.
+ * finds the same dependencies: Ajv among them, whose own patch changes only the start) with this checkout's
+ * patch taken out (`patch -R`, never asking). Made once per installed version and patch, as its marker says.
  */
 function stockValidator(): string {
+  const installed = join(ROOT, 'node_modules/express-openapi-validator');
+  const { version } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const patchFile = join(ROOT, `patches/express-openapi-validator+${version}.patch`);
+  const patch = readFileSync(patchFile);
+  const stamp = `${version} ${createHash('sha256').update(patch).digest('hex')}\n`;
   const dir = join(ROOT, 'node_modules/.bench-stock/node_modules/express-openapi-validator');
   const marker = join(dir, '.stock');
-  if (existsSync(marker)) return dir;
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === stamp) return dir;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dirname(dir), { recursive: true });
-  cpSync(join(ROOT, 'node_modules/express-openapi-validator'), dir, { recursive: true });
-  execFileSync('patch', [
-    '-R',
-    '-p3',
-    '-s',
-    '-d',
-    dir,
-    '-i',
-    join(ROOT, 'patches/express-openapi-validator+5.6.2.patch'),
-  ]);
-  writeFileSync(marker, '');
+  cpSync(installed, dir, { recursive: true });
+  execFileSync('patch', ['-R', '-p3', '-s', '--batch', '-d', dir, '-i', patchFile]);
+  writeFileSync(marker, stamp);
   return dir;
 }
 

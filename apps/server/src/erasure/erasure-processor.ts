@@ -71,7 +71,14 @@ export async function processErasure(erasure: ErasureRow, context: ErasureContex
   for (;;) {
     if (context.stopping?.()) return 'stopped';
     const [phase = 'wait', cursor = ''] = splitProgress(row.progress);
-    const next = await step(row, phase, cursor, context);
+    let next: string | 'waiting' | 'completed';
+    try {
+      next = await step(row, phase, cursor, context);
+    } catch (error) {
+      // Another worker took the erasure over (this one's lease ran out) and moved it on: leave it to that one.
+      if (error instanceof ErasureMovedOn) return 'waiting';
+      throw error;
+    }
     if (next === 'waiting') return 'waiting';
     if (next === 'completed') {
       if (!(await compact(context.storage))) context.compactionPending?.();
@@ -87,6 +94,21 @@ function leaseUntil(context: ErasureContext): { workerId: string; until: string 
   const { lease } = context;
   if (!lease) return undefined;
   return { workerId: lease.workerId, until: new Date(context.now().getTime() + lease.ms).toISOString() };
+}
+
+/** Thrown inside a batch's transaction (rolling it back) when another worker has moved the erasure on. */
+class ErasureMovedOn extends Error {}
+
+/** advanceErasure from the progress this worker read; rolls the transaction back when it was moved on. */
+async function moveOn(
+  trx: Transaction<Database>,
+  erasure: ErasureRow,
+  progress: string,
+  counts: Partial<Record<ErasureCountColumn, number>>,
+  context: ErasureContext,
+): Promise<void> {
+  if (!(await advanceErasure(trx, erasure.id, erasure.progress, progress, counts, leaseUntil(context))))
+    throw new ErasureMovedOn();
 }
 
 const PHASES = ['wait', 'records', 'items', 'inputs', 'unkeyed', 'events', 'idempotency', 'log'] as const;
@@ -121,7 +143,8 @@ async function step(
     work: (trx: Transaction<Database>) => Promise<Partial<Record<ErasureCountColumn, number>>>,
   ) => {
     await db.transaction().execute(async (trx) => {
-      await advanceErasure(trx, erasure.id, progress, await work(trx), leaseUntil(context));
+      const counts = await work(trx);
+      await moveOn(trx, erasure, progress, counts, context);
     });
     return progress;
   };
@@ -436,7 +459,7 @@ async function unkeyedStep(
         }
       }
       const erased = await eraseLogRecords(trx, tenantId, doomed, erasure.id, context.now());
-      await advanceErasure(trx, erasure.id, progress, { log_records: erased }, leaseUntil(context));
+      await moveOn(trx, erasure, progress, { log_records: erased }, context);
     });
     return progress;
   }
@@ -475,13 +498,7 @@ async function unkeyedStep(
     const cids = doomed.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
     const records = await eraseLogRecords(trx, tenantId, cids, erasure.id, context.now());
     const items = await eraseRunItems(trx, doomed, erasure.id);
-    await advanceErasure(
-      trx,
-      erasure.id,
-      progress,
-      { log_records: records, run_items: items },
-      leaseUntil(context),
-    );
+    await moveOn(trx, erasure, progress, { log_records: records, run_items: items }, context);
   });
   return progress;
 }
@@ -492,8 +509,14 @@ async function unkeyedStep(
  * the erasure (forgetting the subject) and raises `subject.erased`. An erasure of a million records is a
  * thousand short transactions, never one holding every CID (nor the one SQLite connection) at once. The
  * progress holds the time the records state (`log:<erased_at>|<last CID logged>`), so a worker that resumes
- * logs the rest under the same time. Before the first record, a subject record created up to the start that
- * committed late (after the `records` phase) sends the erasure back there.
+ * logs the rest under the same time. Every transaction is fenced on the progress this worker read: one whose
+ * lease ran out while another went on writes nothing.
+ *
+ * A subject record created up to the erasure's start that committed late (after the `records` phase) sends
+ * the erasure back there, checked before the first record and again by the completing statement itself (it
+ * completes only while there is none). Found after records were logged, the erasure goes back all the same
+ * and logs every CID again, under a later time, once the late records are erased: the earlier records stay
+ * (the log is append-only), and each still states truly what had been erased by its time.
  */
 async function logErasure(
   erasure: ErasureRow,
@@ -502,20 +525,28 @@ async function logErasure(
 ): Promise<string | 'waiting' | 'completed'> {
   const { storage } = context;
   const { db } = storage;
-  if (cursor === '' && erasure.kind === 'subject') {
-    const late = await db
+  const bySubject = erasure.kind === 'subject';
+  const key = erasure.subject_key ?? '';
+  /** Records of the subject created up to the start and not erased: late commits. */
+  const lateRecords = () =>
+    db
       .selectFrom('log_records')
-      .select('cid')
+      .select(sql<number>`1`.as('late'))
       .where('tenant_id', '=', erasure.tenant_id)
-      .where(subjectKeyIs('subject_key', erasure.subject_key ?? ''))
-      .where('created_at', '<=', erasure.created_at)
-      .limit(1)
+      .where(subjectKeyIs('subject_key', key))
+      .where('created_at', '<=', erasure.created_at);
+  const backForLateRecords = async (): Promise<'records' | 'waiting'> => {
+    const moved = await db
+      .updateTable('erasures')
+      .set({ progress: 'records' })
+      .where('id', '=', erasure.id)
+      .where('progress', '=', erasure.progress)
+      .where('status', '<>', 'completed')
       .executeTakeFirst();
-    if (late) {
-      await db.updateTable('erasures').set({ progress: 'records' }).where('id', '=', erasure.id).execute();
-      return 'records';
-    }
-  }
+    return moved.numUpdatedRows > 0n ? 'records' : 'waiting';
+  };
+  if (cursor === '' && bySubject && (await lateRecords().limit(1).executeTakeFirst()))
+    return backForLateRecords();
   const now = context.now();
   const at = cursor.indexOf('|');
   const erasedAt = at < 0 ? now.toISOString() : cursor.slice(0, at);
@@ -533,28 +564,31 @@ async function logErasure(
     });
   }
   const progress = `log:${erasedAt}|${page.cids.at(-1) ?? after}`;
-  // The first statement fences the transaction on the progress this worker read: a worker that took the
-  // erasure over and logged this chunk already makes it change nothing, and nothing else is written.
-  const fenced = (set: Record<string, unknown>) =>
+  const lease = leaseUntil(context);
+  // The first statement of each transaction is the fence: it changes the erasure only from the progress this
+  // worker read, and the record is written only when it did.
+  const fenced = (set: Record<string, unknown>, completing: boolean) =>
     db
       .updateTable('erasures')
       .set(set)
       .where('id', '=', erasure.id)
       .where('status', '<>', 'completed')
       .where('progress', '=', erasure.progress)
+      .$if(completing && bySubject, (query) => query.where((eb) => eb.not(eb.exists(lateRecords()))))
       .compile();
   if (page.more) {
-    const lease = leaseUntil(context);
     const results = await storage.transact([
-      fenced({
-        progress,
-        ...(lease && {
-          locked_until: sql`case when locked_by = ${lease.workerId} then ${lease.until} else locked_until end`,
-        }),
-      }),
+      fenced(
+        {
+          progress,
+          ...(lease && {
+            locked_until: sql`case when locked_by = ${lease.workerId} then ${lease.until} else locked_until end`,
+          }),
+        },
+        false,
+      ),
       ...logRowInserts(db, logRows).map((statement) => ({ statement, onlyIfChanged: 0 })),
     ]);
-    // Moved on by another worker (this one's lease ran out): leave the erasure to it.
     return changedRows(results, 0) ? progress : 'waiting';
   }
   const counts = await db
@@ -569,20 +603,26 @@ async function logErasure(
     now,
   );
   const results = await storage.transact([
-    fenced({
-      status: 'completed',
-      subject: null,
-      subject_key: null,
-      erased_at: erasedAt,
-      completed_at: now.toISOString(),
-      progress: 'log',
-      locked_by: null,
-      locked_until: null,
-    }),
+    fenced(
+      {
+        status: 'completed',
+        subject: null,
+        subject_key: null,
+        erased_at: erasedAt,
+        completed_at: now.toISOString(),
+        progress: 'log',
+        locked_by: null,
+        locked_until: null,
+      },
+      true,
+    ),
     ...logRowInserts(db, logRows).map((statement) => ({ statement, onlyIfChanged: 0 })),
     ...eventInserts(db, [event]).map((statement) => ({ statement, onlyIfChanged: 0 })),
   ]);
-  if (!changedRows(results, 0)) return 'waiting';
+  if (!changedRows(results, 0)) {
+    // Either moved on by another worker, or a late record of the subject: go back for it.
+    return bySubject && (await lateRecords().limit(1).executeTakeFirst()) ? backForLateRecords() : 'waiting';
+  }
   context.outbox.notify();
   return 'completed';
 }

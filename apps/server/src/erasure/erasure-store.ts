@@ -287,17 +287,20 @@ export async function eraseEvents(
 }
 
 /**
- * Adds to an erasure's counts and moves its progress on, in the caller's transaction; with `lease`, renews the
- * claim of the worker that holds it.
+ * Moves an erasure on from the progress a worker read (`from`) to `progress`, adding `counts`, and renews
+ * the worker's claim; resolves false, changing nothing, when the stored progress is no longer `from` or the
+ * erasure is completed (another worker took it over when this one's lease ran out and went on), so a
+ * worker that lost its claim can never move the cursor back. The caller rolls its transaction back then.
  */
 export async function advanceErasure(
   trx: Transaction<Database>,
   id: string,
+  from: string,
   progress: string,
   counts: Partial<Record<ErasureCountColumn, number>>,
   lease?: { workerId: string; until: string },
-): Promise<void> {
-  await trx
+): Promise<boolean> {
+  const result = await trx
     .updateTable('erasures')
     .set((eb) => {
       const set: Record<string, unknown> = { progress };
@@ -310,5 +313,8 @@ export async function advanceErasure(
       return set;
     })
     .where('id', '=', id)
-    .execute();
+    .where('progress', '=', from)
+    .where('status', '<>', 'completed')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
