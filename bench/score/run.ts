@@ -150,47 +150,23 @@ try {
     processes.push(started);
     return started;
   };
-  const bare = await baseline('bare-server.ts');
-  const express = await baseline('bare-express.ts');
-  const fastify = await baseline('bare-fastify.ts');
-  const validated = await baseline('express-validator.ts');
-  const stock = await baseline('express-validator.ts', { VALIDATOR_DIR: stockValidator() });
+  /** A baseline as a load target: the score request, with the server's headers (a baseline ignores them). */
+  const target = (name: string, started: RunningProcess): LoadTarget => ({
+    name,
+    url: `${started.url}/v1/scoring/score`,
+    headers,
+    body: requestBody,
+    pid: started.pid,
+  });
   const targets: LoadTarget[] = [
-    {
-      name: 'bare node:http',
-      url: `${bare.url}/v1/scoring/score`,
-      headers,
-      body: requestBody,
-      pid: bare.pid,
-    },
-    {
-      name: 'bare express+json',
-      url: `${express.url}/v1/scoring/score`,
-      headers,
-      body: requestBody,
-      pid: express.pid,
-    },
-    {
-      name: 'fastify+schema',
-      url: `${fastify.url}/v1/scoring/score`,
-      headers,
-      body: requestBody,
-      pid: fastify.pid,
-    },
-    {
-      name: 'express+validator (stock)',
-      url: `${stock.url}/v1/scoring/score`,
-      headers,
-      body: requestBody,
-      pid: stock.pid,
-    },
-    {
-      name: 'express+validator (patched)',
-      url: `${validated.url}/v1/scoring/score`,
-      headers,
-      body: requestBody,
-      pid: validated.pid,
-    },
+    target('bare node:http', await baseline('bare-server.ts')),
+    target('bare express+json', await baseline('bare-express.ts')),
+    target('fastify+schema', await baseline('bare-fastify.ts')),
+    target(
+      'express+validator (stock)',
+      await baseline('express-validator.ts', { VALIDATOR_DIR: stockValidator() }),
+    ),
+    target('express+validator (patched)', await baseline('express-validator.ts')),
     ...servers.map(({ name, server }) => ({
       name,
       url: `${server.url}/v1/scoring/score`,

@@ -1,17 +1,14 @@
 import type { Erasure, ErasureLogCidList, Problem } from '@scenario-scoring/api-types';
-import { scoreAndLog } from '@scenario-scoring/engine';
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { countingLogWrites, erasureLogsOf, logSubjectRecords } from '../../test/support/erasure-records.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testErasureWorker } from '../../test/support/test-erasure-worker.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { OutboxSignal } from '../events/event-outbox.js';
-import { recordStamp } from '../score-log/record-stamp.js';
-import { insertLogRecords } from '../score-log/score-log-store.js';
 import type { Database } from '../storage/database.js';
 import { down, up } from '../storage/migrations/0021-erased-cids-index.js';
-import type { Storage } from '../storage/storage.js';
 import { ERASURE_LOG_CHUNK, processErasure } from './erasure-processor.js';
 import { erasedCidsPage } from './erasure-store.js';
 
@@ -32,44 +29,8 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     return { status: response.status, body: (await response.json()) as T };
   };
 
-  /** Logs RECORDS run items of `who` (a minute old) for the tenant; resolves with their CIDs, sorted. */
-  const logRecordsOf = async (who: string): Promise<string[]> => {
-    const at = new Date(Date.now() - 60_000);
-    const records = Array.from({ length: RECORDS }, (_, item) => {
-      const logged = scoreAndLog(
-        who,
-        { jurisdiction: 'DE', utilization: (item % 90) / 100 },
-        recordStamp({ kind: 'run_item', run_id: 'run_erasedcids', item }, at),
-      );
-      return {
-        tenantId: tenant,
-        cid: logged.logCid,
-        bytes: logged.logBytes,
-        requestId: 'run_erasedcids',
-        createdAt: at,
-        subject: who,
-      };
-    });
-    for (let start = 0; start < RECORDS; start += 500)
-      await insertLogRecords(
-        storage(),
-        records.slice(start, start + 500),
-        testFeatures(storage()).subjectKey,
-      );
-    return records.map((record) => record.cid).sort();
-  };
-  /** The erasure-log/1 records an erasure appended, in the order they were logged. */
-  const erasureLogs = async (id: string) => {
-    const rows = await storage()
-      .db.selectFrom('log_records')
-      .select(['bytes', 'created_at'])
-      .where('tenant_id', '=', tenant)
-      .where('request_id', '=', id)
-      .execute();
-    return rows
-      .map((row) => JSON.parse(Buffer.from(row.bytes as Uint8Array).toString('utf8')) as ErasureLog)
-      .sort((a, b) => (a.log_cids[0] ?? '').localeCompare(b.log_cids[0] ?? ''));
-  };
+  const logRecordsOf = (who: string) => logSubjectRecords(storage(), tenant, who, 'run_erasedcids', RECORDS);
+  const erasureLogs = (id: string) => erasureLogsOf(storage(), tenant, id);
 
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
@@ -117,26 +78,17 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     const row = () =>
       storage().db.selectFrom('erasures').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     // Stops the worker once a transaction has appended an erasure-log record.
-    let logged = 0;
-    const real = storage();
-    const counting: Pick<Storage, 'db' | 'kind' | 'transact'> = {
-      db: real.db,
-      kind: real.kind,
-      transact: async (steps, options) => {
-        const results = await real.transact(steps, options);
-        if (steps.some((step) => ('statement' in step ? step.statement : step).sql.includes('log_records')))
-          logged++;
-        return results;
-      },
-    };
+    const counting = countingLogWrites(storage());
     const context = {
-      storage: counting,
-      subjectKey: testFeatures(real).subjectKey,
+      storage: counting.storage,
+      subjectKey: testFeatures(storage()).subjectKey,
       outbox: new OutboxSignal(),
       now: () => new Date(),
       batchSize: 500,
     };
-    expect(await processErasure(await row(), { ...context, stopping: () => logged >= 1 })).toBe('stopped');
+    expect(await processErasure(await row(), { ...context, stopping: () => counting.logged() >= 1 })).toBe(
+      'stopped',
+    );
     const stopped = await row();
     expect(stopped.status).not.toBe('completed');
     expect(stopped.progress).toMatch(/^log:\d{4}-\d\d-\d\dT[\d:.]+Z\|bafkrei[a-z2-7]{52}$/);
@@ -236,13 +188,6 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     expect(await columns()).toEqual(['tenant_id', 'erasure_id', 'cid']);
   });
 });
-
-interface ErasureLog {
-  schema: string;
-  erasure_id: string;
-  erased_at: string;
-  log_cids: string[];
-}
 
 /** The plan's lines: SQLite's `explain query plan` details, PostgreSQL's `explain` with scans made dear. */
 async function plan(db: Kysely<Database>, kind: string, query: CompiledQuery): Promise<string[]> {

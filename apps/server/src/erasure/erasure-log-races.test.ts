@@ -1,13 +1,10 @@
 import type { Erasure } from '@scenario-scoring/api-types';
-import { scoreAndLog } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { countingLogWrites, erasureLogsOf, logSubjectRecords } from '../../test/support/erasure-records.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { OutboxSignal } from '../events/event-outbox.js';
-import { recordStamp } from '../score-log/record-stamp.js';
-import { insertLogRecords } from '../score-log/score-log-store.js';
-import type { Storage } from '../storage/storage.js';
 import { type ErasureContext, processErasure } from './erasure-processor.js';
 import type { ErasureRow } from './erasure-store.js';
 
@@ -24,47 +21,9 @@ forEachDatabase('an erasure logged in several records, raced', ({ storage, kind 
   let key: string;
   const tenant = `erasure-races-${kind}`;
 
-  /** Logs `n` run items of `who`, a minute old (before any erasure of the test); resolves with their CIDs, sorted. */
-  const logRecordsOf = async (who: string, runId: string, n: number): Promise<string[]> => {
-    const at = new Date(Date.now() - 60_000);
-    const records = Array.from({ length: n }, (_, item) => {
-      const logged = scoreAndLog(
-        who,
-        { jurisdiction: 'DE', utilization: (item % 90) / 100 },
-        recordStamp({ kind: 'run_item', run_id: runId, item }, at),
-      );
-      return {
-        tenantId: tenant,
-        cid: logged.logCid,
-        bytes: logged.logBytes,
-        requestId: runId,
-        createdAt: at,
-        subject: who,
-      };
-    });
-    for (let start = 0; start < n; start += 500)
-      await insertLogRecords(
-        storage(),
-        records.slice(start, start + 500),
-        testFeatures(storage()).subjectKey,
-      );
-    return records.map((record) => record.cid).sort();
-  };
-  const erasureLogs = async (id: string) => {
-    const rows = await storage()
-      .db.selectFrom('log_records')
-      .select('bytes')
-      .where('tenant_id', '=', tenant)
-      .where('request_id', '=', id)
-      .execute();
-    return rows.map(
-      (row) =>
-        JSON.parse(Buffer.from(row.bytes as Uint8Array).toString('utf8')) as {
-          erased_at: string;
-          log_cids: string[];
-        },
-    );
-  };
+  const logRecordsOf = (who: string, runId: string, n: number) =>
+    logSubjectRecords(storage(), tenant, who, runId, n);
+  const erasureLogs = (id: string) => erasureLogsOf(storage(), tenant, id);
   /** An erasure of `who` (after RECORDS records), a worker's context that counts erasure-log transactions. */
   const erasureOf = async (who: string) => {
     const erased = await logRecordsOf(who, `run_${who}`, RECORDS);
@@ -72,21 +31,10 @@ forEachDatabase('an erasure logged in several records, raced', ({ storage, kind 
     const { id } = (await accepted.json()) as Erasure;
     const row = (): Promise<ErasureRow> =>
       storage().db.selectFrom('erasures').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-    let logged = 0;
-    const real = storage();
-    const counting: Pick<Storage, 'db' | 'kind' | 'transact'> = {
-      db: real.db,
-      kind: real.kind,
-      transact: async (steps, options) => {
-        const results = await real.transact(steps, options);
-        if (steps.some((step) => ('statement' in step ? step.statement : step).sql.includes('log_records')))
-          logged++;
-        return results;
-      },
-    };
+    const counting = countingLogWrites(storage());
     const context: ErasureContext = {
-      storage: counting,
-      subjectKey: testFeatures(real).subjectKey,
+      storage: counting.storage,
+      subjectKey: testFeatures(storage()).subjectKey,
       outbox: new OutboxSignal(),
       now: () => new Date(),
       batchSize: 500,
@@ -103,7 +51,7 @@ forEachDatabase('an erasure logged in several records, raced', ({ storage, kind 
         },
       });
     };
-    return { id, erased, row, context, oneStep, logged: () => logged };
+    return { id, erased, row, context, oneStep, logged: counting.logged };
   };
   /** The record's erasure and subject key. */
   const recordState = (cid: string) =>
