@@ -6,7 +6,7 @@ import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { OutboxSignal } from '../events/event-outbox.js';
 import { type ErasureContext, processErasure } from './erasure-processor.js';
-import type { ErasureRow } from './erasure-store.js';
+import { claimErasure, type ErasureRow } from './erasure-store.js';
 
 /** Two erasure-log records' worth (1,000 + 203), so the `log` phase takes two transactions. */
 const RECORDS = 1203;
@@ -90,6 +90,35 @@ forEachDatabase('an erasure logged in several records, raced', ({ storage, kind 
     const all = logs.flatMap((log) => log.log_cids).sort();
     expect(all).toEqual(e.erased);
     expect(new Set(logs.map((log) => log.erased_at)).size).toBe(1);
+  }, 60_000);
+
+  it('a worker whose claim another took over erases nothing more, even in a phase whose batch leaves the progress as it was', async () => {
+    const e = await erasureOf(`claimed-${kind}`);
+    const leaseMs = 60_000;
+    const start = Date.now();
+    // Worker A claims the erasure and reads it in its `records` phase (a full batch keeps `records`).
+    for (let i = 0; i < 5 && (await e.row()).progress !== 'records'; i++) await e.oneStep();
+    const a = await claimErasure(storage().db, 'worker-a', new Date(start), leaseMs);
+    expect(a).toMatchObject({ id: e.id, progress: 'records', locked_by: 'worker-a' });
+    // A stalls past its lease; worker B takes the erasure over.
+    const b = await claimErasure(storage().db, 'worker-b', new Date(start + leaseMs + 1), leaseMs);
+    expect(b).toMatchObject({ id: e.id, locked_by: 'worker-b' });
+    // A's batch now erases nothing, counts nothing and lets go.
+    const aContext = { ...e.context, lease: { workerId: 'worker-a', ms: leaseMs } };
+    expect(await processErasure(a as ErasureRow, aContext)).toBe('waiting');
+    expect(await e.row()).toMatchObject({ progress: 'records', log_records: 0, locked_by: 'worker-b' });
+    const erasedSoFar = await storage()
+      .db.selectFrom('log_records')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tenant_id', '=', tenant)
+      .where('erasure_id', '=', e.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(erasedSoFar.n)).toBe(0);
+    // B completes it, each CID logged once.
+    const bContext = { ...e.context, lease: { workerId: 'worker-b', ms: leaseMs } };
+    expect(await processErasure(b as ErasureRow, bContext)).toBe('completed');
+    expect(await e.row()).toMatchObject({ status: 'completed', log_records: RECORDS });
+    expect((await erasureLogs(e.id)).flatMap((log) => log.log_cids).sort()).toEqual(e.erased);
   }, 60_000);
 
   it('a record of the subject stamped before the erasure and committed after its first erasure-log record is erased all the same', async () => {

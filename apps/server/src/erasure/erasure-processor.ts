@@ -14,6 +14,7 @@ import {
   eraseEvents,
   eraseLogRecords,
   eraseRunItems,
+  holdErasure,
 } from './erasure-store.js';
 
 /** Rows an erasure handles per transaction: each is short, so the one SQLite connection is never held long. */
@@ -99,15 +100,9 @@ function leaseUntil(context: ErasureContext): { workerId: string; until: string 
 /** Thrown inside a batch's transaction (rolling it back) when another worker has moved the erasure on. */
 class ErasureMovedOn extends Error {}
 
-/** advanceErasure from the progress this worker read; rolls the transaction back when it was moved on. */
-async function moveOn(
-  trx: Transaction<Database>,
-  erasure: ErasureRow,
-  progress: string,
-  counts: Partial<Record<ErasureCountColumn, number>>,
-  context: ErasureContext,
-): Promise<void> {
-  if (!(await advanceErasure(trx, erasure.id, erasure.progress, progress, counts, leaseUntil(context))))
+/** holdErasure from the progress this worker read; rolls the transaction back when it lost the erasure. */
+async function hold(trx: Transaction<Database>, erasure: ErasureRow, context: ErasureContext): Promise<void> {
+  if (!(await holdErasure(trx, erasure.id, erasure.progress, leaseUntil(context))))
     throw new ErasureMovedOn();
 }
 
@@ -143,8 +138,8 @@ async function step(
     work: (trx: Transaction<Database>) => Promise<Partial<Record<ErasureCountColumn, number>>>,
   ) => {
     await db.transaction().execute(async (trx) => {
-      const counts = await work(trx);
-      await moveOn(trx, erasure, progress, counts, context);
+      await hold(trx, erasure, context);
+      await advanceErasure(trx, erasure.id, progress, await work(trx));
     });
     return progress;
   };
@@ -437,6 +432,7 @@ async function unkeyedStep(
     const last = rows.at(-1);
     const progress = rows.length < limit || !last ? 'unkeyed:items|' : `unkeyed:log|${last.cid}`;
     await db.transaction().execute(async (trx) => {
+      await hold(trx, erasure, context);
       const doomed: string[] = [];
       for (const row of rows) {
         let recorded: string | undefined;
@@ -459,7 +455,7 @@ async function unkeyedStep(
         }
       }
       const erased = await eraseLogRecords(trx, tenantId, doomed, erasure.id, context.now());
-      await moveOn(trx, erasure, progress, { log_records: erased }, context);
+      await advanceErasure(trx, erasure.id, progress, { log_records: erased });
     });
     return progress;
   }
@@ -485,6 +481,7 @@ async function unkeyedStep(
   const progress =
     rows.length < limit || !last ? nextPhase('unkeyed') : `unkeyed:items|${last.run_id}#${last.item_index}`;
   await db.transaction().execute(async (trx) => {
+    await hold(trx, erasure, context);
     const doomed = rows.filter((row) => row.subject === subject);
     for (const row of rows) {
       if (row.subject === subject) continue;
@@ -498,7 +495,7 @@ async function unkeyedStep(
     const cids = doomed.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
     const records = await eraseLogRecords(trx, tenantId, cids, erasure.id, context.now());
     const items = await eraseRunItems(trx, doomed, erasure.id);
-    await moveOn(trx, erasure, progress, { log_records: records, run_items: items }, context);
+    await advanceErasure(trx, erasure.id, progress, { log_records: records, run_items: items });
   });
   return progress;
 }
@@ -535,6 +532,7 @@ async function logErasure(
       .where('tenant_id', '=', erasure.tenant_id)
       .where(subjectKeyIs('subject_key', key))
       .where('created_at', '<=', erasure.created_at);
+  const lease = leaseUntil(context);
   const backForLateRecords = async (): Promise<'records' | 'waiting'> => {
     const moved = await db
       .updateTable('erasures')
@@ -542,6 +540,7 @@ async function logErasure(
       .where('id', '=', erasure.id)
       .where('progress', '=', erasure.progress)
       .where('status', '<>', 'completed')
+      .$if(lease !== undefined, (query) => query.where('locked_by', '=', lease?.workerId ?? ''))
       .executeTakeFirst();
     return moved.numUpdatedRows > 0n ? 'records' : 'waiting';
   };
@@ -564,9 +563,8 @@ async function logErasure(
     });
   }
   const progress = `log:${erasedAt}|${page.cids.at(-1) ?? after}`;
-  const lease = leaseUntil(context);
   // The first statement of each transaction is the fence: it changes the erasure only from the progress this
-  // worker read, and the record is written only when it did.
+  // worker read and while it holds its claim (as holdErasure), and the record is written only when it did.
   const fenced = (set: Record<string, unknown>, completing: boolean) =>
     db
       .updateTable('erasures')
@@ -574,6 +572,7 @@ async function logErasure(
       .where('id', '=', erasure.id)
       .where('status', '<>', 'completed')
       .where('progress', '=', erasure.progress)
+      .$if(lease !== undefined, (query) => query.where('locked_by', '=', lease?.workerId ?? ''))
       .$if(completing && bySubject, (query) => query.where((eb) => eb.not(eb.exists(lateRecords()))))
       .compile();
   if (page.more) {
@@ -581,9 +580,7 @@ async function logErasure(
       fenced(
         {
           progress,
-          ...(lease && {
-            locked_until: sql`case when locked_by = ${lease.workerId} then ${lease.until} else locked_until end`,
-          }),
+          ...(lease && { locked_until: lease.until }),
         },
         false,
       ),

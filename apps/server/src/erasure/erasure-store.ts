@@ -287,34 +287,46 @@ export async function eraseEvents(
 }
 
 /**
- * Moves an erasure on from the progress a worker read (`from`) to `progress`, adding `counts`, and renews
- * the worker's claim; resolves false, changing nothing, when the stored progress is no longer `from` or the
- * erasure is completed (another worker took it over when this one's lease ran out and went on), so a
- * worker that lost its claim can never move the cursor back. The caller rolls its transaction back then.
+ * The first statement of each batch of an erasure: holds the erasure's row for the batch's transaction
+ * (on PostgreSQL, a worker racing it waits here, before it erases anything) and renews the worker's claim,
+ * but only while the erasure is where the worker read it (`from`), not completed and, with `lease`, still
+ * claimed by that worker. Resolves false, changing nothing, when another worker took the erasure over (this
+ * one's lease ran out) or moved it on: the caller rolls its transaction back then, so a worker that lost its
+ * claim never erases, counts or moves the cursor again, even where a batch leaves the progress as it was.
  */
-export async function advanceErasure(
+export async function holdErasure(
   trx: Transaction<Database>,
   id: string,
   from: string,
-  progress: string,
-  counts: Partial<Record<ErasureCountColumn, number>>,
   lease?: { workerId: string; until: string },
 ): Promise<boolean> {
   const result = await trx
     .updateTable('erasures')
+    .set(lease ? { locked_until: lease.until } : { progress: from })
+    .where('id', '=', id)
+    .where('progress', '=', from)
+    .where('status', '<>', 'completed')
+    .$if(lease !== undefined, (query) => query.where('locked_by', '=', lease?.workerId ?? ''))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Adds to an erasure's counts and moves its progress on, in the caller's transaction (after holdErasure). */
+export async function advanceErasure(
+  trx: Transaction<Database>,
+  id: string,
+  progress: string,
+  counts: Partial<Record<ErasureCountColumn, number>>,
+): Promise<void> {
+  await trx
+    .updateTable('erasures')
     .set((eb) => {
       const set: Record<string, unknown> = { progress };
-      if (lease) {
-        set.locked_until = sql`case when locked_by = ${lease.workerId} then ${lease.until} else locked_until end`;
-      }
       for (const [column, count] of Object.entries(counts)) {
         if (count) set[column] = eb(eb.ref(column as ErasureCountColumn), '+', count);
       }
       return set;
     })
     .where('id', '=', id)
-    .where('progress', '=', from)
-    .where('status', '<>', 'completed')
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+    .execute();
 }
