@@ -333,14 +333,7 @@ async function runRate(server: BenchServer) {
  */
 async function settleFilled(database: BenchDatabase): Promise<void> {
   const url = database.env.DATABASE_URL;
-  if (url === undefined) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query('VACUUM (ANALYZE)');
-  } finally {
-    await client.end();
-  }
+  if (url !== undefined) await pgQuery(url, 'VACUUM (ANALYZE)');
 }
 
 /** Everything measured at one size on one database. */

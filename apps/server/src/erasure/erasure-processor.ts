@@ -9,12 +9,14 @@ import { changedRows } from '../storage/transaction-steps.js';
 import {
   advanceErasure,
   type ErasureCountColumn,
+  type ErasureLease,
   type ErasureRow,
   erasedCids,
   eraseEvents,
   eraseLogRecords,
   eraseRunItems,
   holdErasure,
+  updateHeldErasure,
 } from './erasure-store.js';
 
 /** Rows an erasure handles per transaction: each is short, so the one SQLite connection is never held long. */
@@ -91,7 +93,7 @@ export async function processErasure(erasure: ErasureRow, context: ErasureContex
 }
 
 /** The renewed end of the worker's claim, when it holds one. */
-function leaseUntil(context: ErasureContext): { workerId: string; until: string } | undefined {
+function leaseUntil(context: ErasureContext): ErasureLease | undefined {
   const { lease } = context;
   if (!lease) return undefined;
   return { workerId: lease.workerId, until: new Date(context.now().getTime() + lease.ms).toISOString() };
@@ -506,8 +508,8 @@ async function unkeyedStep(
  * the erasure (forgetting the subject) and raises `subject.erased`. An erasure of a million records is a
  * thousand short transactions, never one holding every CID (nor the one SQLite connection) at once. The
  * progress holds the time the records state (`log:<erased_at>|<last CID logged>`), so a worker that resumes
- * logs the rest under the same time. Every transaction is fenced on the progress this worker read: one whose
- * lease ran out while another went on writes nothing.
+ * logs the rest under the same time. Every transaction is fenced on the progress this worker read and on its
+ * claim (updateHeldErasure): one whose lease ran out while another went on writes nothing.
  *
  * A subject record created up to the erasure's start that committed late (after the `records` phase) sends
  * the erasure back there, checked before the first record and again by the completing statement itself (it
@@ -534,13 +536,8 @@ async function logErasure(
       .where('created_at', '<=', erasure.created_at);
   const lease = leaseUntil(context);
   const backForLateRecords = async (): Promise<'records' | 'waiting'> => {
-    const moved = await db
-      .updateTable('erasures')
+    const moved = await updateHeldErasure(db, erasure.id, erasure.progress, lease)
       .set({ progress: 'records' })
-      .where('id', '=', erasure.id)
-      .where('progress', '=', erasure.progress)
-      .where('status', '<>', 'completed')
-      .$if(lease !== undefined, (query) => query.where('locked_by', '=', lease?.workerId ?? ''))
       .executeTakeFirst();
     return moved.numUpdatedRows > 0n ? 'records' : 'waiting';
   };
@@ -563,16 +560,11 @@ async function logErasure(
     });
   }
   const progress = `log:${erasedAt}|${page.cids.at(-1) ?? after}`;
-  // The first statement of each transaction is the fence: it changes the erasure only from the progress this
-  // worker read and while it holds its claim (as holdErasure), and the record is written only when it did.
+  // The first statement of each transaction is the fence (updateHeldErasure, as holdErasure), and the record
+  // is written only when it changed the erasure.
   const fenced = (set: Record<string, unknown>, completing: boolean) =>
-    db
-      .updateTable('erasures')
+    updateHeldErasure(db, erasure.id, erasure.progress, lease)
       .set(set)
-      .where('id', '=', erasure.id)
-      .where('status', '<>', 'completed')
-      .where('progress', '=', erasure.progress)
-      .$if(lease !== undefined, (query) => query.where('locked_by', '=', lease?.workerId ?? ''))
       .$if(completing && bySubject, (query) => query.where((eb) => eb.not(eb.exists(lateRecords()))))
       .compile();
   if (page.more) {

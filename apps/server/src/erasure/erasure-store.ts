@@ -286,27 +286,47 @@ export async function eraseEvents(
   return Number(attempts.numUpdatedRows);
 }
 
+/** A worker's claim on an erasure, and the end it renews it to. */
+export interface ErasureLease {
+  workerId: string;
+  until: string;
+}
+
+/**
+ * An update of the erasure that applies only while it is where its worker read it (`from`), not
+ * completed and, with `lease`, still claimed by that worker: every write of a batch's progress goes through
+ * it, so a worker that lost its claim (another took the erasure over when its lease ran out) or whose
+ * erasure was moved on changes nothing.
+ */
+export function updateHeldErasure(
+  db: Kysely<Database> | Transaction<Database>,
+  id: string,
+  from: string,
+  lease?: ErasureLease,
+) {
+  return db
+    .updateTable('erasures')
+    .where('id', '=', id)
+    .where('progress', '=', from)
+    .where('status', '<>', 'completed')
+    .$if(lease !== undefined, (query) => query.where('locked_by', '=', lease?.workerId ?? ''));
+}
+
 /**
  * The first statement of each batch of an erasure: holds the erasure's row for the batch's transaction
  * (on PostgreSQL, a worker racing it waits here, before it erases anything) and renews the worker's claim,
- * but only while the erasure is where the worker read it (`from`), not completed and, with `lease`, still
- * claimed by that worker. Resolves false, changing nothing, when another worker took the erasure over (this
- * one's lease ran out) or moved it on: the caller rolls its transaction back then, so a worker that lost its
- * claim never erases, counts or moves the cursor again, even where a batch leaves the progress as it was.
+ * through updateHeldErasure. Resolves false, changing nothing, when the worker lost the erasure: the caller
+ * rolls its transaction back then, so a worker that lost its claim never erases, counts or moves the cursor
+ * again, even where a batch leaves the progress as it was.
  */
 export async function holdErasure(
   trx: Transaction<Database>,
   id: string,
   from: string,
-  lease?: { workerId: string; until: string },
+  lease?: ErasureLease,
 ): Promise<boolean> {
-  const result = await trx
-    .updateTable('erasures')
+  const result = await updateHeldErasure(trx, id, from, lease)
     .set(lease ? { locked_until: lease.until } : { progress: from })
-    .where('id', '=', id)
-    .where('progress', '=', from)
-    .where('status', '<>', 'completed')
-    .$if(lease !== undefined, (query) => query.where('locked_by', '=', lease?.workerId ?? ''))
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
