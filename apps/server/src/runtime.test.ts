@@ -3,11 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { testRecord } from '../test/support/log-fixtures.js';
 import { testFeatures } from '../test/support/test-features.js';
 import { testConfig } from '../test/support/test-server.js';
 import type { Features } from './features.js';
 import { silentLogger } from './request-logging/logger.js';
 import { startRuntime } from './runtime.js';
+
+/** The record the worker of the stop test writes as it finishes. */
+const FINISHED = testRecord('default', 0);
+
 import { openStorage } from './storage/storage.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
@@ -28,8 +33,8 @@ class InFlightWorker implements BackgroundWorker {
     }).then(() =>
       this.features.logs.append({
         tenantId: 'default',
-        cid: 'bafkrei-worker-finished',
-        bytes: new TextEncoder().encode('{"finished":true}'),
+        cid: FINISHED.cid,
+        bytes: FINISHED.bytes,
         requestId: 'req_worker',
         createdAt: new Date(),
       }),
@@ -82,7 +87,7 @@ it('stop() answers /readyz 503 draining first, closes the listener, waits for th
   // The worker's write went through before the storage closed, and was flushed.
   const reopened = await openStorage({ dataDir });
   try {
-    expect(await testFeatures(reopened).logs.get('default', 'bafkrei-worker-finished')).toBeDefined();
+    expect(await testFeatures(reopened).logs.get('default', FINISHED.cid)).toBeDefined();
   } finally {
     await reopened.close();
   }

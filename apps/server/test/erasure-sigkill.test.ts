@@ -2,6 +2,7 @@ import type { Erasure, Problem, ScoreResponse } from '@scenario-scoring/api-type
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unpackRecord } from '../src/storage/record-codec.js';
 import { openStorage } from '../src/storage/storage.js';
 import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
@@ -163,7 +164,9 @@ for (const kind of DATABASE_KINDS) {
           .where('request_id', '=', id)
           .execute();
         expect(logged).toHaveLength(1);
-        const record = JSON.parse(Buffer.from(logged[0]?.bytes ?? []).toString()) as { log_cids: string[] };
+        const record = JSON.parse(unpackRecord(logged[0]?.bytes ?? new Uint8Array()).toString()) as {
+          log_cids: string[];
+        };
         expect(record.log_cids).toEqual([...subjectCids].sort());
         const events = await storage.db
           .selectFrom('events')

@@ -7,6 +7,7 @@ import {
 } from '@scenario-scoring/client';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unpackRecord } from '../src/storage/record-codec.js';
 import { openStorage } from '../src/storage/storage.js';
 import { BuiltServer, databaseEnv, requireBuiltServer } from './support/built-server.js';
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from './support/test-databases.js';
@@ -121,7 +122,7 @@ for (const kind of DATABASE_KINDS) {
           const indexes = rows.map((row) => Number(row.leaf_index)).sort((a, b) => a - b);
           expect(indexes).toEqual(Array.from({ length: rows.length }, (_, i) => i));
           expect(latest.treeSize).toBe(rows.length);
-          const bytesOf = new Map(rows.map((row) => [row.cid, row.bytes]));
+          const bytesOf = new Map(rows.map((row) => [row.cid, unpackRecord(row.bytes)]));
           for (const cid of acknowledged) {
             const bytes = bytesOf.get(cid);
             expect(bytes && cidOfBytes(bytes), cid).toBe(cid);

@@ -3,6 +3,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import { eventInserts, newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import type { Database } from '../storage/database.js';
+import { unpackRecord } from '../storage/record-codec.js';
 import type { Storage } from '../storage/storage.js';
 import { subjectKeyIs } from '../storage/subject-key-index.js';
 import { changedRows } from '../storage/transaction-steps.js';
@@ -439,7 +440,7 @@ async function unkeyedStep(
       for (const row of rows) {
         let recorded: string | undefined;
         try {
-          recorded = (JSON.parse(decoder.decode(row.bytes)) as { subject?: unknown }).subject as
+          recorded = (JSON.parse(decoder.decode(unpackRecord(row.bytes))) as { subject?: unknown }).subject as
             | string
             | undefined;
         } catch {

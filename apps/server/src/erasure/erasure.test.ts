@@ -23,6 +23,7 @@ import { EnvReader } from '../config/env-reader.js';
 import { OutboxSignal } from '../events/event-outbox.js';
 import { readTenantUsage } from '../quota/tenant-usage.js';
 import { loadConfig } from '../server-config.js';
+import { unpackRecord } from '../storage/record-codec.js';
 import { parseRetention, readErasureConfig } from './erasure-config.js';
 
 /** Every file under `dir`, recursively. */
@@ -175,13 +176,16 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
       .where('request_id', '=', erasure.id)
       .execute();
     expect(logged).toHaveLength(1);
-    const record = JSON.parse(Buffer.from(logged[0]?.bytes ?? []).toString()) as Record<string, unknown>;
+    const record = JSON.parse(unpackRecord(logged[0]?.bytes ?? new Uint8Array()).toString()) as Record<
+      string,
+      unknown
+    >;
     expect(record).toMatchObject({
       schema: 'erasure-log/1',
       erasure_id: erasure.id,
       log_cids: done.log_cids,
     });
-    expect(cidOfBytes(logged[0]?.bytes ?? new Uint8Array())).toBe(logged[0]?.cid);
+    expect(cidOfBytes(unpackRecord(logged[0]?.bytes ?? new Uint8Array()))).toBe(logged[0]?.cid);
     const event = await storage()
       .db.selectFrom('events')
       .select('payload')
@@ -425,7 +429,7 @@ forEachDatabase('retention', ({ storage }) => {
       .select('bytes')
       .where('request_id', '=', erasure.id)
       .executeTakeFirstOrThrow();
-    expect(JSON.parse(Buffer.from(logged.bytes).toString())).toMatchObject({
+    expect(JSON.parse(unpackRecord(logged.bytes).toString())).toMatchObject({
       schema: 'erasure-log/1',
       erasure_id: erasure.id,
       log_cids: done.log_cids,

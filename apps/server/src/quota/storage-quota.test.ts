@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { unpackRecord } from '../storage/record-codec.js';
 import { parseByteSize } from './quota-config.js';
 import { StorageQuota } from './storage-quota.js';
 import { listTenantUsage, ROW_OVERHEAD_BYTES, readTenantUsage } from './tenant-usage.js';
@@ -48,12 +49,23 @@ forEachDatabase('the storage quota', ({ storage }) => {
   const score = (key: string, subject: string) =>
     server.request('/v1/scoring/score', { key, body: { subject, context: CONTEXT } });
 
-  it("counts what a scoring stores in its tenant's usage: the record's bytes and its row", async () => {
+  it("counts what a scoring stores in its tenant's usage: the record's bytes as stored (packed) and its row", async () => {
     const before = await readTenantUsage(storage().db, 'quota-b');
     const answer = (await (await score(keyB, 'usage-subject')).json()) as ScoreResponse;
-    const record = await server.request(`/v1/logs/${answer.log_cid}`, { key: keyB });
-    const bytes = (await record.arrayBuffer()).byteLength;
-    expect((await readTenantUsage(storage().db, 'quota-b')) - before).toBe(bytes + ROW_OVERHEAD_BYTES);
+    const record = Buffer.from(
+      await (await server.request(`/v1/logs/${answer.log_cid}`, { key: keyB })).arrayBuffer(),
+    );
+    const stored = await storage()
+      .db.selectFrom('log_records')
+      .select('bytes')
+      .where('tenant_id', '=', 'quota-b')
+      .where('cid', '=', answer.log_cid)
+      .executeTakeFirstOrThrow();
+    expect(unpackRecord(stored.bytes).equals(record)).toBe(true);
+    expect(stored.bytes.length).toBeLessThan(record.length / 4);
+    expect((await readTenantUsage(storage().db, 'quota-b')) - before).toBe(
+      stored.bytes.length + ROW_OVERHEAD_BYTES,
+    );
   });
 
   it('holds a tenant at its quota (403 quota_exceeded on creates, reads go on) while another tenant scores at full rate', async () => {

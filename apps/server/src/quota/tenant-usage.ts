@@ -50,11 +50,16 @@ export class UsageTally {
    * run, in one snapshot, whether or not the upsert reads it; the tally counts what `upserts` would). A
    * statement alone is its own transaction, so a group commit of log records is one round trip instead
    * of four (BEGIN, the insert, the upsert, COMMIT). Nothing but `insert` when the tally is empty.
+   * An `insert` that is itself a WITH of data-modifying parts ending in a statement that only reads
+   * (`result`, e.g. the log's LOG_INSERT_RESULT) keeps its parts, the upsert in place of that statement.
    */
-  withInsert(insert: CompiledQuery, now: Date): CompiledQuery {
+  withInsert(insert: CompiledQuery, now: Date, result?: string): CompiledQuery {
     if (this.#bytes.size === 0) return insert;
     const parameters: unknown[] = [...insert.parameters];
     const upsert = this.#upsertText(parameters, true, now);
+    if (result !== undefined && insert.sql.startsWith('with ') && insert.sql.endsWith(result)) {
+      return CompiledQuery.raw(`${insert.sql.slice(0, -result.length)} ${upsert}`, parameters);
+    }
     return CompiledQuery.raw(`with "stored" as (${insert.sql}) ${upsert}`, parameters);
   }
 

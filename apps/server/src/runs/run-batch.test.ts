@@ -7,6 +7,7 @@ import {
   scoreScorecard2,
 } from '@scenario-scoring/engine';
 import { expect, it } from 'vitest';
+import { isPacked, recordLeafHash, unpackRecord } from '../storage/record-codec.js';
 import { batchRows, scoreBatch, scoreItems } from './run-batch.js';
 
 const NOW = new Date('2026-11-24T10:00:00.000Z');
@@ -28,7 +29,11 @@ const escalatedFlags = (events: readonly { payload: string }[]) => {
 it('scores a batch into per-item arrays, with no row objects: what crosses back from a scoring thread', () => {
   const scored = scoreItems(source, 10, NOW);
   // Each scored item's record is score-log/2 of kind run_item: the run, the item's index, NOW, a salt.
-  const records = scored.records.map((bytes) => JSON.parse(Buffer.from(bytes).toString()));
+  // Packed where they were scored (storage/record-codec.ts), each with its record's leaf hash.
+  const bytes = scored.records.map((stored) => unpackRecord(stored));
+  expect(scored.records.every(isPacked)).toBe(true);
+  expect(scored.leafHashes).toEqual(bytes.map(recordLeafHash));
+  const records = bytes.map((record) => JSON.parse(record.toString()));
   for (const [n, i] of [0, 2].entries()) {
     const { subject, context } = items[i] as ScoreRequest;
     const policy = effectivePolicy(context.jurisdiction);
@@ -43,18 +48,21 @@ it('scores a batch into per-item arrays, with no row objects: what crosses back 
       context,
       result: scoreScorecard2(context, policy),
     });
-    expect(Buffer.from(scored.records[n] as Uint8Array)).toEqual(Buffer.from(canonicalBytes(expected)));
+    expect(bytes[n]).toEqual(Buffer.from(canonicalBytes(expected)));
     expect(records[n].salt).toMatch(/^[A-Za-z0-9_-]{43}$/);
   }
   expect(records[0].salt).not.toBe(records[1].salt);
-  expect(scored.cids).toEqual([
-    cidOfBytes(scored.records[0] as Uint8Array),
-    null,
-    cidOfBytes(scored.records[1] as Uint8Array),
-  ]);
+  expect(scored.cids).toEqual([cidOfBytes(bytes[0] as Buffer), null, cidOfBytes(bytes[1] as Buffer)]);
   expect(scored.escalated).toEqual(escalatedFlags(scored.events));
   expect(scored.counts).toEqual({ succeeded: 2, failed: 1, escalated: scored.events.length });
-  expect(Object.keys(scored).sort()).toEqual(['cids', 'counts', 'escalated', 'events', 'records']);
+  expect(Object.keys(scored).sort()).toEqual([
+    'cids',
+    'counts',
+    'escalated',
+    'events',
+    'leafHashes',
+    'records',
+  ]);
 });
 
 it('makes the rows from it: a run item per item at its position, a log record per scored item', () => {
@@ -76,7 +84,7 @@ it('makes the rows from it: a run item per item at its position, a log record pe
     null,
     rows.logRecords[1]?.cid,
   ]);
-  expect(rows.logRecords.map(({ bytes, ...row }) => row)).toEqual(
+  expect(rows.logRecords.map(({ bytes, leaf_hash, ...row }) => row)).toEqual(
     [0, 2].map((i) => ({
       tenant_id: 'ten',
       cid: rows.items[i]?.log_cid,

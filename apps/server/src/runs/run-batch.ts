@@ -5,12 +5,15 @@ import { problem } from '../errors/problem.js';
 import type { OutboxEvent } from '../events/event-outbox.js';
 import { escalationEvent } from '../policies/policy-escalation.js';
 import { recordStamp } from '../score-log/record-stamp.js';
-import type { LogRecordsTable, RunItemsTable } from '../storage/database.js';
+import type { LogRow } from '../score-log/score-log-store.js';
+import type { RunItemsTable } from '../storage/database.js';
+import { packRecord, recordLeafHash } from '../storage/record-codec.js';
 
 /** A batch of a run's items, scored: the rows and events its transaction writes, and its own counts. */
 export interface ScoredBatch {
   items: Insertable<RunItemsTable>[];
-  logRecords: Insertable<LogRecordsTable>[];
+  /** Packed, with their leaf hashes (made where the batch was scored: see ScoredItems). */
+  logRecords: LogRow[];
   events: OutboxEvent[];
   /** This batch's items only: batches are scored in parallel, so the run's totals are summed at commit. */
   counts: RunCounts;
@@ -43,8 +46,14 @@ export interface RejectedItem {
 export interface ScoredItems {
   /** Per item, in order: its log record's CID, or null when the item could not be scored. */
   cids: (string | null)[];
-  /** The log records' bytes, one per item whose CID is not null, in item order. */
+  /**
+   * The log records' stored forms (packed: storage/record-codec.ts), one per item whose CID is not null,
+   * in item order: packed where they were scored, so a run's compression is spread over its scoring
+   * threads, not done on the event loop.
+   */
   records: Uint8Array[];
+  /** The leaf hash of each record of `records` (of its own bytes), for PostgreSQL's insert to queue. */
+  leafHashes: Uint8Array[];
   /** Per item, in order: 1 when it was escalated, else 0. */
   escalated: (0 | 1)[];
   /** The `policy.escalated` events of the escalated items. */
@@ -61,7 +70,7 @@ export interface ScoredItems {
  */
 export function scoreItems(source: BatchSource, from: number, now: Date): ScoredItems {
   const counts: RunCounts = { succeeded: 0, failed: 0, escalated: 0 };
-  const scored: ScoredItems = { cids: [], records: [], escalated: [], events: [], counts };
+  const scored: ScoredItems = { cids: [], records: [], leafHashes: [], escalated: [], events: [], counts };
   for (const [offset, { subject, context }] of source.items.entries()) {
     if (source.rejected?.[offset]) {
       scored.cids.push(null);
@@ -74,7 +83,8 @@ export function scoreItems(source: BatchSource, from: number, now: Date): Scored
       const scoring = scoreAndLog(subject, context, recordStamp(identity, now));
       const event = escalationEvent(source.tenantId, subject, scoring, { runId: source.runId }, now);
       scored.cids.push(scoring.logCid);
-      scored.records.push(scoring.logBytes);
+      scored.records.push(packRecord(scoring.logBytes));
+      scored.leafHashes.push(recordLeafHash(scoring.logBytes));
       scored.escalated.push(event ? 1 : 0);
       counts.succeeded += 1;
       if (event) {
@@ -132,10 +142,12 @@ export function batchRows(source: BatchSource, from: number, now: Date, scored: 
     batch.logRecords.push({
       tenant_id: source.tenantId,
       cid,
-      bytes: scored.records[record++] as Uint8Array,
+      bytes: scored.records[record] as Uint8Array,
+      leaf_hash: scored.leafHashes[record] as Uint8Array,
       request_id: source.runId,
       created_at: createdAt,
     });
+    record += 1;
   }
   return batch;
 }

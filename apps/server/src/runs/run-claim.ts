@@ -1,7 +1,8 @@
 import type { RunCounts } from '@scenario-scoring/api-types';
 import type { Insertable } from 'kysely';
 import type { OutboxEvent } from '../events/event-outbox.js';
-import type { LogRecordsTable, RunItemsTable } from '../storage/database.js';
+import type { LogRow } from '../score-log/score-log-store.js';
+import type { RunItemsTable } from '../storage/database.js';
 
 /**
  * A worker's claim on a run. Every write of the claim is fenced on both the worker id and `claims`: an
@@ -22,7 +23,8 @@ export interface BatchCommit extends RunClaim {
   /** The run's `next_index` the batch was scored from; the commit fails if it moved. */
   fromIndex: number;
   items: Insertable<RunItemsTable>[];
-  logRecords: Insertable<LogRecordsTable>[];
+  /** Packed, with their leaf hashes (score-log-store.ts `LogRow`). */
+  logRecords: LogRow[];
   /** `policy.escalated` events, plus `run.completed` when the batch ends the run. */
   events: OutboxEvent[];
   /** The counts after this batch. */

@@ -8,6 +8,7 @@ import { signAndReleaseRuns, TEST_LOG_ORIGIN } from '../../test/support/log-fixt
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testRunWorker } from '../../test/support/test-run-worker.js';
 import { newId } from '../common/ids.js';
+import { unpackRecord } from '../storage/record-codec.js';
 import { proveInclusion } from '../verifiable-log/verifiable-log-service.js';
 import { inclusionProofView } from '../verifiable-log/verifiable-log-views.js';
 import { insertRun } from './run-store.js';
@@ -62,7 +63,7 @@ forEachDatabase('run.completed waits for the log', ({ storage }) => {
     expect(records).toHaveLength(12);
     for (const record of records) {
       const proof = await proveInclusion(db, tenant, record.cid, checkpoint.treeSize);
-      await verifyInclusion(record.bytes, inclusionProofView(proof), checkpoint);
+      await verifyInclusion(unpackRecord(record.bytes), inclusionProofView(proof), checkpoint);
     }
     // Sent once: the flag is cleared with the event.
     expect(await signAndReleaseRuns(storage(), signer)).toBe(0);

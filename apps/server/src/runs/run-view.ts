@@ -2,6 +2,7 @@ import type { Problem, Run, RunItemError, RunItemResult } from '@scenario-scorin
 import { AppError } from '../errors/app-error.js';
 import { problem } from '../errors/problem.js';
 import { validationDetail } from '../errors/validation-detail.js';
+import { servedRecord } from '../score-log/score-log-store.js';
 import type { RunItemRecord, RunRecord } from './run-store.js';
 
 /**
@@ -66,7 +67,13 @@ export function runItemView(item: RunItemRecord, lines = false): RunItemResult |
     index: item.item_index,
     subject: item.subject,
     status: 'ok',
-    result: apiOrder((JSON.parse(decoder.decode(item.bytes ?? undefined)) as LoggedResult).result),
+    result: apiOrder(
+      (
+        JSON.parse(
+          decoder.decode(item.bytes ? servedRecord(item.bytes, item.log_cid as string) : undefined),
+        ) as LoggedResult
+      ).result,
+    ),
     log_cid: item.log_cid as string,
     escalated: item.escalated === 1,
   };

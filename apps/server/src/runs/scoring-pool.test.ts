@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ScoreRequest } from '@scenario-scoring/api-types';
 import { afterAll, describe, expect, it } from 'vitest';
+import { recordLeafHash, unpackRecord } from '../storage/record-codec.js';
 import { scoreBatch } from './run-batch.js';
 import { ScoringPool } from './scoring-pool.js';
 
@@ -33,7 +34,7 @@ function crashingThread(): URL {
     parentPort.on('message', ({ id, from, source }) => {
       if (from === 0) throw new Error('the scoring thread crashed');
       const cids = source.items.map(() => null);
-      const scored = { cids, records: [], escalated: cids.map(() => 0), events: [], counts: { succeeded: 0, failed: cids.length, escalated: 0 } };
+      const scored = { cids, records: [], leafHashes: [], escalated: cids.map(() => 0), events: [], counts: { succeeded: 0, failed: cids.length, escalated: 0 } };
       setTimeout(() => parentPort.postMessage({ id, scored }), 200);
     });`,
   );
@@ -49,9 +50,12 @@ const comparable = (batch: ReturnType<typeof scoreBatch>) => ({
   ...batch,
   items: batch.items.map((item) => ({ ...item, log_cid: item.log_cid === null ? null : 'salted' })),
   logRecords: batch.logRecords.map((row) => {
-    const { salt, ...record } = JSON.parse(Buffer.from(row.bytes as Uint8Array).toString());
+    const { salt, ...record } = JSON.parse(unpackRecord(row.bytes as Uint8Array).toString());
     expect(salt).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    return { ...row, cid: 'salted', bytes: record };
+    expect(Buffer.from(row.leaf_hash as Uint8Array)).toEqual(
+      recordLeafHash(unpackRecord(row.bytes as Uint8Array)),
+    );
+    return { ...row, cid: 'salted', bytes: record, leaf_hash: 'salted' };
   }),
   events: batch.events.map((event) => ({ ...JSON.parse(event.payload).data, log_cid: 'salted' })),
 });

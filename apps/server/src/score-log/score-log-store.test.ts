@@ -1,17 +1,27 @@
+import { randomBytes } from 'node:crypto';
+import { cidOfBytes, scoreAndLog } from '@scenario-scoring/engine';
 import { expect, it } from 'vitest';
+import { logRecords, testRecord } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { readTenantUsage, rowBytes } from '../quota/tenant-usage.js';
+import { packRecord, RECORD_CODEC_1, recordLeafHash, unpackRecord } from '../storage/record-codec.js';
 import { openStorage, type Storage } from '../storage/storage.js';
-import { createScoreLogStore, insertLogRecords, type StoredLogRecord } from './score-log-store.js';
+import {
+  createScoreLogStore,
+  insertLogRecords,
+  logRowInserts,
+  type StoredLogRecord,
+} from './score-log-store.js';
 
 let sequence = 0;
 function record(tenantId: string, text = `{"n":${sequence}}`): StoredLogRecord {
   sequence += 1;
+  const bytes = new TextEncoder().encode(text);
   return {
     tenantId,
-    cid: `bafk_test_${sequence}`,
-    bytes: new TextEncoder().encode(text),
+    cid: cidOfBytes(bytes),
+    bytes,
     requestId: `req_${sequence}`,
     createdAt: new Date(),
   };
@@ -20,7 +30,7 @@ function record(tenantId: string, text = `{"n":${sequence}}`): StoredLogRecord {
 forEachDatabase('the score log', ({ storage, database }) => {
   it('returns exactly the bytes appended', async () => {
     const bytes = new Uint8Array([0x7b, 0x7d, 0x00, 0xff, 0xc3, 0xa9]); // any bytes, not only UTF-8 text
-    const appended = { ...record('tenant_a'), bytes };
+    const appended = { ...record('tenant_a'), bytes, cid: cidOfBytes(bytes) };
     await testFeatures(storage()).logs.append(appended);
     const read = await testFeatures(storage()).logs.get('tenant_a', appended.cid);
     expect(Buffer.isBuffer(read)).toBe(true);
@@ -104,7 +114,8 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
     const records = [record('usage_a'), record('usage_b', '{"a longer record":true}'), record('usage_a')];
     await insertLogRecords(counted, records);
     expect(steps).toEqual([storage().kind === 'postgres' ? 1 : 2]);
-    const [a1, b, a2] = records.map((r) => rowBytes(r.bytes));
+    // As stored: packed (storage/record-codec.ts).
+    const [a1, b, a2] = records.map((r) => rowBytes(packRecord(r.bytes)));
     expect(await readTenantUsage(storage().db, 'usage_a')).toBe((a1 ?? 0) + (a2 ?? 0));
     expect(await readTenantUsage(storage().db, 'usage_b')).toBe(b);
     const rows = await storage()
@@ -117,7 +128,7 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
     // A second batch adds to the counts: the upsert of the one statement grows existing rows too.
     const more = record('usage_b');
     await insertLogRecords(counted, [more]);
-    expect(await readTenantUsage(storage().db, 'usage_b')).toBe((b ?? 0) + rowBytes(more.bytes));
+    expect(await readTenantUsage(storage().db, 'usage_b')).toBe((b ?? 0) + rowBytes(packRecord(more.bytes)));
   });
 });
 
@@ -151,5 +162,121 @@ forEachDatabase('the score log with a small batch cap', ({ storage }) => {
       committedItems: 250,
       largestBatch: 100,
     });
+  });
+});
+
+forEachDatabase('the score log, stored packed', ({ storage }) => {
+  const scoring = (subject: string) =>
+    scoreAndLog(
+      subject,
+      {
+        jurisdiction: 'DE',
+        utilization: 0.4,
+        on_time_ratio: 0.93,
+        history_months: 40,
+        inquiries_12m: 2,
+        debt_to_income: 0.3,
+      },
+      {
+        identity: { kind: 'score', request_id: 'req_01JPACKEDPACKEDPACKEDPACK' },
+        scored_at: new Date().toISOString(),
+        salt: randomBytes(32).toString('base64url'),
+      },
+    );
+  const storedBytes = async (tenantId: string, cid: string) =>
+    Buffer.from(
+      (
+        await storage()
+          .db.selectFrom('log_records')
+          .select('bytes')
+          .where('tenant_id', '=', tenantId)
+          .where('cid', '=', cid)
+          .executeTakeFirstOrThrow()
+      ).bytes,
+    );
+  const queued = async (tenantId: string) =>
+    (
+      await storage()
+        .db.selectFrom('log_leaf_queue')
+        .select(['cid', 'leaf_hash'])
+        .where('tenant_id', '=', tenantId)
+        .orderBy('cid')
+        .execute()
+    ).map((row) => [row.cid, Buffer.from(row.leaf_hash).toString('hex')]);
+
+  it('stores a score-log/2 record in a fraction of its bytes and serves exactly its bytes', async () => {
+    const logged = scoring('packed-subject');
+    const raw = Buffer.from(logged.logBytes);
+    await testFeatures(storage()).logs.append({
+      tenantId: 'tenant_packed',
+      cid: logged.logCid,
+      bytes: logged.logBytes,
+      requestId: 'req_packed',
+      createdAt: new Date(),
+    });
+    const stored = await storedBytes('tenant_packed', logged.logCid);
+    expect(stored[0]).toBe(RECORD_CODEC_1);
+    expect(stored.length).toBeLessThan(raw.length / 4);
+    expect(stored.includes('packed-subject')).toBe(false);
+    expect(unpackRecord(stored).equals(raw)).toBe(true);
+    expect((await testFeatures(storage()).logs.get('tenant_packed', logged.logCid))?.equals(raw)).toBe(true);
+  });
+
+  it('queues each record inserted once, with the leaf hash of its own bytes, from scorings and run batches alike', async () => {
+    const records = Array.from({ length: 6 }, (_, n) => testRecord('tenant_queue', n));
+    await logRecords(storage(), records);
+    // A run batch repeating a record already stored, and one record twice in one statement: none queued again.
+    const again = testRecord('tenant_queue', 6);
+    const row = (r: typeof again) => ({
+      tenant_id: r.tenantId,
+      cid: r.cid,
+      bytes: r.bytes,
+      request_id: 'run_again',
+      created_at: new Date().toISOString(),
+    });
+    await storage().transact(
+      logRowInserts(storage().db, [row(records[1] as typeof again), row(again), row(again)]),
+    );
+    const all = [...records, again];
+    expect(await queued('tenant_queue')).toEqual(
+      all
+        .map((r) => [r.cid, recordLeafHash(r.bytes).toString('hex')])
+        .sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
+    );
+    for (const r of all) expect((await storedBytes('tenant_queue', r.cid))[0]).toBe(RECORD_CODEC_1);
+  });
+
+  it('reads a record stored plain (as before codec 1) as it is, queued once by the trigger', async () => {
+    const plain = testRecord('tenant_plain', 1);
+    await storage()
+      .db.insertInto('log_records')
+      .values({
+        tenant_id: plain.tenantId,
+        cid: plain.cid,
+        bytes: plain.bytes,
+        request_id: 'req_plain',
+        created_at: new Date().toISOString(),
+      })
+      .execute();
+    expect(await queued('tenant_plain')).toEqual([[plain.cid, recordLeafHash(plain.bytes).toString('hex')]]);
+    const read = await testFeatures(storage()).logs.get('tenant_plain', plain.cid);
+    expect(read?.equals(Buffer.from(plain.bytes))).toBe(true);
+  });
+
+  it('refuses to serve a row whose stored bytes do not give its CID', async () => {
+    const [a, b] = [testRecord('tenant_damaged', 1), testRecord('tenant_damaged', 2)];
+    await storage()
+      .db.insertInto('log_records')
+      .values({
+        tenant_id: a.tenantId,
+        cid: a.cid,
+        bytes: packRecord(b.bytes),
+        request_id: 'req_damaged',
+        created_at: new Date().toISOString(),
+      })
+      .execute();
+    await expect(testFeatures(storage()).logs.get('tenant_damaged', a.cid)).rejects.toThrow(
+      /internal_error: The stored bytes of log record \S+ do not hash to its CID/,
+    );
   });
 });

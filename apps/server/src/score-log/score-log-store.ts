@@ -1,10 +1,18 @@
-import type { CompiledQuery, Insertable, Kysely, Transaction } from 'kysely';
+import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import { type OutboxEvent, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
 import { rowBytes, UsageTally, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
+import {
+  DamagedRecordError,
+  isPacked,
+  packRecord,
+  recordLeafHash,
+  unpackRecord,
+  verifiedRecord,
+} from '../storage/record-codec.js';
 import { type RowInsert, rowInsertQuery, usesNumberedParameters } from '../storage/row-insert.js';
 import type { Storage } from '../storage/storage.js';
 import { traced } from '../tracing/tracing.js';
@@ -21,6 +29,37 @@ const LOG_ROW_INSERT: RowInsert<Insertable<LogRecordsTable>> = {
   columns: ['tenant_id', 'cid', 'bytes', 'request_id', 'created_at', 'subject_key'],
   onConflictDoNothing: ['tenant_id', 'cid'],
 };
+
+/** The same INSERT on PostgreSQL, returning what queues the rows it inserted for their leaves. */
+const LOG_ROW_INSERT_RETURNING: RowInsert<Insertable<LogRecordsTable>> = {
+  ...LOG_ROW_INSERT,
+  returning: ['tenant_id', 'created_at', 'cid'],
+};
+
+/**
+ * A row of `log_records` to insert: `bytes` the record itself (then packed by `logRowInserts`) or its
+ * stored form already (`storedLogRow`, e.g. packed on a run's scoring thread), with the record's leaf
+ * hash, which PostgreSQL's insert queues (see `logRowInserts`).
+ */
+export type LogRow = Insertable<LogRecordsTable> & { leaf_hash?: Uint8Array };
+
+/**
+ * The row as stored: the record packed (storage/record-codec.ts), with (`withLeafHash`, for PostgreSQL)
+ * the leaf hash of the record's own bytes. A row already packed is returned as it is when it has what is
+ * asked. On SQLite the trigger hashes (it unpacks), so the event loop does not.
+ */
+export function storedLogRow(row: LogRow, withLeafHash: boolean): LogRow {
+  if (!isPacked(row.bytes)) {
+    return {
+      ...row,
+      bytes: packRecord(row.bytes),
+      ...(withLeafHash && { leaf_hash: recordLeafHash(row.bytes) }),
+    };
+  }
+  return withLeafHash && !row.leaf_hash
+    ? { ...row, leaf_hash: recordLeafHash(unpackRecord(row.bytes)) }
+    : row;
+}
 
 /** The tenant-keyed hash of a subject (`features.keyedHash.hash('subject', tenantId, subject)`). */
 export type SubjectKey = (tenantId: string, subject: string) => string;
@@ -63,36 +102,35 @@ export async function insertLogRecords(
   subjectKey?: SubjectKey,
 ): Promise<number> {
   const events: OutboxEvent[] = [];
+  const postgres = usesNumberedParameters(storage.db);
   const rows = records.map((record) => {
     const key =
       subjectKey && record.subject !== undefined ? subjectKey(record.tenantId, record.subject) : null;
     if (record.events) {
       for (const event of record.events) events.push(key === null ? event : { ...event, subjectKey: key });
     }
-    return {
-      tenant_id: record.tenantId,
-      cid: record.cid,
-      bytes: record.bytes,
-      request_id: record.requestId,
-      created_at: record.createdAt.toISOString(),
-      subject_key: key,
-    };
+    return storedLogRow(
+      {
+        tenant_id: record.tenantId,
+        cid: record.cid,
+        bytes: record.bytes,
+        request_id: record.requestId,
+        created_at: record.createdAt.toISOString(),
+        subject_key: key,
+      },
+      postgres,
+    );
   });
-  // What the records add to their tenants' storage usage: one upsert per batch, not per record.
+  // What the records add to their tenants' storage usage (as stored): one upsert per batch, not per record.
   const usage = new UsageTally();
-  for (const record of records) usage.add(record.tenantId, rowBytes(record.bytes));
+  for (const row of rows) usage.add(row.tenant_id, rowBytes(row.bytes));
   const now = new Date();
   const inserts = logRowInserts(storage.db, rows);
   const [only] = inserts;
   // On PostgreSQL, records without events (nearly every batch) are one statement with their usage's
   // upsert (UsageTally.withInsert): one round trip, where a transaction of two statements is four.
-  if (
-    events.length === 0 &&
-    inserts.length === 1 &&
-    only !== undefined &&
-    usesNumberedParameters(storage.db)
-  ) {
-    await storage.transact([usage.withInsert(only, now)]);
+  if (events.length === 0 && inserts.length === 1 && only !== undefined && postgres) {
+    await storage.transact([usage.withInsert(only, now, LOG_INSERT_RESULT)]);
     return 0;
   }
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
@@ -117,27 +155,67 @@ export async function insertLogRecords(
 
 /**
  * Inserts log rows in the caller's transaction, in multi-row INSERTs, leaving a (tenant, CID) already
- * present alone (the CID is the hash of the bytes). The database queues each row inserted for its leaf in
- * the tenant's verifiable log, in the same statement (a trigger, migration 0006). In key order: CIDs are
- * random, and sorted inserts touch fewer pages of the (tenant_id, cid) index. The sort is stable, so of
- * two equal rows the first wins. The tenant, request id and time, when a statement's rows all share them
- * (a run batch's), are each sent once (see `rowInsertQuery`).
+ * present alone (the CID is the hash of the bytes), each record stored packed (`storedLogRow`). Each row
+ * inserted is queued for its leaf in the tenant's verifiable log in the same statement: on SQLite by a
+ * trigger (migration 0006) whose `log_leaf_hash` unpacks the record; on PostgreSQL by the statement itself
+ * (a data-modifying WITH, as PostgreSQL cannot unpack: migration 0022), from the rows' leaf hashes. In key
+ * order: CIDs are random, and sorted inserts touch fewer pages of the (tenant_id, cid) index. The sort is
+ * stable, so of two equal rows the first wins. The tenant, request id and time, when a statement's rows
+ * all share them (a run batch's), are each sent once (see `rowInsertQuery`).
  */
-export async function insertLogRows(
-  trx: Transaction<Database>,
-  rows: readonly Insertable<LogRecordsTable>[],
-): Promise<void> {
+export async function insertLogRows(trx: Transaction<Database>, rows: readonly LogRow[]): Promise<void> {
   for (const query of logRowInserts(trx, rows)) await trx.executeQuery(query);
 }
 
 /** The statements `insertLogRows` runs, compiled with `db`, to run in a transaction of the caller's. */
-export function logRowInserts(
-  db: Kysely<Database>,
-  rows: readonly Insertable<LogRecordsTable>[],
-): CompiledQuery[] {
-  const sorted = [...rows].sort((a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid));
+export function logRowInserts(db: Kysely<Database>, rows: readonly LogRow[]): CompiledQuery[] {
+  const postgres = usesNumberedParameters(db);
+  const sorted = rows
+    .map((row) => storedLogRow(row, postgres))
+    .sort((a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid));
   return Array.from(chunks(sorted, ROWS_PER_STATEMENT), (chunk) =>
-    rowInsertQuery(db, LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS),
+    postgres
+      ? queuedLogInsert(rowInsertQuery(db, LOG_ROW_INSERT_RETURNING, chunk, SHARED_LOG_COLUMNS), chunk)
+      : rowInsertQuery(db, LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS),
+  );
+}
+
+/**
+ * The last part of every PostgreSQL log insert (`queuedLogInsert`): a statement's result, which
+ * `UsageTally.withInsert` replaces with its upsert so that the records, their queue rows and the usage are
+ * one statement.
+ */
+export const LOG_INSERT_RESULT = ' select count(*) from "queued"';
+
+/**
+ * On PostgreSQL, `insert` (the rows' INSERT … RETURNING) with the queue rows of the rows it inserted (not
+ * those a conflict left alone), each with its record's leaf hash, in one statement. Two equal rows of one
+ * statement are one record: the first one's hash is queued, as the first one is inserted.
+ */
+function queuedLogInsert(insert: CompiledQuery, rows: readonly LogRow[]): CompiledQuery {
+  const tenants: string[] = [];
+  const cids: string[] = [];
+  const hashes: Uint8Array[] = [];
+  const seen = new Set<string>();
+  for (const row of rows) {
+    const key = `${row.tenant_id} ${row.cid}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (!row.leaf_hash) throw new Error(`log row ${row.cid}: no leaf hash to queue it with`);
+    tenants.push(row.tenant_id);
+    cids.push(row.cid);
+    hashes.push(row.leaf_hash);
+  }
+  const parameters = [...insert.parameters, tenants, cids, hashes];
+  const n = insert.parameters.length;
+  return CompiledQuery.raw(
+    `with "inserted" as (${insert.sql}), "queued" as (` +
+      'insert into "log_leaf_queue" ("tenant_id", "created_at", "cid", "leaf_hash") ' +
+      'select "inserted"."tenant_id", "inserted"."created_at", "inserted"."cid", "leaf"."hash" from "inserted" ' +
+      `join unnest($${n + 1}::text[], $${n + 2}::text[], $${n + 3}::bytea[]) as "leaf"("tenant_id", "cid", "hash") ` +
+      'on "leaf"."tenant_id" = "inserted"."tenant_id" and "leaf"."cid" = "inserted"."cid" returning 1)' +
+      LOG_INSERT_RESULT,
+    parameters,
   );
 }
 
@@ -149,8 +227,8 @@ function compare(a: string, b: string): number {
 }
 
 /**
- * The bytes of a tenant's record, as a Buffer on both dialects (so `res.send` sends them as they are),
- * or undefined when this tenant has no such record.
+ * The bytes of a tenant's record, unpacked and checked against its CID (storage/record-codec.ts), as a Buffer on
+ * both dialects (so `res.send` sends them as they are), or undefined when this tenant has no such record.
  */
 export async function selectLogRecord(
   db: Kysely<Database>,
@@ -163,9 +241,23 @@ export async function selectLogRecord(
     .where('tenant_id', '=', tenantId)
     .where('cid', '=', cid)
     .executeTakeFirst();
-  if (!row) return undefined;
-  const bytes = row.bytes;
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return row ? servedRecord(row.bytes, cid) : undefined;
+}
+
+/**
+ * The record stored as `stored` under `cid`, checked against its CID (`verifiedRecord`); a damaged one is
+ * a 500 `internal_error` that says so, and is never served.
+ */
+export function servedRecord(stored: Uint8Array, cid: string): Buffer {
+  try {
+    return verifiedRecord(stored, cid);
+  } catch (error) {
+    if (!(error instanceof DamagedRecordError)) throw error;
+    throw new AppError('internal_error', {
+      detail: `The stored bytes of log record ${cid} do not hash to its CID: the database was changed or damaged, so the record is not served.`,
+      cause: error,
+    });
+  }
 }
 
 /**

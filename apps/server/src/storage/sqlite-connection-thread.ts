@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { parentPort as port, workerData } from 'node:worker_threads';
+import zlib from 'node:zlib';
 import type {
   SqliteError,
   SqliteThreadData,
@@ -37,6 +38,12 @@ function describe(error: unknown): SqliteError {
   };
 }
 
+/** The record a stored form holds (see `recordCodecs`): the bytes themselves when not packed. */
+function unpacked(stored: Uint8Array): Uint8Array {
+  const codec = stored.length > 0 ? data.recordCodecs[stored[0] as number] : undefined;
+  return codec ? zlib.inflateRawSync(stored.subarray(1), codec) : stored;
+}
+
 /** Opens the file, or answers why it could not and ends the thread. */
 function open(): DatabaseSync | undefined {
   let opened: DatabaseSync | undefined;
@@ -46,9 +53,12 @@ function open(): DatabaseSync | undefined {
     // trigger that queues each record inserted for its leaf in the verifiable log calls (migration 0006;
     // PostgreSQL's uses its built-in sha256). SQLite has no SHA-256 of its own; a connection without this
     // function cannot insert log records ("no such function"), so none is ever inserted unqueued.
-    opened.function('log_leaf_hash', { deterministic: true }, (bytes) => {
-      if (!(bytes instanceof Uint8Array))
+    // A packed record (first byte a codec's: storage/record-codec.ts) is hashed as the record it packs,
+    // never as its stored form.
+    opened.function('log_leaf_hash', { deterministic: true }, (stored) => {
+      if (!(stored instanceof Uint8Array))
         throw new TypeError('log_leaf_hash takes the record bytes (a BLOB)');
+      const bytes = unpacked(stored);
       const input = Buffer.allocUnsafe(bytes.length + 1);
       input[0] = 0x00;
       input.set(bytes, 1);

@@ -36,7 +36,7 @@ async function insertLogGroups(storage: Storage): Promise<void> {
   const record = () => ({
     tenantId: 'temp-store',
     cid: randomBytes(24).toString('hex'),
-    bytes: randomBytes(300),
+    bytes: Buffer.concat([Buffer.from('{'), randomBytes(300)]), // a record is JSON; these do not compress
     requestId: 'req_temp_store',
     createdAt: new Date(),
   });

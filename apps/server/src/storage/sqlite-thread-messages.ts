@@ -11,6 +11,11 @@ export interface SqliteThreadData {
   pragmas: string[];
   /** Prepared statements kept per SQL text. */
   statementCacheSize: number;
+  /**
+   * The inflate options of each record codec by its first byte (storage/record-codec.ts), so that
+   * `log_leaf_hash` hashes a packed record's own bytes: this thread imports only Node's modules.
+   */
+  recordCodecs: Record<number, { windowBits: number; dictionary: Uint8Array }>;
 }
 
 /** An error of the thread's SQLite, described for the message back (an Error loses its own fields there). */

@@ -14,6 +14,7 @@ import {
   SqliteQueryCompiler,
 } from 'kysely';
 import { THREAD_RESOURCE_LIMITS, threadModule } from '../server-files.js';
+import { RECORD_CODECS } from './record-codec.js';
 import type {
   OpenedMessage,
   Reply,
@@ -243,6 +244,7 @@ class SqliteThreadDriver implements Driver {
       file: this.#options.file,
       pragmas: [...this.#options.pragmas],
       statementCacheSize: this.#options.statementCacheSize,
+      recordCodecs: RECORD_CODECS,
     };
     const worker = new Worker(THREAD_MODULE, { workerData, resourceLimits: THREAD_RESOURCE_LIMITS });
     this.#worker = worker;

@@ -1,3 +1,4 @@
+import { cidOfBytes } from '@scenario-scoring/engine';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase, forEachDatabase } from '../../test/support/test-databases.js';
@@ -5,13 +6,17 @@ import { testFeatures } from '../../test/support/test-features.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { openStorage } from './storage.js';
 
-const record = (cid: string) => ({
-  tenantId: 'tenant_storage',
-  cid,
-  bytes: new TextEncoder().encode(`{"cid":"${cid}"}`),
-  requestId: 'req_storage',
-  createdAt: new Date('2025-01-31T12:00:00.000Z'),
-});
+/** The record named `name`, under its own CID. */
+const record = (name: string) => {
+  const bytes = new TextEncoder().encode(`{"name":"${name}"}`);
+  return {
+    tenantId: 'tenant_storage',
+    cid: cidOfBytes(bytes),
+    bytes,
+    requestId: 'req_storage',
+    createdAt: new Date('2025-01-31T12:00:00.000Z'),
+  };
+};
 
 forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
   it('creates the tables on first open', async () => {
@@ -29,9 +34,9 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
     const again = await reopen();
     const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(again.db);
     expect(applied.rows.map((row) => row.name)).toEqual(Object.keys(MIGRATIONS));
-    expect(Buffer.from((await testFeatures(again).logs.get('tenant_storage', 'cid_reopen')) ?? [])).toEqual(
-      Buffer.from(record('cid_reopen').bytes),
-    );
+    expect(
+      Buffer.from((await testFeatures(again).logs.get('tenant_storage', record('cid_reopen').cid)) ?? []),
+    ).toEqual(Buffer.from(record('cid_reopen').bytes));
     expect(await testFeatures(again).keys.find(key)).toMatchObject({ tenantId: 'tenant_storage' });
   });
 
@@ -79,7 +84,9 @@ forEachDatabase('openStorage', ({ kind, storage, reopen }) => {
     const again = await reopen(); // closes the current storage without waiting for the appends first
     await Promise.all(pending);
     for (const i of [1, 2, 3])
-      expect(await testFeatures(again).logs.get('tenant_storage', `cid_close_${i}`)).toBeDefined();
+      expect(
+        await testFeatures(again).logs.get('tenant_storage', record(`cid_close_${i}`).cid),
+      ).toBeDefined();
   });
 
   it('refuses appends after close, and a closed storage does not answer pings', async () => {

@@ -1,6 +1,7 @@
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { recordStamp } from '../../src/score-log/record-stamp.js';
 import { insertLogRecords } from '../../src/score-log/score-log-store.js';
+import { unpackRecord } from '../../src/storage/record-codec.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { testFeatures } from './test-features.js';
 
@@ -50,7 +51,7 @@ export async function erasureLogsOf(
     .where('request_id', '=', erasureId)
     .execute();
   return rows
-    .map((row) => JSON.parse(Buffer.from(row.bytes as Uint8Array).toString('utf8')) as ErasureLog)
+    .map((row) => JSON.parse(unpackRecord(row.bytes as Uint8Array).toString('utf8')) as ErasureLog)
     .sort((a, b) => (a.log_cids[0] ?? '').localeCompare(b.log_cids[0] ?? ''));
 }
 

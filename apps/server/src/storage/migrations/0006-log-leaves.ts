@@ -1,5 +1,5 @@
-import { hash } from 'node:crypto';
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { recordLeafHash, unpackRecord } from '../record-codec.js';
 import { bytesColumnType } from './column-types.js';
 
 /**
@@ -66,7 +66,8 @@ export async function up(db: Kysely<any>): Promise<void> {
           tenant_id: row.tenant_id,
           created_at: row.created_at,
           cid: row.cid,
-          leaf_hash: hash('sha256', Buffer.concat([Buffer.from([0x00]), row.bytes]), 'buffer'),
+          // Of the record's own bytes: a database migrated down past 0022 and up again holds packed ones.
+          leaf_hash: recordLeafHash(unpackRecord(row.bytes)),
         })),
       )
       .execute();

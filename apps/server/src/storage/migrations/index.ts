@@ -19,6 +19,7 @@ import * as ndjsonRunInputs from './0018-ndjson-run-inputs.js';
 import * as claimTraceparent from './0019-claim-traceparent.js';
 import * as subjectKeyPrefixIndexes from './0020-subject-key-prefix-indexes.js';
 import * as erasedCidsIndex from './0021-erased-cids-index.js';
+import * as packedLogRecords from './0022-packed-log-records.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -46,4 +47,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0019-claim-traceparent': claimTraceparent,
   '0020-subject-key-prefix-indexes': subjectKeyPrefixIndexes,
   '0021-erased-cids-index': erasedCidsIndex,
+  '0022-packed-log-records': packedLogRecords,
 };

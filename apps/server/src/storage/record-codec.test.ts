@@ -1,0 +1,64 @@
+import { createHash, randomBytes } from 'node:crypto';
+import zlib from 'node:zlib';
+import { cidOfBytes } from '@scenario-scoring/engine';
+import { describe, expect, it } from 'vitest';
+import {
+  isPacked,
+  packRecord,
+  RECORD_CODEC_1,
+  RECORD_CODECS,
+  recordLeafHash,
+  unpackRecord,
+  verifiedRecord,
+} from './record-codec.js';
+import { RECORD_DICTIONARY_1 } from './record-dictionary.js';
+
+describe('the log record codec', () => {
+  it('keeps codec 1’s dictionary byte for byte (records stored with it are read with it forever)', () => {
+    expect(RECORD_DICTIONARY_1.length).toBe(4096);
+    expect(createHash('sha256').update(RECORD_DICTIONARY_1).digest('hex')).toBe(
+      '4558cfa1074d44f539d70539476d8a0a96df42bbadeb8f2a449bac13c697c2a8',
+    );
+  });
+
+  it('gives back exactly the bytes it packed, whatever they hold', () => {
+    for (let n = 0; n < 200; n++) {
+      const record = randomBytes(n * 37);
+      const stored = packRecord(record);
+      expect(stored[0]).toBe(RECORD_CODEC_1);
+      expect(isPacked(stored)).toBe(true);
+      expect(unpackRecord(stored).equals(record)).toBe(true);
+    }
+  });
+
+  it('is raw deflate with the dictionary behind one byte, as RECORD_CODECS tells the SQLite thread', () => {
+    const record = Buffer.from('{"schema":"score-log/2","subject":"s"}');
+    const stored = packRecord(record);
+    const codec = RECORD_CODECS[stored[0] as number];
+    expect(codec).toBeDefined();
+    expect(zlib.inflateRawSync(stored.subarray(1), codec).equals(record)).toBe(true);
+  });
+
+  it('reads plain and erased rows as they are; a later codec’s form reads as plain, which its CID refuses', () => {
+    const plain = Buffer.from('{"schema":"score-log/1"}');
+    expect(unpackRecord(plain)).toBe(plain);
+    expect(isPacked(plain)).toBe(false);
+    expect(unpackRecord(new Uint8Array(0)).length).toBe(0);
+    const later = Buffer.from([0x02, 0x4b, 0x00]);
+    expect(isPacked(later)).toBe(false);
+    expect(() => verifiedRecord(later, cidOfBytes(plain))).toThrow(/do not have its CID/);
+  });
+
+  it('checks the CID of what it read, and hashes leaves over the record’s own bytes', () => {
+    const record = Buffer.from('{"schema":"score-log/2","n":1}');
+    const cid = cidOfBytes(record);
+    expect(verifiedRecord(packRecord(record), cid).equals(record)).toBe(true);
+    expect(verifiedRecord(new Uint8Array(0), cid).length).toBe(0);
+    expect(() => verifiedRecord(packRecord(Buffer.from('{"n":2}')), cid)).toThrow(/do not have its CID/);
+    expect(recordLeafHash(record).toString('hex')).toBe(
+      createHash('sha256')
+        .update(Buffer.concat([Buffer.from([0]), record]))
+        .digest('hex'),
+    );
+  });
+});

@@ -1,0 +1,112 @@
+import { hash } from 'node:crypto';
+import zlib from 'node:zlib';
+import { cidOfBytes } from '@scenario-scoring/engine';
+import { RECORD_DICTIONARY_1 } from './record-dictionary.js';
+
+/**
+ * How a log record's bytes are stored (`log_records.bytes`), issue 29: compressed, and served as they were
+ * made. The first byte says the form:
+ *
+ * - 0x01, codec 1: raw deflate (RFC 1951; 4 KiB window, level 6) with `RECORD_DICTIONARY_1` as its preset
+ *   dictionary, behind that byte. A score-log/2 record of about 1,650 bytes is stored in about 220.
+ * - anything else: the record itself, as every record was stored before codec 1 (score-log/1, the first
+ *   score-log/2 ones: JSON, so `{`). Such rows stay as they are and are read as they are.
+ * - nothing (0 bytes): an erased record (docs/personal-data.md).
+ *
+ * Deflate rather than zstd: with a preset dictionary, Node's one-shot zlib calls give smaller records
+ * (218 against 230-250 bytes) in less time (the one-shot call sets the context and its dictionary up on
+ * each record, and deflate's setup with a 4 KiB window is the lighter one): `bench/disk/compression.ts`.
+ *
+ * The CID and the leaf hash are of the record's own bytes, never of the stored form, so a proof, a
+ * tile, a checkpoint and a witness are what they would be without compression, and `unpackRecord`'s
+ * caller checks the CID of what it read (`verifiedRecord`).
+ */
+export const RECORD_CODEC_1 = 0x01;
+
+const CODEC_1_OPTIONS: zlib.ZlibOptions = {
+  level: 6,
+  memLevel: 4,
+  windowBits: 12,
+  dictionary: RECORD_DICTIONARY_1,
+};
+
+/**
+ * The largest record `unpackRecord` makes: records are a few kilobytes (erasure-log/1, the largest, lists
+ * up to 1,000 CIDs: about 62 KB); a stored form that inflates past this is not one of ours.
+ */
+const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+
+const CODEC_1_INFLATE: zlib.ZlibOptions = {
+  windowBits: 12,
+  dictionary: RECORD_DICTIONARY_1,
+  maxOutputLength: MAX_RECORD_BYTES,
+};
+
+/** What inflates each codec's stored form, by its first byte (for the SQLite thread's `log_leaf_hash`). */
+export const RECORD_CODECS: Record<number, { windowBits: number; dictionary: Uint8Array }> = {
+  [RECORD_CODEC_1]: { windowBits: 12, dictionary: RECORD_DICTIONARY_1 },
+};
+
+/**
+ * The stored form of a record's bytes (codec 1), in a buffer of its own (not a slice of Node's shared pool),
+ * so a run's scoring thread can transfer it.
+ */
+export function packRecord(record: Uint8Array): Buffer {
+  const deflated = zlib.deflateRawSync(record, CODEC_1_OPTIONS);
+  const stored = Buffer.allocUnsafeSlow(deflated.length + 1);
+  stored[0] = RECORD_CODEC_1;
+  deflated.copy(stored, 1);
+  return stored;
+}
+
+/** Whether `stored` is a packed record (a codec's first byte), rather than a record or an erased one. */
+export function isPacked(stored: Uint8Array): boolean {
+  return stored.length > 0 && RECORD_CODECS[stored[0] as number] !== undefined;
+}
+
+/**
+ * The record whose stored form is `stored`, as a Buffer (so `res.send` sends it unchanged): the bytes
+ * themselves for a row stored plain (or an erased one's empty bytes). A form from a later codec than
+ * this server knows reads as plain bytes, which `verifiedRecord` then refuses (they do not have the CID).
+ */
+export function unpackRecord(stored: Uint8Array): Buffer {
+  const bytes = Buffer.isBuffer(stored)
+    ? stored
+    : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  return isPacked(bytes) ? zlib.inflateRawSync(bytes.subarray(1), CODEC_1_INFLATE) : bytes;
+}
+
+/**
+ * The record stored as `stored` under `cid`, checked: its CID is `cid` (an erased record, 0 bytes, is
+ * returned as it is). A stored form that does not give the record its CID names (a damaged file, a
+ * row written by hand) throws rather than being served.
+ */
+export function verifiedRecord(stored: Uint8Array, cid: string): Buffer {
+  let record: Buffer;
+  try {
+    record = unpackRecord(stored);
+  } catch (error) {
+    throw new DamagedRecordError(cid, { cause: error });
+  }
+  if (record.length > 0 && cidOfBytes(record) !== cid) throw new DamagedRecordError(cid);
+  return record;
+}
+
+/** A stored record that does not give the record its CID names (see `verifiedRecord`). */
+export class DamagedRecordError extends Error {
+  constructor(
+    readonly cid: string,
+    options?: ErrorOptions,
+  ) {
+    super(`log record ${cid}: its stored bytes do not have its CID (the row is damaged)`, options);
+    this.name = 'DamagedRecordError';
+  }
+}
+
+/** The RFC 9162 leaf hash of a record: SHA-256(0x00 || the record's bytes). */
+export function recordLeafHash(record: Uint8Array): Buffer {
+  const input = Buffer.allocUnsafe(record.length + 1);
+  input[0] = 0x00;
+  input.set(record, 1);
+  return hash('sha256', input, 'buffer');
+}
