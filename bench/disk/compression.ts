@@ -1,9 +1,11 @@
 /**
  * bench/disk/compression: what compressing score-log/2 record bytes would save, and its CPU cost per
  * record. Builds real records (scoreAndLog, the server's own record form) for `--records` subjects, then
- * for deflate (level 6), zstd (level 3) and zstd with a dictionary (the first record of each shape, i.e.
- * the constant keys and strings of the form, used as a raw-content dictionary) prints the mean stored bytes
- * and the microseconds per record to compress and to decompress, on this process's main thread.
+ * for the server's own codec (codec 1 of apps/server/src/storage/record-codec.ts: raw deflate with its
+ * frozen 8 KiB dictionary), deflate (level 6), zstd (level 3) and both with a dictionary of this run's
+ * first records (the constant keys and strings of the form, used as a raw-content dictionary) prints the
+ * mean stored bytes and the microseconds per record to compress and to decompress, on this process's main
+ * thread.
  *
  *   node disk/compression.ts [--records 20000]
  */
@@ -11,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import zlib from 'node:zlib';
 import { scoreAndLog } from '@scenario-scoring/engine';
+import { packRecord, unpackRecord } from '@scenario-scoring/server';
 import { benchContext } from '../lib/bench-inputs.ts';
 
 const { values: args } = parseArgs({ options: { records: { type: 'string', default: '20000' } } });
@@ -30,6 +33,11 @@ for (let i = 0; i < N; i++) {
 const dictionary = Buffer.concat(records.slice(0, 8));
 const Z = zlib.constants;
 const codecs = [
+  {
+    name: 'server codec 1',
+    c: (b: Buffer) => packRecord(b),
+    d: (b: Buffer) => unpackRecord(b),
+  },
   {
     name: 'deflate-raw 6',
     c: (b: Buffer) => zlib.deflateRawSync(b, { level: 6 }),

@@ -7,7 +7,7 @@ import { RECORD_DICTIONARY_1 } from './record-dictionary.js';
  * How a log record's bytes are stored (`log_records.bytes`), issue 29: compressed, and served as they were
  * made. The first byte says the form:
  *
- * - 0x01, codec 1: raw deflate (RFC 1951; 4 KiB window, level 6) with `RECORD_DICTIONARY_1` as its preset
+ * - 0x01, codec 1: raw deflate (RFC 1951; 8 KiB window, level 6) with `RECORD_DICTIONARY_1` as its preset
  *   dictionary, behind that byte. A score-log/2 record of about 1,650 bytes is stored in about 220.
  * - anything else: the record itself, as every record was stored before codec 1 (score-log/1, the first
  *   score-log/2 ones: JSON, so `{`). Such rows stay as they are and are read as they are.
@@ -25,8 +25,8 @@ export const RECORD_CODEC_1 = 0x01;
 
 const CODEC_1_OPTIONS: zlib.ZlibOptions = {
   level: 6,
-  memLevel: 4,
-  windowBits: 12,
+  memLevel: 5,
+  windowBits: 13,
   dictionary: RECORD_DICTIONARY_1,
 };
 
@@ -37,14 +37,14 @@ const CODEC_1_OPTIONS: zlib.ZlibOptions = {
 const MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
 const CODEC_1_INFLATE: zlib.ZlibOptions = {
-  windowBits: 12,
+  windowBits: 13,
   dictionary: RECORD_DICTIONARY_1,
   maxOutputLength: MAX_RECORD_BYTES,
 };
 
 /** What inflates each codec's stored form, by its first byte (for the SQLite thread's `log_leaf_hash`). */
 export const RECORD_CODECS: Record<number, { windowBits: number; dictionary: Uint8Array }> = {
-  [RECORD_CODEC_1]: { windowBits: 12, dictionary: RECORD_DICTIONARY_1 },
+  [RECORD_CODEC_1]: { windowBits: 13, dictionary: RECORD_DICTIONARY_1 },
 };
 
 /**
