@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import zlib from 'node:zlib';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { RECORD_DICTIONARY_1 } from './record-dictionary.js';
+import { ReusedZlib } from './reused-zlib.js';
 
 /**
  * How a log record's bytes are stored (`log_records.bytes`), issue 29: compressed, and served as they were
@@ -13,9 +14,9 @@ import { RECORD_DICTIONARY_1 } from './record-dictionary.js';
  *   score-log/2 ones: JSON, so `{`). Such rows stay as they are and are read as they are.
  * - nothing (0 bytes): an erased record (docs/personal-data.md).
  *
- * Deflate rather than zstd: with a preset dictionary, Node's one-shot zlib calls give smaller records
- * (218 against 230-250 bytes) in less time (the one-shot call sets the context and its dictionary up on
- * each record, and deflate's setup with a 4 KiB window is the lighter one): `bench/disk/compression.ts`.
+ * Deflate rather than zstd: with a preset dictionary, deflate gives smaller records (133 against 149 bytes
+ * with the same dictionary, `bench/disk/compression.ts`) in less time, and it can be reset and reused with
+ * its dictionary (`ReusedZlib`), which Node's zstd cannot: its reset drops the dictionary.
  *
  * The CID and the leaf hash are of the record's own bytes, never of the stored form, so a proof, a
  * tile, a checkpoint and a witness are what they would be without compression, and `unpackRecord`'s
@@ -47,15 +48,37 @@ export const RECORD_CODECS: Record<number, { windowBits: number; dictionary: Uin
   [RECORD_CODEC_1]: { windowBits: 13, dictionary: RECORD_DICTIONARY_1 },
 };
 
+/** A record of the shape the dictionary holds, for the reused streams' check of themselves. */
+const CHECK_RECORD = Buffer.from(
+  '{"context":{"jurisdiction":"FR"},"kind":"score","model_version":"scorecard-2","schema":"score-log/2"}',
+);
+
+/** Codec 1's deflate, one stream reused (ReusedZlib: the same records as `zlib.deflateRawSync`'s). */
+const DEFLATE_1 = new ReusedZlib({
+  open: () => zlib.createDeflateRaw(CODEC_1_OPTIONS),
+  fallback: (input) => zlib.deflateRawSync(input, CODEC_1_OPTIONS),
+  check: (run) => {
+    const deflated = run(CHECK_RECORD);
+    return deflated !== undefined && zlib.inflateRawSync(deflated, CODEC_1_INFLATE).equals(CHECK_RECORD);
+  },
+  outputBytes: 64 * 1024,
+});
+
+/** Codec 1's inflate, one stream reused (`maxOutputLength` is `zlib.inflateRawSync`'s, the fallback's). */
+const INFLATE_1 = new ReusedZlib({
+  open: () => zlib.createInflateRaw({ windowBits: 13, dictionary: RECORD_DICTIONARY_1 }),
+  fallback: (input) => zlib.inflateRawSync(input, CODEC_1_INFLATE),
+  check: (run) => run(zlib.deflateRawSync(CHECK_RECORD, CODEC_1_OPTIONS))?.equals(CHECK_RECORD) === true,
+  outputBytes: 256 * 1024,
+});
+
 /**
  * The stored form of a record's bytes (codec 1), in a buffer of its own (not a slice of Node's shared pool),
  * so a run's scoring thread can transfer it.
  */
 export function packRecord(record: Uint8Array): Buffer {
-  const deflated = zlib.deflateRawSync(record, CODEC_1_OPTIONS);
-  const stored = Buffer.allocUnsafeSlow(deflated.length + 1);
+  const stored = DEFLATE_1.run(record, 1);
   stored[0] = RECORD_CODEC_1;
-  deflated.copy(stored, 1);
   return stored;
 }
 
@@ -73,7 +96,7 @@ export function unpackRecord(stored: Uint8Array): Buffer {
   const bytes = Buffer.isBuffer(stored)
     ? stored
     : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
-  return isPacked(bytes) ? zlib.inflateRawSync(bytes.subarray(1), CODEC_1_INFLATE) : bytes;
+  return isPacked(bytes) ? INFLATE_1.run(bytes.subarray(1)) : bytes;
 }
 
 /**
