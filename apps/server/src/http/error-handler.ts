@@ -64,6 +64,16 @@ export function createErrorHandler(options: ErrorHandlerOptions): ErrorRequestHa
       appError = new AppError('internal_error', {
         detail: 'The server failed unexpectedly. Quote the request_id when you report it.',
       });
+    } else if (appError.status >= 500 && appError.code === 'internal_error') {
+      // An internal error the server names (a damaged log record): its detail and cause are the
+      // operator's to see too, not only the client's.
+      options.logger.error('internal error', {
+        requestId,
+        ...trace,
+        method: requestMethod(req, res),
+        path: req.path,
+        error: describeError(error),
+      });
     }
     // A body this answer leaves unread is read off after it, up to a bound (transport/unread-body.ts).
     sendProblem(res, appError, req.path, requestId);

@@ -67,10 +67,16 @@ export function listRunResultsRoute(
           for await (const item of streamRunResults(deps, run, from)) yield `${JSON.stringify(item)}\n`;
         })(),
       );
-      // A client that goes away ends the pipeline (and the reads); nothing is left to answer.
+      // A client that goes away ends the pipeline (and the reads); nothing is left to answer. Any other
+      // failure once lines went out (a record that cannot be read: a damaged row) goes to the error
+      // handler, which logs it and ends the connection: the client sees the stream cut, and resumes
+      // with `from` after the last line it read.
       await (gzip ? pipeline(lines, createGzip(), res) : pipeline(lines, res)).catch((error) => {
-        if (!res.headersSent) throw error;
-        res.destroy();
+        if (res.headersSent && (error as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE') {
+          res.destroy();
+          return;
+        }
+        throw error;
       });
       return;
     }
