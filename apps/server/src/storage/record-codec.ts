@@ -24,28 +24,24 @@ import { ReusedZlib } from './reused-zlib.js';
  */
 export const RECORD_CODEC_1 = 0x01;
 
-const CODEC_1_OPTIONS: zlib.ZlibOptions = {
-  level: 6,
-  memLevel: 5,
-  windowBits: 13,
-  dictionary: RECORD_DICTIONARY_1,
-};
-
 /**
  * The largest record `unpackRecord` makes: records are a few kilobytes (erasure-log/1, the largest, lists
  * up to 1,000 CIDs: about 62 KB); a stored form that inflates past this is not one of ours.
  */
 const MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
-const CODEC_1_INFLATE: zlib.ZlibOptions = {
-  windowBits: 13,
-  dictionary: RECORD_DICTIONARY_1,
-  maxOutputLength: MAX_RECORD_BYTES,
-};
+/** What inflates codec 1's stored form: the deflate's window and dictionary. */
+const CODEC_1_STREAM = { windowBits: 13, dictionary: RECORD_DICTIONARY_1 };
+
+/** Codec 1's deflate: its window and dictionary, level 6 (the level and memory can change; they are not in the format). */
+const CODEC_1_OPTIONS: zlib.ZlibOptions = { ...CODEC_1_STREAM, level: 6, memLevel: 5 };
+
+/** Codec 1's one-shot inflate (the reused stream's fallback), bounded. */
+const CODEC_1_INFLATE: zlib.ZlibOptions = { ...CODEC_1_STREAM, maxOutputLength: MAX_RECORD_BYTES };
 
 /** What inflates each codec's stored form, by its first byte (for the SQLite thread's `log_leaf_hash`). */
 export const RECORD_CODECS: Record<number, { windowBits: number; dictionary: Uint8Array }> = {
-  [RECORD_CODEC_1]: { windowBits: 13, dictionary: RECORD_DICTIONARY_1 },
+  [RECORD_CODEC_1]: CODEC_1_STREAM,
 };
 
 /** A record of the shape the dictionary holds, for the reused streams' check of themselves. */
@@ -66,7 +62,7 @@ const DEFLATE_1 = new ReusedZlib({
 
 /** Codec 1's inflate, one stream reused (`maxOutputLength` is `zlib.inflateRawSync`'s, the fallback's). */
 const INFLATE_1 = new ReusedZlib({
-  open: () => zlib.createInflateRaw({ windowBits: 13, dictionary: RECORD_DICTIONARY_1 }),
+  open: () => zlib.createInflateRaw(CODEC_1_STREAM),
   fallback: (input) => zlib.inflateRawSync(input, CODEC_1_INFLATE),
   check: (run) => run(zlib.deflateRawSync(CHECK_RECORD, CODEC_1_OPTIONS))?.equals(CHECK_RECORD) === true,
   outputBytes: 256 * 1024,
