@@ -33,15 +33,11 @@ for (const kind of DATABASE_KINDS) {
         detectedAt: '2026-11-26T21:00:01.000Z',
         ...fault,
       });
-      // Tenant beta has a leaf but no signed checkpoint: its log does not match, whatever the key.
+      // Tenant beta has a leaf (its level-0 tile) but no signed checkpoint: its log does not match,
+      // whatever the key.
       await storage.db
-        .insertInto('log_leaves')
-        .values({
-          tenant_id: 'beta',
-          created_at: '2026-11-26T20:00:00.000Z',
-          cid: 'bafkreiexample',
-          leaf_index: 0,
-        })
+        .insertInto('log_tiles')
+        .values({ tenant_id: 'beta', level: 0, tile_index: 0, width: 1, hashes: Buffer.alloc(32, 7) })
         .execute();
 
       const listed = await runBuiltCli(['log-faults'], env);

@@ -1,4 +1,4 @@
-import type { NewTile, TileCoordinates } from '@scenario-scoring/tlog';
+import { type NewTile, TILE_WIDTH, type TileCoordinates } from '@scenario-scoring/tlog';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
@@ -98,14 +98,28 @@ export async function lockTenantLog(
   return rows[0]?.locked === true;
 }
 
-/** The tenant's tree size: one more than its highest leaf index. */
+/**
+ * The tenant's tree size, read from the tree itself: its last level-0 tile (the widest at the highest
+ * index) holds leaves `index × 256 …`, so the size is `index × 256 + width`. One probe of the tiles'
+ * primary key, backwards. Leaves, tiles and the checkpoint are written in one transaction (the sequencer),
+ * so this is also one more than the highest leaf index (migration 0023 dropped the leaf-index index that
+ * used to give it).
+ */
 export async function selectTreeSize(db: Kysely<Database>, tenantId: string): Promise<number> {
-  const row = await db
-    .selectFrom('log_leaves')
-    .select((eb) => eb.fn.max('leaf_index').as('last'))
+  const row = await lastLeafTileQuery(db, tenantId).executeTakeFirst();
+  return row === undefined ? 0 : Number(row.tile_index) * TILE_WIDTH + Number(row.width);
+}
+
+/** selectTreeSize's query, for its query-plan test. */
+export function lastLeafTileQuery(db: Kysely<Database>, tenantId: string) {
+  return db
+    .selectFrom('log_tiles')
+    .select(['tile_index', 'width'])
     .where('tenant_id', '=', tenantId)
-    .executeTakeFirst();
-  return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
+    .where('level', '=', 0)
+    .orderBy('tile_index', 'desc')
+    .orderBy('width', 'desc')
+    .limit(1);
 }
 
 /**

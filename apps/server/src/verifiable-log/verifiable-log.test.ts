@@ -27,10 +27,15 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
 import { recordStamp } from '../score-log/record-stamp.js';
 import { chunks } from '../storage/chunks.js';
+import {
+  down as downLeafIndexFromTiles,
+  up as upLeafIndexFromTiles,
+} from '../storage/migrations/0023-leaf-index-from-tiles.js';
 import { findCheckpoint, proveConsistency, proveInclusion } from './verifiable-log-service.js';
 import {
   appendListedLeaves,
   LogMovedError,
+  lastLeafTileQuery,
   leafAndCheckpointQuery,
   listedLeavesInsert,
   type QueuedLeaf,
@@ -173,6 +178,63 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
       leafIndex: undefined,
       checkpoint: undefined,
     });
+  });
+
+  it("reads the tree size from the last level-0 tile, by the tiles' primary key (no leaf index, no scan)", async () => {
+    const db = storage().db;
+    const query = lastLeafTileQuery(db, TENANT).compile();
+    const lines =
+      kind === 'sqlite'
+        ? (
+            await db.executeQuery<{ detail: string }>(
+              CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
+            )
+          ).rows.map((row) => row.detail)
+        : (
+            await db.executeQuery<{ 'QUERY PLAN': string }>(
+              CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
+            )
+          ).rows.map((row) => row['QUERY PLAN']);
+    expect(lines.join('\n')).toMatch(
+      kind === 'sqlite'
+        ? /SEARCH log_tiles USING (PRIMARY KEY|COVERING INDEX sqlite_autoindex_log_tiles_1) \(tenant_id=\? AND level=\?\)/
+        : /Index.*Scan Backward using log_tiles_pk/,
+    );
+    expect(lines.filter((line) => /^SCAN|Seq Scan|Sort|TEMP B-TREE/.test(line.trim()))).toEqual([]);
+    // The same size the leaves give: one more than the highest leaf index.
+    const highest = await db
+      .selectFrom('log_leaves')
+      .select((eb) => eb.fn.max('leaf_index').as('last'))
+      .where('tenant_id', '=', TENANT)
+      .executeTakeFirstOrThrow();
+    expect(await selectTreeSize(db, TENANT)).toBe(Number(highest.last) + 1);
+    expect(await selectTreeSize(db, TENANT)).toBe(2000);
+    expect(await selectTreeSize(db, 'log-nobody')).toBe(0);
+  });
+
+  it("0023's down gives back the unique leaf-index index over the stored leaves, and its up drops it again", async () => {
+    const db = storage().db;
+    const indexes = async () =>
+      kind === 'sqlite'
+        ? (
+            await sql<{
+              name: string;
+            }>`select name from sqlite_schema where type = 'index' and tbl_name = 'log_leaves'`.execute(db)
+          ).rows.map((row) => row.name)
+        : (
+            await sql<{
+              name: string;
+            }>`select indexname as name from pg_indexes where tablename = 'log_leaves'`.execute(db)
+          ).rows.map((row) => row.name);
+    expect(await indexes()).not.toContain('log_leaves_leaf_index_idx');
+    await downLeafIndexFromTiles(db);
+    try {
+      expect(await indexes()).toContain('log_leaves_leaf_index_idx');
+    } finally {
+      await upLeafIndexFromTiles(db);
+    }
+    expect(await indexes()).not.toContain('log_leaves_leaf_index_idx');
+    expect(await selectTreeSize(db, TENANT)).toBe(2000);
   });
 
   it('proves the inclusion of every record, with the client and with Go (tlog.CheckRecord)', async () => {
