@@ -1,7 +1,7 @@
 import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import { type OutboxEvent, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
-import { rowBytes, UsageTally, writtenEventsUsage } from '../quota/tenant-usage.js';
+import { ROW_OVERHEAD_BYTES, rowBytes, UsageTally, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
@@ -30,11 +30,34 @@ const LOG_ROW_INSERT: RowInsert<Insertable<LogRecordsTable>> = {
   onConflictDoNothing: ['tenant_id', 'cid'],
 };
 
-/** The same INSERT on PostgreSQL, returning what queues the rows it inserted for their leaves. */
+/**
+ * The INSERT on SQLite: each record packed by the connection's thread as it is inserted
+ * (`log_record_pack`, storage/sqlite-connection-thread.ts), so the event loop does not deflate; a row
+ * already packed (a run's, packed on its scoring threads) is stored as it is.
+ */
+const SQLITE_LOG_ROW_INSERT: RowInsert<Insertable<LogRecordsTable>> = {
+  ...LOG_ROW_INSERT,
+  through: { bytes: 'log_record_pack' },
+};
+
+/** The INSERT on PostgreSQL, returning what queues the rows it inserted for their leaves. */
 const LOG_ROW_INSERT_RETURNING: RowInsert<Insertable<LogRecordsTable>> = {
   ...LOG_ROW_INSERT,
   returning: ['tenant_id', 'created_at', 'cid'],
 };
+
+/**
+ * SQLite: what the log INSERT right before it stored adds to its tenants' usage (as `UsageTally` counts a
+ * row: its stored bytes and `ROW_OVERHEAD_BYTES`), read back from the rows it inserted, since the event
+ * loop never sees their packed size. Those are the rowids `last_insert_rowid() - changes() + 1` through
+ * `last_insert_rowid()`: a rowid table gives each new row one more than the largest, rows a conflict left
+ * alone take none, and neither function counts the queuing trigger's rows. Only right after that INSERT,
+ * in its transaction.
+ */
+const SQLITE_INSERTED_LOG_USAGE = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at")
+  select "tenant_id", sum(length("bytes")) + count(*) * ${ROW_OVERHEAD_BYTES}, ? from "log_records"
+  where rowid between last_insert_rowid() - changes() + 1 and last_insert_rowid() group by "tenant_id"
+  on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`;
 
 /**
  * A row of `log_records` to insert: `bytes` the record itself (then packed by `logRowInserts`) or its
@@ -109,23 +132,28 @@ export async function insertLogRecords(
     if (record.events) {
       for (const event of record.events) events.push(key === null ? event : { ...event, subjectKey: key });
     }
-    return storedLogRow(
-      {
-        tenant_id: record.tenantId,
-        cid: record.cid,
-        bytes: record.bytes,
-        request_id: record.requestId,
-        created_at: record.createdAt.toISOString(),
-        subject_key: key,
-      },
-      postgres,
-    );
+    const row: LogRow = {
+      tenant_id: record.tenantId,
+      cid: record.cid,
+      bytes: record.bytes,
+      request_id: record.requestId,
+      created_at: record.createdAt.toISOString(),
+      subject_key: key,
+    };
+    // PostgreSQL stores what it is given: packed here. SQLite's thread packs (logRowInserts).
+    return postgres ? storedLogRow(row, true) : row;
   });
   // What the records add to their tenants' storage usage (as stored): one upsert per batch, not per record.
+  // On SQLite, the rows' packed size is known only to the database: each INSERT is followed by its usage.
   const usage = new UsageTally();
-  for (const row of rows) usage.add(row.tenant_id, rowBytes(row.bytes));
+  if (postgres) for (const row of rows) usage.add(row.tenant_id, rowBytes(row.bytes));
   const now = new Date();
-  const inserts = logRowInserts(storage.db, rows);
+  const inserts = postgres
+    ? logRowInserts(storage.db, rows)
+    : logRowInserts(storage.db, rows).flatMap((insert) => [
+        insert,
+        CompiledQuery.raw(SQLITE_INSERTED_LOG_USAGE, [now.toISOString()]),
+      ]);
   const [only] = inserts;
   // On PostgreSQL, records without events (nearly every batch) are one statement with their usage's
   // upsert (UsageTally.withInsert): one round trip, where a transaction of two statements is four.
@@ -155,7 +183,8 @@ export async function insertLogRecords(
 
 /**
  * Inserts log rows in the caller's transaction, in multi-row INSERTs, leaving a (tenant, CID) already
- * present alone (the CID is the hash of the bytes), each record stored packed (`storedLogRow`). Each row
+ * present alone (the CID is the hash of the bytes), each record stored packed: on PostgreSQL packed here
+ * (`storedLogRow`), on SQLite by the connection's thread as it inserts (`log_record_pack`). Each row
  * inserted is queued for its leaf in the tenant's verifiable log in the same statement: on SQLite by a
  * trigger (migration 0006) whose `log_leaf_hash` unpacks the record; on PostgreSQL by the statement itself
  * (a data-modifying WITH, as PostgreSQL cannot unpack: migration 0022), from the rows' leaf hashes. In key
@@ -170,13 +199,13 @@ export async function insertLogRows(trx: Transaction<Database>, rows: readonly L
 /** The statements `insertLogRows` runs, compiled with `db`, to run in a transaction of the caller's. */
 export function logRowInserts(db: Kysely<Database>, rows: readonly LogRow[]): CompiledQuery[] {
   const postgres = usesNumberedParameters(db);
-  const sorted = rows
-    .map((row) => storedLogRow(row, postgres))
-    .sort((a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid));
+  const sorted = (postgres ? rows.map((row) => storedLogRow(row, true)) : [...rows]).sort(
+    (a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid),
+  );
   return Array.from(chunks(sorted, ROWS_PER_STATEMENT), (chunk) =>
     postgres
       ? queuedLogInsert(rowInsertQuery(db, LOG_ROW_INSERT_RETURNING, chunk, SHARED_LOG_COLUMNS), chunk)
-      : rowInsertQuery(db, LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS),
+      : rowInsertQuery(db, SQLITE_LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS),
   );
 }
 

@@ -1,8 +1,8 @@
 import { hash } from 'node:crypto';
-import zlib from 'node:zlib';
+import type zlib from 'node:zlib';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { RECORD_DICTIONARY_1 } from './record-dictionary.js';
-import { ReusedZlib } from './reused-zlib.js';
+import { reusedDeflateRaw, reusedInflateRaw } from './reused-zlib.js';
 
 /**
  * How a log record's bytes are stored (`log_records.bytes`), issue 29: compressed, and served as they were
@@ -40,33 +40,16 @@ const CODEC_1_OPTIONS: zlib.ZlibOptions = { ...CODEC_1_STREAM, level: 6, memLeve
 const CODEC_1_INFLATE: zlib.ZlibOptions = { ...CODEC_1_STREAM, maxOutputLength: MAX_RECORD_BYTES };
 
 /** What inflates each codec's stored form, by its first byte (for the SQLite thread's `log_leaf_hash`). */
-export const RECORD_CODECS: Record<number, { windowBits: number; dictionary: Uint8Array }> = {
-  [RECORD_CODEC_1]: CODEC_1_STREAM,
+export const RECORD_CODECS: Record<number, zlib.ZlibOptions> = {
+  [RECORD_CODEC_1]: CODEC_1_INFLATE,
 };
 
-/** A record of the shape the dictionary holds, for the reused streams' check of themselves. */
-const CHECK_RECORD = Buffer.from(
-  '{"context":{"jurisdiction":"FR"},"kind":"score","model_version":"scorecard-2","schema":"score-log/2"}',
-);
+/** How a record is packed (codec 1), for the SQLite thread's `log_record_pack`: its byte and its deflate. */
+export const RECORD_PACKING = { codec: RECORD_CODEC_1, deflate: CODEC_1_OPTIONS } as const;
 
-/** Codec 1's deflate, one stream reused (ReusedZlib: the same records as `zlib.deflateRawSync`'s). */
-const DEFLATE_1 = new ReusedZlib({
-  open: () => zlib.createDeflateRaw(CODEC_1_OPTIONS),
-  fallback: (input) => zlib.deflateRawSync(input, CODEC_1_OPTIONS),
-  check: (run) => {
-    const deflated = run(CHECK_RECORD);
-    return deflated !== undefined && zlib.inflateRawSync(deflated, CODEC_1_INFLATE).equals(CHECK_RECORD);
-  },
-  outputBytes: 64 * 1024,
-});
-
-/** Codec 1's inflate, one stream reused (`maxOutputLength` is `zlib.inflateRawSync`'s, the fallback's). */
-const INFLATE_1 = new ReusedZlib({
-  open: () => zlib.createInflateRaw(CODEC_1_STREAM),
-  fallback: (input) => zlib.inflateRawSync(input, CODEC_1_INFLATE),
-  check: (run) => run(zlib.deflateRawSync(CHECK_RECORD, CODEC_1_OPTIONS))?.equals(CHECK_RECORD) === true,
-  outputBytes: 256 * 1024,
-});
+/** Codec 1's deflate and inflate, one stream each reused (ReusedZlib: the records `zlib.*RawSync` make). */
+const DEFLATE_1 = reusedDeflateRaw(CODEC_1_OPTIONS, CODEC_1_INFLATE);
+const INFLATE_1 = reusedInflateRaw(CODEC_1_INFLATE, CODEC_1_OPTIONS);
 
 /**
  * The stored form of a record's bytes (codec 1), in a buffer of its own (not a slice of Node's shared pool),

@@ -114,3 +114,39 @@ export class ReusedZlib {
     return stream;
   }
 }
+
+/** What the reused raw deflate and inflate check themselves with (any bytes would do; these are a record's). */
+const CHECK_INPUT = Buffer.from(
+  '{"context":{"jurisdiction":"FR"},"kind":"score","model_version":"scorecard-2","schema":"score-log/2"}',
+);
+
+/**
+ * Raw deflate with `options` through one reused stream, falling back to `zlib.deflateRawSync`; it checks
+ * itself on first use by inflating its own output with `inflate` (the one-shot function).
+ */
+export function reusedDeflateRaw(options: zlib.ZlibOptions, inflate: zlib.ZlibOptions): ReusedZlib {
+  return new ReusedZlib({
+    open: () => zlib.createDeflateRaw(options),
+    fallback: (input) => zlib.deflateRawSync(input, options),
+    check: (run) => {
+      const deflated = run(CHECK_INPUT);
+      return deflated !== undefined && zlib.inflateRawSync(deflated, inflate).equals(CHECK_INPUT);
+    },
+    outputBytes: 64 * 1024,
+  });
+}
+
+/**
+ * Raw inflate with `options` through one reused stream, falling back to `zlib.inflateRawSync` (so
+ * `options.maxOutputLength` bounds the fallback); it checks itself on first use against `deflate`'s
+ * one-shot output.
+ */
+export function reusedInflateRaw(options: zlib.ZlibOptions, deflate: zlib.ZlibOptions): ReusedZlib {
+  const { maxOutputLength: _bound, ...stream } = options;
+  return new ReusedZlib({
+    open: () => zlib.createInflateRaw(stream),
+    fallback: (input) => zlib.inflateRawSync(input, options),
+    check: (run) => run(zlib.deflateRawSync(CHECK_INPUT, deflate))?.equals(CHECK_INPUT) === true,
+    outputBytes: 256 * 1024,
+  });
+}

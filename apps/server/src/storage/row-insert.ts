@@ -9,6 +9,11 @@ export interface RowInsert<Row> {
   onConflictDoNothing?: readonly (keyof Row & string)[];
   /** Columns of the inserted rows the statement returns (`returning …`). */
   returning?: readonly (keyof Row & string)[];
+  /**
+   * A SQL function each row's value of a column goes through (`log_record_pack(?)`: SQLite's thread packs
+   * a log record as it is inserted, see score-log-store.ts). Not for the `shared` columns.
+   */
+  through?: Partial<Record<keyof Row & string, string>>;
 }
 
 /** SQL texts made so far, by dialect, shape and row count: a run's batches repeat the same few. */
@@ -55,7 +60,8 @@ export function rowInsertQuery<Row extends object>(
     rows.every((row) => shared.every((column) => (row as Record<string, unknown>)[column] === first[column]));
   const once = sharing ? insert.columns.filter((column) => shared.includes(column)) : [];
   const perRow = sharing ? insert.columns.filter((column) => !shared.includes(column)) : insert.columns;
-  const key = `${postgres ? 'pg' : 'lite'} ${insert.table} ${insert.columns.join(',')} ${insert.onConflictDoNothing?.join(',') ?? ''} ${insert.returning?.join(',') ?? ''} ${rows.length} ${once.join(',')}`;
+  const through = insert.through ? JSON.stringify(insert.through) : '';
+  const key = `${postgres ? 'pg' : 'lite'} ${insert.table} ${insert.columns.join(',')} ${insert.onConflictDoNothing?.join(',') ?? ''} ${insert.returning?.join(',') ?? ''} ${through} ${rows.length} ${once.join(',')}`;
   let text = texts.get(key);
   if (text === undefined) {
     text = sharing
@@ -90,7 +96,7 @@ function sharedInsertText<Row>(
   const tuples: string[] = new Array(rowCount);
   for (let row = 0; row < rowCount; row++) {
     const first = once.length + row * own.length + 1;
-    const marks = own.map((_, i) => (postgres ? `$${first + i}` : '?'));
+    const marks = own.map((column, i) => passed(insert, column, postgres ? `$${first + i}` : '?'));
     tuples[row] = `(${[...shared, ...marks].join(', ')})`;
   }
   return `insert into "${insert.table}" (${quoted([...once, ...own])}) values ${tuples.join(', ')}${endClauses(insert)}`;
@@ -102,10 +108,20 @@ function insertText<Row>(insert: RowInsert<Row>, rowCount: number, postgres: boo
   for (let row = 0; row < rowCount; row++) {
     const marks: string[] = new Array(width);
     for (let column = 0; column < width; column++)
-      marks[column] = postgres ? `$${row * width + column + 1}` : '?';
+      marks[column] = passed(
+        insert,
+        insert.columns[column] as string,
+        postgres ? `$${row * width + column + 1}` : '?',
+      );
     tuples[row] = `(${marks.join(', ')})`;
   }
   return `insert into "${insert.table}" (${quoted(insert.columns)}) values ${tuples.join(', ')}${endClauses(insert)}`;
+}
+
+/** A value's placeholder, through the column's function if it has one (`RowInsert.through`). */
+function passed<Row>(insert: RowInsert<Row>, column: string, mark: string): string {
+  const through = (insert.through as Record<string, string> | undefined)?.[column];
+  return through === undefined ? mark : `${through}(${mark})`;
 }
 
 function quoted(names: readonly string[]): string {

@@ -1,7 +1,8 @@
 import { hash } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { parentPort as port, workerData } from 'node:worker_threads';
-import zlib from 'node:zlib';
+import type { ReusedZlib } from './reused-zlib.ts';
+import { reusedDeflateRaw, reusedInflateRaw } from './reused-zlib.ts';
 import type {
   SqliteError,
   SqliteThreadData,
@@ -18,8 +19,9 @@ import type {
  * its first statement: every transaction here writes, and taking the write lock up front lets busy_timeout
  * wait for another process instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
  *
- * It imports only Node's modules and types, so that Node runs this TypeScript source as it is under vitest
- * (see server-files.ts); the build runs tsc's output.
+ * It imports only Node's modules, types and reused-zlib.ts (itself only Node's), by their `.ts` names, so
+ * that Node runs this TypeScript source as it is under vitest (see server-files.ts); tsc rewrites them
+ * (`rewriteRelativeImportExtensions`) and the build runs its output.
  */
 
 if (port === null) throw new Error('sqlite-connection-thread.ts runs as a worker thread only');
@@ -38,10 +40,56 @@ function describe(error: unknown): SqliteError {
   };
 }
 
+/** Each codec's inflate, one reused stream each (reused-zlib.ts), made when first needed. */
+const inflates = new Map<number, ReusedZlib>();
+
 /** The record a stored form holds (see `recordCodecs`): the bytes themselves when not packed. */
 function unpacked(stored: Uint8Array): Uint8Array {
-  const codec = stored.length > 0 ? data.recordCodecs[stored[0] as number] : undefined;
-  return codec ? zlib.inflateRawSync(stored.subarray(1), codec) : stored;
+  const codec = stored.length > 0 ? (stored[0] as number) : -1;
+  const options = data.recordCodecs[codec];
+  if (options === undefined) return stored;
+  let inflate = inflates.get(codec);
+  if (inflate === undefined) {
+    inflate = reusedInflateRaw(options, options);
+    inflates.set(codec, inflate);
+  }
+  return inflate.run(stored.subarray(1));
+}
+
+/** The RFC 9162 leaf hash SHA-256(0x00 || bytes) of a record. */
+function leafHash(record: Uint8Array): Buffer {
+  const input = Buffer.allocUnsafe(record.length + 1);
+  input[0] = 0x00;
+  input.set(record, 1);
+  return hash('sha256', input, 'buffer');
+}
+
+/** The record packing's deflate (one reused stream), made when first needed. */
+let deflate: ReusedZlib | undefined;
+
+/**
+ * The leaf hashes of the records `log_record_pack` packed during the message being run, by their stored
+ * form (latin1, one character a byte): the queuing trigger asks for each right after its row's insert
+ * (SQLite computes a multi-row INSERT's values first, then inserts each row and runs its trigger), so a
+ * record is not unpacked again to be hashed. An entry is used once; what a conflict left unused is
+ * dropped when the message is done (`forgetPacked`). A hit is exactly the hash `unpacked` would give: a
+ * stored form packs one record.
+ */
+const packedLeafHashes = new Map<string, Buffer>();
+
+function forgetPacked(): void {
+  packedLeafHashes.clear();
+}
+
+/** A log record's stored form (`recordPacking`): a record packed, bytes already packed (or empty) as they are. */
+function packed(bytes: Uint8Array): Uint8Array {
+  if (bytes.length === 0 || data.recordCodecs[bytes[0] as number] !== undefined) return bytes;
+  const { codec, deflate: options } = data.recordPacking;
+  deflate ??= reusedDeflateRaw(options, data.recordCodecs[codec] ?? options);
+  const stored = deflate.run(bytes, 1);
+  stored[0] = codec;
+  packedLeafHashes.set(stored.toString('latin1'), leafHash(bytes));
+  return stored;
 }
 
 /** Opens the file, or answers why it could not and ends the thread. */
@@ -58,11 +106,23 @@ function open(): DatabaseSync | undefined {
     opened.function('log_leaf_hash', { deterministic: true }, (stored) => {
       if (!(stored instanceof Uint8Array))
         throw new TypeError('log_leaf_hash takes the record bytes (a BLOB)');
-      const bytes = unpacked(stored);
-      const input = Buffer.allocUnsafe(bytes.length + 1);
-      input[0] = 0x00;
-      input.set(bytes, 1);
-      return hash('sha256', input, 'buffer');
+      if (packedLeafHashes.size > 0) {
+        const key = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength).toString('latin1');
+        const known = packedLeafHashes.get(key);
+        if (known !== undefined) {
+          packedLeafHashes.delete(key);
+          return known;
+        }
+      }
+      return leafHash(unpacked(stored));
+    });
+    // log_record_pack(bytes): a log record's stored form (storage/record-codec.ts), which the log's INSERT
+    // puts each record through on SQLite (score-log-store.ts), so that packing costs this thread, not the
+    // event loop. Bytes already packed (a run's records, packed on its scoring threads) stay as they are.
+    opened.function('log_record_pack', { deterministic: true }, (bytes) => {
+      if (!(bytes instanceof Uint8Array))
+        throw new TypeError('log_record_pack takes the record bytes (a BLOB)');
+      return packed(bytes);
     });
     for (const pragma of data.pragmas) opened.exec(pragma);
     // Freed content is overwritten with zeros, so an erased record's bytes (and any deleted personal data)
@@ -181,6 +241,14 @@ function runStatements(db: DatabaseSync, id: number, statements: TransactionStat
 if (database !== undefined) {
   const db = database;
   parentPort.on('message', (message: ThreadRequest) => {
+    try {
+      answer(message);
+    } finally {
+      forgetPacked();
+    }
+  });
+
+  function answer(message: ThreadRequest): void {
     if ('close' in message) {
       try {
         db.close();
@@ -206,5 +274,5 @@ if (database !== undefined) {
     } catch (error) {
       parentPort.postMessage({ id, error: describe(error) });
     }
-  });
+  }
 }

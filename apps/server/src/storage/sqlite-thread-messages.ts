@@ -13,9 +13,12 @@ export interface SqliteThreadData {
   statementCacheSize: number;
   /**
    * The inflate options of each record codec by its first byte (storage/record-codec.ts), so that
-   * `log_leaf_hash` hashes a packed record's own bytes: this thread imports only Node's modules.
+   * `log_leaf_hash` hashes a packed record's own bytes: this thread imports only Node's modules (and
+   * reused-zlib.ts, which does too).
    */
-  recordCodecs: Record<number, { windowBits: number; dictionary: Uint8Array }>;
+  recordCodecs: Record<number, import('node:zlib').ZlibOptions>;
+  /** How `log_record_pack` packs a record: the codec's first byte and its deflate (`RECORD_PACKING`). */
+  recordPacking: { codec: number; deflate: import('node:zlib').ZlibOptions };
 }
 
 /** An error of the thread's SQLite, described for the message back (an Error loses its own fields there). */

@@ -14,7 +14,7 @@ import {
   SqliteQueryCompiler,
 } from 'kysely';
 import { THREAD_RESOURCE_LIMITS, threadModule } from '../server-files.js';
-import { RECORD_CODECS } from './record-codec.js';
+import { RECORD_CODECS, RECORD_PACKING } from './record-codec.js';
 import type {
   OpenedMessage,
   Reply,
@@ -245,6 +245,7 @@ class SqliteThreadDriver implements Driver {
       pragmas: [...this.#options.pragmas],
       statementCacheSize: this.#options.statementCacheSize,
       recordCodecs: RECORD_CODECS,
+      recordPacking: RECORD_PACKING,
     };
     const worker = new Worker(THREAD_MODULE, { workerData, resourceLimits: THREAD_RESOURCE_LIMITS });
     this.#worker = worker;
