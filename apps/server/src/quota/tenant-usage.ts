@@ -9,6 +9,21 @@ import { usesNumberedParameters } from '../storage/row-insert.js';
  */
 export const ROW_OVERHEAD_BYTES = 64;
 
+/** Every usage upsert's end: a tenant's row, when it has one, grows by what the upsert adds. */
+export const USAGE_ON_CONFLICT = `on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`;
+
+/**
+ * The upsert adding to their tenants' usage the rows of `from` (a table or a WITH query) that `where`
+ * picks, each counted as `rowBytes` counts a row of its `bytes`: their length plus the row overhead.
+ * `updatedAt` is the placeholder of the time's parameter. For writers whose rows' stored size only the
+ * database knows (score-log-store.ts: SQLite packs a record as it inserts it; rows a conflict left alone are
+ * not counted).
+ */
+export function storedBytesUsage(from: string, where: string, updatedAt: string): string {
+  // SQLite needs the WHERE to tell the upsert's ON CONFLICT from a join's.
+  return `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("bytes")) + count(*) * ${ROW_OVERHEAD_BYTES}, ${updatedAt} from ${from} where ${where} group by "tenant_id" ${USAGE_ON_CONFLICT}`;
+}
+
 /** The bytes a row of these texts and byte strings counts: their lengths (UTF-8) plus the row overhead. */
 export function rowBytes(...parts: (string | Uint8Array | null | undefined)[]): number {
   let bytes = ROW_OVERHEAD_BYTES;
@@ -44,25 +59,6 @@ export class UsageTally {
     return [CompiledQuery.raw(text, parameters)];
   }
 
-  /**
-   * PostgreSQL only: `insert` (a statement with numbered parameters, returning nothing, that stores the
-   * rows tallied) and the tally's upsert as ONE statement, the insert a data-modifying CTE beside it (both
-   * run, in one snapshot, whether or not the upsert reads it; the tally counts what `upserts` would). A
-   * statement alone is its own transaction, so a group commit of log records is one round trip instead
-   * of four (BEGIN, the insert, the upsert, COMMIT). Nothing but `insert` when the tally is empty.
-   * An `insert` that is itself a WITH of data-modifying parts ending in a statement that only reads
-   * (`result`, e.g. the log's LOG_INSERT_RESULT) keeps its parts, the upsert in place of that statement.
-   */
-  withInsert(insert: CompiledQuery, now: Date, result?: string): CompiledQuery {
-    if (this.#bytes.size === 0) return insert;
-    const parameters: unknown[] = [...insert.parameters];
-    const upsert = this.#upsertText(parameters, true, now);
-    if (result !== undefined && insert.sql.startsWith('with ') && insert.sql.endsWith(result)) {
-      return CompiledQuery.raw(`${insert.sql.slice(0, -result.length)} ${upsert}`, parameters);
-    }
-    return CompiledQuery.raw(`with "stored" as (${insert.sql}) ${upsert}`, parameters);
-  }
-
   /** The upsert's text, its parameters appended to `parameters` (numbered after those already there). */
   #upsertText(parameters: unknown[], numbered: boolean, now: Date): string {
     const updatedAt = now.toISOString();
@@ -80,7 +76,7 @@ export class UsageTally {
         return '(?, ?, ?)';
       });
     }
-    return `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") values ${tuples.join(', ')} on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`;
+    return `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") values ${tuples.join(', ')} ${USAGE_ON_CONFLICT}`;
   }
 
   /** Sorted by tenant: two transactions growing the same tenants lock their rows in one order. */
@@ -115,7 +111,7 @@ export function writtenEventsUsage(db: Kysely<Database>, ids: readonly string[],
     return mark();
   });
   // SQLite needs the WHERE to tell the upsert's ON CONFLICT from a join's.
-  const text = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("payload") + ${ROW_OVERHEAD_BYTES}), ${updatedAt} from "events" where "id" in (${marks.join(', ')}) group by "tenant_id" on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`;
+  const text = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("payload") + ${ROW_OVERHEAD_BYTES}), ${updatedAt} from "events" where "id" in (${marks.join(', ')}) group by "tenant_id" ${USAGE_ON_CONFLICT}`;
   return [CompiledQuery.raw(text, parameters)];
 }
 
@@ -127,7 +123,7 @@ export function runUsageUpsert(db: Kysely<Database>, runId: string, bytes: numbe
   const numbered = sql`${0}`.compile(db).sql === '$1';
   const [a, b, c] = numbered ? ['$1::bigint', '$2', '$3'] : ['?', '?', '?'];
   return CompiledQuery.raw(
-    `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", ${a}, ${b} from "runs" where "id" = ${c} on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`,
+    `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", ${a}, ${b} from "runs" where "id" = ${c} ${USAGE_ON_CONFLICT}`,
     [bytes, now.toISOString(), runId],
   );
 }
@@ -159,7 +155,7 @@ export function releasedInputsUsage(
   if (range) where.push(`i."item_index" >= ${mark(range.from)}`, `i."item_index" < ${mark(range.to)}`);
   const released = `-sum(${bytes('subject')} + ${bytes('item')} + ${bytes('error')} + ${ROW_OVERHEAD_BYTES})`;
   return CompiledQuery.raw(
-    `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select r."tenant_id", ${numbered ? `(${released})::bigint` : released}, ${updatedAt} from "run_inputs" i join "runs" r on r."id" = i."run_id" where ${where.join(' and ')} group by r."tenant_id" on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`,
+    `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select r."tenant_id", ${numbered ? `(${released})::bigint` : released}, ${updatedAt} from "run_inputs" i join "runs" r on r."id" = i."run_id" where ${where.join(' and ')} group by r."tenant_id" ${USAGE_ON_CONFLICT}`,
     parameters,
   );
 }

@@ -130,13 +130,30 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
     await insertLogRecords(counted, [more]);
     expect(await readTenantUsage(storage().db, 'usage_b')).toBe((b ?? 0) + rowBytes(packRecord(more.bytes)));
 
-    if (storage().kind === 'sqlite') {
-      // SQLite counts the rows its INSERT stored (packed by its thread), read back by rowid: a record
-      // already stored takes none, so only the new one of this batch is counted.
-      const fresh = record('usage_b');
-      await insertLogRecords(counted, [records[1] as (typeof records)[number], fresh]);
-      expect(await readTenantUsage(storage().db, 'usage_b')).toBe(
-        (b ?? 0) + rowBytes(packRecord(more.bytes)) + rowBytes(packRecord(fresh.bytes)),
+    // Only the rows an INSERT stored are counted (SQLite reads them back by rowid, PostgreSQL from the
+    // INSERT's RETURNING): a record already stored, or twice in one batch, counts once; tenants interleaved.
+    const fresh = record('usage_b');
+    await insertLogRecords(counted, [records[1] as StoredLogRecord, fresh, fresh]);
+    expect(await readTenantUsage(storage().db, 'usage_b')).toBe(
+      (b ?? 0) + rowBytes(packRecord(more.bytes)) + rowBytes(packRecord(fresh.bytes)),
+    );
+
+    // A batch past one INSERT's rows (ROWS_PER_STATEMENT), two tenants, a quarter of it stored already.
+    const old = Array.from({ length: 300 }, (_, n) => record(n % 2 ? 'usage_c' : 'usage_d'));
+    await insertLogRecords(counted, old);
+    const batch = [
+      ...old.slice(0, 75),
+      ...Array.from({ length: 1500 }, (_, n) => record(n % 3 ? 'usage_c' : 'usage_d')),
+    ];
+    await insertLogRecords(counted, batch);
+    for (const tenant of ['usage_c', 'usage_d']) {
+      const stored = await storage()
+        .db.selectFrom('log_records')
+        .select('bytes')
+        .where('tenant_id', '=', tenant)
+        .execute();
+      expect(await readTenantUsage(storage().db, tenant)).toBe(
+        stored.reduce((sum, row) => sum + rowBytes(row.bytes), 0),
       );
     }
   });

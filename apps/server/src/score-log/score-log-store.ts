@@ -1,7 +1,7 @@
 import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { AppError } from '../errors/app-error.js';
 import { type OutboxEvent, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
-import { ROW_OVERHEAD_BYTES, rowBytes, UsageTally, writtenEventsUsage } from '../quota/tenant-usage.js';
+import { storedBytesUsage, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
@@ -46,18 +46,23 @@ const LOG_ROW_INSERT_RETURNING: RowInsert<Insertable<LogRecordsTable>> = {
   returning: ['tenant_id', 'created_at', 'cid'],
 };
 
+/** The same, returning also what counts the rows in their tenants' usage (`logRowInserts`' `usageAt`). */
+const LOG_ROW_INSERT_RETURNING_BYTES: RowInsert<Insertable<LogRecordsTable>> = {
+  ...LOG_ROW_INSERT,
+  returning: ['tenant_id', 'created_at', 'cid', 'bytes'],
+};
+
 /**
- * SQLite: what the log INSERT right before it stored adds to its tenants' usage (as `UsageTally` counts a
- * row: its stored bytes and `ROW_OVERHEAD_BYTES`), read back from the rows it inserted, since the event
- * loop never sees their packed size. Those are the rowids `last_insert_rowid() - changes() + 1` through
- * `last_insert_rowid()`: a rowid table gives each new row one more than the largest, rows a conflict left
- * alone take none, and neither function counts the queuing trigger's rows. Only right after that INSERT,
- * in its transaction.
+ * SQLite: the usage of the rows the log INSERT right before it (in its transaction) stored: the rowids
+ * `last_insert_rowid() - changes() + 1` through `last_insert_rowid()`, since a rowid table gives each new
+ * row one more than the largest, rows a conflict left alone take none, and neither function counts the
+ * queuing trigger's rows.
  */
-const SQLITE_INSERTED_LOG_USAGE = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at")
-  select "tenant_id", sum(length("bytes")) + count(*) * ${ROW_OVERHEAD_BYTES}, ? from "log_records"
-  where rowid between last_insert_rowid() - changes() + 1 and last_insert_rowid() group by "tenant_id"
-  on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`;
+const SQLITE_INSERTED_LOG_USAGE = storedBytesUsage(
+  '"log_records"',
+  'rowid between last_insert_rowid() - changes() + 1 and last_insert_rowid()',
+  '?',
+);
 
 /**
  * A row of `log_records` to insert: `bytes` the record itself (then packed by `logRowInserts`) or its
@@ -140,25 +145,17 @@ export async function insertLogRecords(
       created_at: record.createdAt.toISOString(),
       subject_key: key,
     };
-    // PostgreSQL stores what it is given: packed here. SQLite's thread packs (logRowInserts).
-    return postgres ? storedLogRow(row, true) : row;
+    return row;
   });
-  // What the records add to their tenants' storage usage (as stored): one upsert per batch, not per record.
-  // On SQLite, the rows' packed size is known only to the database: each INSERT is followed by its usage.
-  const usage = new UsageTally();
-  if (postgres) for (const row of rows) usage.add(row.tenant_id, rowBytes(row.bytes));
+  // What the records add to their tenants' storage usage, as stored and only those stored (not a record
+  // already there): counted by each INSERT's own statements (logRowInserts' `usageAt`).
   const now = new Date();
-  const inserts = postgres
-    ? logRowInserts(storage.db, rows)
-    : logRowInserts(storage.db, rows).flatMap((insert) => [
-        insert,
-        CompiledQuery.raw(SQLITE_INSERTED_LOG_USAGE, [now.toISOString()]),
-      ]);
+  const inserts = logRowInserts(storage.db, rows, now);
   const [only] = inserts;
-  // On PostgreSQL, records without events (nearly every batch) are one statement with their usage's
-  // upsert (UsageTally.withInsert): one round trip, where a transaction of two statements is four.
+  // On PostgreSQL, records without events (nearly every batch) are one statement, their usage's upsert
+  // included: one round trip, where a transaction of two statements is four.
   if (events.length === 0 && inserts.length === 1 && only !== undefined && postgres) {
-    await storage.transact([usage.withInsert(only, now, LOG_INSERT_RESULT)]);
+    await storage.transact([only]);
     return 0;
   }
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
@@ -176,7 +173,6 @@ export async function insertLogRecords(
       events.map((event) => event.id),
       now,
     ),
-    ...usage.upserts(storage.db, now),
   ]);
   return events.length;
 }
@@ -196,32 +192,53 @@ export async function insertLogRows(trx: Transaction<Database>, rows: readonly L
   for (const query of logRowInserts(trx, rows)) await trx.executeQuery(query);
 }
 
-/** The statements `insertLogRows` runs, compiled with `db`, to run in a transaction of the caller's. */
-export function logRowInserts(db: Kysely<Database>, rows: readonly LogRow[]): CompiledQuery[] {
+/**
+ * The statements `insertLogRows` runs, compiled with `db`, to run in a transaction of the caller's. With
+ * `usageAt`, each INSERT also adds the rows it stored to their tenants' usage (`storedBytesUsage`, stamped
+ * `usageAt`): in the same statement on PostgreSQL, in the one right after it on SQLite. Without it the
+ * caller counts them (a run batch, whose rows come packed) or they are not counted (an erasure's record).
+ */
+export function logRowInserts(
+  db: Kysely<Database>,
+  rows: readonly LogRow[],
+  usageAt?: Date,
+): CompiledQuery[] {
   const postgres = usesNumberedParameters(db);
   const sorted = (postgres ? rows.map((row) => storedLogRow(row, true)) : [...rows]).sort(
     (a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid),
   );
-  return Array.from(chunks(sorted, ROWS_PER_STATEMENT), (chunk) =>
-    postgres
-      ? queuedLogInsert(rowInsertQuery(db, LOG_ROW_INSERT_RETURNING, chunk, SHARED_LOG_COLUMNS), chunk)
-      : rowInsertQuery(db, SQLITE_LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS),
-  );
+  const statements: CompiledQuery[] = [];
+  for (const chunk of chunks(sorted, ROWS_PER_STATEMENT)) {
+    if (postgres) {
+      statements.push(
+        queuedLogInsert(
+          rowInsertQuery(
+            db,
+            usageAt ? LOG_ROW_INSERT_RETURNING_BYTES : LOG_ROW_INSERT_RETURNING,
+            chunk,
+            SHARED_LOG_COLUMNS,
+          ),
+          chunk,
+          usageAt,
+        ),
+      );
+      continue;
+    }
+    statements.push(rowInsertQuery(db, SQLITE_LOG_ROW_INSERT, chunk, SHARED_LOG_COLUMNS));
+    if (usageAt) statements.push(CompiledQuery.raw(SQLITE_INSERTED_LOG_USAGE, [usageAt.toISOString()]));
+  }
+  return statements;
 }
 
-/**
- * The last part of every PostgreSQL log insert (`queuedLogInsert`): a statement's result, which
- * `UsageTally.withInsert` replaces with its upsert so that the records, their queue rows and the usage are
- * one statement.
- */
-export const LOG_INSERT_RESULT = ' select count(*) from "queued"';
+/** The last part of a PostgreSQL log insert (`queuedLogInsert`) that does not count its usage. */
+const LOG_INSERT_RESULT = ' select count(*) from "queued"';
 
 /**
  * On PostgreSQL, `insert` (the rows' INSERT … RETURNING) with the queue rows of the rows it inserted (not
  * those a conflict left alone), each with its record's leaf hash, in one statement. Two equal rows of one
  * statement are one record: the first one's hash is queued, as the first one is inserted.
  */
-function queuedLogInsert(insert: CompiledQuery, rows: readonly LogRow[]): CompiledQuery {
+function queuedLogInsert(insert: CompiledQuery, rows: readonly LogRow[], usageAt?: Date): CompiledQuery {
   const tenants: string[] = [];
   const cids: string[] = [];
   const hashes: Uint8Array[] = [];
@@ -237,13 +254,16 @@ function queuedLogInsert(insert: CompiledQuery, rows: readonly LogRow[]): Compil
   }
   const parameters = [...insert.parameters, tenants, cids, hashes];
   const n = insert.parameters.length;
+  if (usageAt) parameters.push(usageAt.toISOString());
+  // A data-modifying WITH runs whether or not the statement reads it: the queue rows are written either way.
+  const result = usageAt ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`)}` : LOG_INSERT_RESULT;
   return CompiledQuery.raw(
     `with "inserted" as (${insert.sql}), "queued" as (` +
       'insert into "log_leaf_queue" ("tenant_id", "created_at", "cid", "leaf_hash") ' +
       'select "inserted"."tenant_id", "inserted"."created_at", "inserted"."cid", "leaf"."hash" from "inserted" ' +
       `join unnest($${n + 1}::text[], $${n + 2}::text[], $${n + 3}::bytea[]) as "leaf"("tenant_id", "cid", "hash") ` +
       'on "leaf"."tenant_id" = "inserted"."tenant_id" and "leaf"."cid" = "inserted"."cid" returning 1)' +
-      LOG_INSERT_RESULT,
+      result,
     parameters,
   );
 }

@@ -1,7 +1,7 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { newId } from '../../common/ids.js';
 import { insertEvents, newEvent, type OutboxEvent } from '../../events/event-outbox.js';
-import { rowBytes, UsageTally } from '../../quota/tenant-usage.js';
+import { rowBytes, USAGE_ON_CONFLICT, UsageTally } from '../../quota/tenant-usage.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Database } from '../../storage/database.js';
 import { insertRows, type RowInsert } from '../../storage/row-insert.js';
@@ -176,7 +176,7 @@ async function recordSucceededInOneStatement(
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([tenant, bytes]) => `(${mark(tenant)}, ${mark(bytes)}::bigint, ${mark(nowIso)})`);
       clauses.push(
-        `usage as (insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") values ${rows.join(', ')} on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at")`,
+        `usage as (insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") values ${rows.join(', ')} ${USAGE_ON_CONFLICT})`,
       );
     }
   }
