@@ -12,7 +12,7 @@ import {
   scoreAndLog,
   scoreContext,
 } from '@scenario-scoring/engine';
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
 import { type GoVerifierInput, goVerify } from '../../test/interop/go-log-verifier.js';
 import {
@@ -27,6 +27,7 @@ import { forEachDatabase } from '../../test/support/test-databases.js';
 import { AppError } from '../errors/app-error.js';
 import { recordStamp } from '../score-log/record-stamp.js';
 import { chunks } from '../storage/chunks.js';
+import type { Database } from '../storage/database.js';
 import {
   down as downLeafIndexFromTiles,
   up as upLeafIndexFromTiles,
@@ -140,23 +141,26 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
     expect(await selectTiles(db, TENANT, [])).toEqual([]);
   });
 
+  /** A query's plan, one line a step: SQLite's `explain query plan` details, PostgreSQL's `explain`. */
+  async function planLines(db: Kysely<Database>, query: CompiledQuery): Promise<string[]> {
+    if (kind === 'sqlite') {
+      const plan = await db.executeQuery<{ detail: string }>(
+        CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
+      );
+      return plan.rows.map((row) => row.detail);
+    }
+    const plan = await db.executeQuery<{ 'QUERY PLAN': string }>(
+      CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
+    );
+    return plan.rows.map((row) => row['QUERY PLAN']);
+  }
+
   it("finds a record's leaf by the leaves' whole primary key, not by reading the tenant's leaves", async () => {
     // 2,000 leaves and no ANALYZE: as a join, PostgreSQL probed log_leaves with the tenant and the CID
     // alone (every leaf of the tenant read); the subquery gives it the record's created_at too.
     const db = storage().db;
     const query = leafAndCheckpointQuery(TENANT, (records[1500] as { cid: string }).cid).compile(db);
-    const lines =
-      kind === 'sqlite'
-        ? (
-            await db.executeQuery<{ detail: string }>(
-              CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
-            )
-          ).rows.map((row) => row.detail)
-        : (
-            await db.executeQuery<{ 'QUERY PLAN': string }>(
-              CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
-            )
-          ).rows.map((row) => row['QUERY PLAN']);
+    const lines = await planLines(db, query);
     const leaves = lines.findIndex((line) => /log_leaves/.test(line));
     const probe = kind === 'sqlite' ? lines[leaves] : lines[leaves + 1];
     expect(probe, lines.join('\n')).toMatch(/tenant_id.*created_at.*cid/);
@@ -183,18 +187,7 @@ forEachDatabase('the verifiable log', ({ storage, kind }) => {
   it("reads the tree size from the last level-0 tile, by the tiles' primary key (no leaf index, no scan)", async () => {
     const db = storage().db;
     const query = lastLeafTileQuery(db, TENANT).compile();
-    const lines =
-      kind === 'sqlite'
-        ? (
-            await db.executeQuery<{ detail: string }>(
-              CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
-            )
-          ).rows.map((row) => row.detail)
-        : (
-            await db.executeQuery<{ 'QUERY PLAN': string }>(
-              CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
-            )
-          ).rows.map((row) => row['QUERY PLAN']);
+    const lines = await planLines(db, query);
     expect(lines.join('\n')).toMatch(
       kind === 'sqlite'
         ? /SEARCH log_tiles USING (PRIMARY KEY|COVERING INDEX sqlite_autoindex_log_tiles_1) \(tenant_id=\? AND level=\?\)/

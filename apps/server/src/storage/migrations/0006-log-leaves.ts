@@ -32,12 +32,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('log_leaves_pk', ['tenant_id', 'created_at', 'cid'])
     .modifyEnd(clustered)
     .execute();
-  await db.schema
-    .createIndex('log_leaves_leaf_index_idx')
-    .on('log_leaves')
-    .columns(['tenant_id', 'leaf_index'])
-    .unique()
-    .execute();
+  await createLogLeavesLeafIndex0006(db);
   await db.schema
     .createTable('log_leaf_queue')
     .addColumn('tenant_id', 'text', (col) => col.notNull())
@@ -169,4 +164,15 @@ export async function down(db: Kysely<any>): Promise<void> {
     .execute(db);
   await db.schema.dropTable('log_leaf_queue').execute();
   await db.schema.dropTable('log_leaves').execute();
+}
+
+/** 0006's unique index of the leaves by (tenant, leaf index); 0023 drops it, and its `down` makes it again. */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
+export async function createLogLeavesLeafIndex0006(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createIndex('log_leaves_leaf_index_idx')
+    .on('log_leaves')
+    .columns(['tenant_id', 'leaf_index'])
+    .unique()
+    .execute();
 }

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { createLogLeavesLeafIndex0006 } from './0006-log-leaves.js';
 
 /**
  * Drops `log_leaves_leaf_index_idx` (tenant_id, leaf_index). Its one reader was the sequencer's tree size
@@ -20,10 +21,5 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was, not as it is typed now
 export async function down(db: Kysely<any>): Promise<void> {
-  await db.schema
-    .createIndex('log_leaves_leaf_index_idx')
-    .on('log_leaves')
-    .columns(['tenant_id', 'leaf_index'])
-    .unique()
-    .execute();
+  await createLogLeavesLeafIndex0006(db);
 }
