@@ -65,28 +65,22 @@ const SQLITE_INSERTED_LOG_USAGE = storedBytesUsage(
 );
 
 /**
- * A row of `log_records` to insert: `bytes` the record itself (then packed by `logRowInserts`) or its
- * stored form already (`storedLogRow`, e.g. packed on a run's scoring thread), with the record's leaf
- * hash, which PostgreSQL's insert queues (see `logRowInserts`).
+ * A row of `log_records` to insert: `bytes` the record itself or its stored form already (packed on a
+ * run's scoring thread), with the record's leaf hash when known, which PostgreSQL's insert queues (see
+ * `logRowInserts`).
  */
 export type LogRow = Insertable<LogRecordsTable> & { leaf_hash?: Uint8Array };
 
 /**
- * The row as stored: the record packed (storage/record-codec.ts), with (`withLeafHash`, for PostgreSQL)
- * the leaf hash of the record's own bytes. A row already packed is returned as it is when it has what is
- * asked. On SQLite the trigger hashes (it unpacks), so the event loop does not.
+ * The row as PostgreSQL stores it: the record packed (storage/record-codec.ts) and the leaf hash of the
+ * record's own bytes, which its INSERT queues (PostgreSQL cannot unpack). A row that has both is returned
+ * as it is. (SQLite packs and hashes on its connection's thread.)
  */
-export function storedLogRow(row: LogRow, withLeafHash: boolean): LogRow {
+function postgresLogRow(row: LogRow): LogRow {
   if (!isPacked(row.bytes)) {
-    return {
-      ...row,
-      bytes: packRecord(row.bytes),
-      ...(withLeafHash && { leaf_hash: recordLeafHash(row.bytes) }),
-    };
+    return { ...row, bytes: packRecord(row.bytes), leaf_hash: recordLeafHash(row.bytes) };
   }
-  return withLeafHash && !row.leaf_hash
-    ? { ...row, leaf_hash: recordLeafHash(unpackRecord(row.bytes)) }
-    : row;
+  return row.leaf_hash ? row : { ...row, leaf_hash: recordLeafHash(unpackRecord(row.bytes)) };
 }
 
 /** The tenant-keyed hash of a subject (`features.keyedHash.hash('subject', tenantId, subject)`). */
@@ -137,7 +131,7 @@ export async function insertLogRecords(
     if (record.events) {
       for (const event of record.events) events.push(key === null ? event : { ...event, subjectKey: key });
     }
-    const row: LogRow = {
+    return {
       tenant_id: record.tenantId,
       cid: record.cid,
       bytes: record.bytes,
@@ -145,7 +139,6 @@ export async function insertLogRecords(
       created_at: record.createdAt.toISOString(),
       subject_key: key,
     };
-    return row;
   });
   // What the records add to their tenants' storage usage, as stored and only those stored (not a record
   // already there): counted by each INSERT's own statements (logRowInserts' `usageAt`).
@@ -180,7 +173,7 @@ export async function insertLogRecords(
 /**
  * Inserts log rows in the caller's transaction, in multi-row INSERTs, leaving a (tenant, CID) already
  * present alone (the CID is the hash of the bytes), each record stored packed: on PostgreSQL packed here
- * (`storedLogRow`), on SQLite by the connection's thread as it inserts (`log_record_pack`). Each row
+ * (`postgresLogRow`), on SQLite by the connection's thread as it inserts (`log_record_pack`). Each row
  * inserted is queued for its leaf in the tenant's verifiable log in the same statement: on SQLite by a
  * trigger (migration 0006) whose `log_leaf_hash` unpacks the record; on PostgreSQL by the statement itself
  * (a data-modifying WITH, as PostgreSQL cannot unpack: migration 0022), from the rows' leaf hashes. In key
@@ -204,7 +197,7 @@ export function logRowInserts(
   usageAt?: Date,
 ): CompiledQuery[] {
   const postgres = usesNumberedParameters(db);
-  const sorted = (postgres ? rows.map((row) => storedLogRow(row, true)) : [...rows]).sort(
+  const sorted = (postgres ? rows.map(postgresLogRow) : [...rows]).sort(
     (a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid),
   );
   const statements: CompiledQuery[] = [];

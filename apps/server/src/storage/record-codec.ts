@@ -1,8 +1,10 @@
-import { hash } from 'node:crypto';
 import type zlib from 'node:zlib';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { RECORD_DICTIONARY_1 } from './record-dictionary.js';
+import { recordLeafHash } from './record-leaf-hash.js';
 import { reusedDeflateRaw, reusedInflateRaw } from './reused-zlib.js';
+
+export { recordLeafHash };
 
 /**
  * How a log record's bytes are stored (`log_records.bytes`), issue 29: compressed, and served as they were
@@ -103,12 +105,4 @@ export class DamagedRecordError extends Error {
     super(`log record ${cid}: its stored bytes do not have its CID (the row is damaged)`, options);
     this.name = 'DamagedRecordError';
   }
-}
-
-/** The RFC 9162 leaf hash of a record: SHA-256(0x00 || the record's bytes). */
-export function recordLeafHash(record: Uint8Array): Buffer {
-  const input = Buffer.allocUnsafe(record.length + 1);
-  input[0] = 0x00;
-  input.set(record, 1);
-  return hash('sha256', input, 'buffer');
 }

@@ -1,6 +1,6 @@
-import { hash } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { parentPort as port, workerData } from 'node:worker_threads';
+import { recordLeafHash } from './record-leaf-hash.ts';
 import type { ReusedZlib } from './reused-zlib.ts';
 import { reusedDeflateRaw, reusedInflateRaw } from './reused-zlib.ts';
 import type {
@@ -19,7 +19,8 @@ import type {
  * its first statement: every transaction here writes, and taking the write lock up front lets busy_timeout
  * wait for another process instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
  *
- * It imports only Node's modules, types and reused-zlib.ts (itself only Node's), by their `.ts` names, so
+ * It imports only Node's modules, types, reused-zlib.ts and record-leaf-hash.ts (themselves only Node's),
+ * by their `.ts` names, so
  * that Node runs this TypeScript source as it is under vitest (see server-files.ts); tsc rewrites them
  * (`rewriteRelativeImportExtensions`) and the build runs its output.
  */
@@ -56,14 +57,6 @@ function unpacked(stored: Uint8Array): Uint8Array {
   return inflate.run(stored.subarray(1));
 }
 
-/** The RFC 9162 leaf hash SHA-256(0x00 || bytes) of a record. */
-function leafHash(record: Uint8Array): Buffer {
-  const input = Buffer.allocUnsafe(record.length + 1);
-  input[0] = 0x00;
-  input.set(record, 1);
-  return hash('sha256', input, 'buffer');
-}
-
 /** The record packing's deflate (one reused stream), made when first needed. */
 let deflate: ReusedZlib | undefined;
 
@@ -88,7 +81,7 @@ function packed(bytes: Uint8Array): Uint8Array {
   deflate ??= reusedDeflateRaw(options, data.recordCodecs[codec] ?? options);
   const stored = deflate.run(bytes, 1);
   stored[0] = codec;
-  packedLeafHashes.set(stored.toString('latin1'), leafHash(bytes));
+  packedLeafHashes.set(stored.toString('latin1'), recordLeafHash(bytes));
   return stored;
 }
 
@@ -114,7 +107,7 @@ function open(): DatabaseSync | undefined {
           return known;
         }
       }
-      return leafHash(unpacked(stored));
+      return recordLeafHash(unpacked(stored));
     });
     // log_record_pack(bytes): a log record's stored form (storage/record-codec.ts), which the log's INSERT
     // puts each record through on SQLite (score-log-store.ts), so that packing costs this thread, not the
