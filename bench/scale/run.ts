@@ -3,12 +3,14 @@
  *
  *  1. Fill: a fresh database (one tenant, `bench`) gets N real score-log/2 records (`scoreAndLog`, each with
  *     its own subject and salt) through the storage path scoring uses (`insertLogRecords`, with the
- *     deployment's subject key), in transactions of 5,000; then the server's LogSequencer (its default batch,
- *     the deployment's signing key and origin from `loadConfig`) sequences them: leaves, tiles and signed
- *     checkpoints, exactly what a running server writes. Prints the insert rate and the sequencer's leaves/s
- *     (the most one sequencer appends to one tenant's log).
- *     On PostgreSQL the database is then vacuumed and analysed (`settleFilled`: the fill's queue of N leaves
- *     is not what a running server's looks like).
+ *     deployment's subject key), in transactions of 5,000; after every 100,000 records the server's
+ *     LogSequencer (its default batch, the deployment's signing key and origin from `loadConfig`) sequences
+ *     what is queued: leaves, tiles and signed checkpoints, exactly what a running server writes. So the
+ *     queue never holds more than 100,000 records (a running server's holds seconds of scorings); on
+ *     PostgreSQL it is vacuumed after each round, as autovacuum does for a running server (a queue of N
+ *     records sequenced at once left N dead entries in its index, which every batch walked, so the
+ *     sequencer slowed with N). Prints the insert rate and the sequencer's leaves/s (the most one sequencer
+ *     appends to one tenant's log). On PostgreSQL the database is then vacuumed and analysed (`settleFilled`).
  *  2. The built server started on that data: spawn to /readyz 200 (nothing may scan the log at start).
  *  3. POST /v1/scoring/score (autocannon, `--connections`, `--duration`): req/s, p99, the server process's
  *     CPU per scoring (/proc, all threads and main thread) and, on PostgreSQL, the CPU of this database's
@@ -79,6 +81,8 @@ const SIZES = args.sizes.split(',').map(Number);
 const DATABASES = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db];
 const TENANT = 'bench';
 const FILL_BATCH = 5000;
+/** Records inserted between two rounds of sequencing in the fill (a multiple of FILL_BATCH). */
+const SEQUENCE_EVERY = 100_000;
 const RUN_ITEMS = 1000;
 const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
 
@@ -145,10 +149,36 @@ async function fill(database: BenchDatabase, count: number) {
   const keyedHash = new TenantKeyedHash(Buffer.from(env.SECRETS_KEY as string, 'base64'));
   const subjectKey = (tenantId: string, subject: string) => keyedHash.hash('subject', tenantId, subject);
   const sample: string[] = [];
+  const sequencer = new LogSequencer({
+    storage,
+    signer: new NoteSigner(
+      config.verifiableLog.keyName,
+      Buffer.from(env.LOG_SIGNING_KEY as string, 'base64'),
+    ),
+    config: config.verifiableLog,
+    clock: { now: () => new Date() },
+    logger: silentLogger,
+  });
+  let insertMs = 0;
+  let sequenceMs = 0;
+  let leaves = 0;
+  const checkpoints: number[] = [];
+  /** Sequences everything queued, as the server's rounds do; on PostgreSQL then vacuums the queue. */
+  const sequenceQueued = async () => {
+    const sequencedAt = performance.now();
+    for (;;) {
+      const batch = await sequencer.sequenceTenant(TENANT);
+      if (!batch) break;
+      leaves += batch.leaves;
+      checkpoints.push(batch.treeSize);
+    }
+    if (config.databaseUrl !== undefined) await pgQuery(config.databaseUrl, 'VACUUM log_leaf_queue');
+    sequenceMs += performance.now() - sequencedAt;
+  };
   try {
-    const started = performance.now();
     const createdAt = new Date();
     for (let start = 0; start < count; start += FILL_BATCH) {
+      const insertedAt = performance.now();
       const records = [];
       for (let n = start; n < Math.min(count, start + FILL_BATCH); n++) {
         const requestId = newId('req');
@@ -169,29 +199,16 @@ async function fill(database: BenchDatabase, count: number) {
         });
       }
       await insertLogRecords(storage, records, subjectKey);
-      if (start > 0 && start % 1_000_000 === 0) console.log(`  … ${start} records inserted`);
+      insertMs += performance.now() - insertedAt;
+      const inserted = Math.min(count, start + FILL_BATCH);
+      if (inserted % SEQUENCE_EVERY === 0 || inserted === count) await sequenceQueued();
+      if (inserted % 1_000_000 === 0)
+        console.log(
+          `  … ${inserted} records inserted and sequenced (${Math.round(inserted / (insertMs / 1000))} records/s, ${Math.round(leaves / (sequenceMs / 1000))} leaves/s)`,
+        );
     }
-    const insertSeconds = (performance.now() - started) / 1000;
-    const sequencer = new LogSequencer({
-      storage,
-      signer: new NoteSigner(
-        config.verifiableLog.keyName,
-        Buffer.from(env.LOG_SIGNING_KEY as string, 'base64'),
-      ),
-      config: config.verifiableLog,
-      clock: { now: () => new Date() },
-      logger: silentLogger,
-    });
-    const sequencedAt = performance.now();
-    let leaves = 0;
-    const checkpoints: number[] = [];
-    for (;;) {
-      const batch = await sequencer.sequenceTenant(TENANT);
-      if (!batch) break;
-      leaves += batch.leaves;
-      checkpoints.push(batch.treeSize);
-    }
-    const sequenceSeconds = (performance.now() - sequencedAt) / 1000;
+    const insertSeconds = insertMs / 1000;
+    const sequenceSeconds = sequenceMs / 1000;
     return {
       insertPerSecond: count / Math.max(insertSeconds, 1e-9),
       leavesPerSecond: leaves > 0 ? leaves / sequenceSeconds : Number.NaN,
