@@ -119,13 +119,19 @@ export interface ScoreLogStore {
  * events it wrote, so the caller can wake the delivery workers after the commit.
  */
 export async function insertLogRecords(
-  storage: Pick<Storage, 'db' | 'transact'>,
+  storage: Pick<Storage, 'db' | 'transact' | 'packRecords'>,
   records: readonly StoredLogRecord[],
   subjectKey?: SubjectKey,
 ): Promise<number> {
   const events: OutboxEvent[] = [];
   const postgres = usesNumberedParameters(storage.db);
-  const rows = records.map((record) => {
+  // On PostgreSQL the records are packed, with their leaf hashes, off the event loop first (RecordPacker);
+  // logRowInserts takes such rows as they are (and packs any other itself).
+  const packed =
+    postgres && storage.packRecords && !records.some((record) => isPacked(record.bytes))
+      ? await storage.packRecords(records.map((record) => record.bytes))
+      : undefined;
+  const rows = records.map((record, i): LogRow => {
     const key =
       subjectKey && record.subject !== undefined ? subjectKey(record.tenantId, record.subject) : null;
     if (record.events) {
@@ -134,10 +140,11 @@ export async function insertLogRecords(
     return {
       tenant_id: record.tenantId,
       cid: record.cid,
-      bytes: record.bytes,
+      bytes: packed?.stored[i] ?? record.bytes,
       request_id: record.requestId,
       created_at: record.createdAt.toISOString(),
       subject_key: key,
+      ...(packed && { leaf_hash: packed.leafHashes[i] }),
     };
   });
   // What the records add to their tenants' storage usage, as stored and only those stored (not a record
@@ -324,7 +331,7 @@ export interface LogStoreOptions {
 
 /** A ScoreLogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
 export function createScoreLogStore(
-  storage: Pick<Storage, 'db' | 'transact'>,
+  storage: Pick<Storage, 'db' | 'transact' | 'packRecords'>,
   options: LogStoreOptions = {},
 ): ScoreLogStore {
   const { db } = storage;
