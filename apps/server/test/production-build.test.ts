@@ -36,7 +36,6 @@ it('holds the built server and its production dependencies, and no development o
     'runs/scoring-thread.js',
     'storage/sqlite-connection-thread.js',
     'storage/sqlite-checkpoint-thread.js',
-    'storage/record-packing-thread.js',
   ]) {
     expect(existsSync(join(assembled, 'apps/server/dist', thread)), thread).toBe(true);
   }

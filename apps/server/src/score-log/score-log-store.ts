@@ -119,19 +119,13 @@ export interface ScoreLogStore {
  * events it wrote, so the caller can wake the delivery workers after the commit.
  */
 export async function insertLogRecords(
-  storage: Pick<Storage, 'db' | 'transact' | 'packRecords'>,
+  storage: Pick<Storage, 'db' | 'transact'>,
   records: readonly StoredLogRecord[],
   subjectKey?: SubjectKey,
 ): Promise<number> {
   const events: OutboxEvent[] = [];
   const postgres = usesNumberedParameters(storage.db);
-  // On PostgreSQL the records are packed, with their leaf hashes, off the event loop first (RecordPacker);
-  // logRowInserts takes such rows as they are (and packs any other itself).
-  const packed =
-    postgres && storage.packRecords && !records.some((record) => isPacked(record.bytes))
-      ? await storage.packRecords(records.map((record) => record.bytes))
-      : undefined;
-  const rows = records.map((record, i): LogRow => {
+  const rows = records.map((record) => {
     const key =
       subjectKey && record.subject !== undefined ? subjectKey(record.tenantId, record.subject) : null;
     if (record.events) {
@@ -140,11 +134,10 @@ export async function insertLogRecords(
     return {
       tenant_id: record.tenantId,
       cid: record.cid,
-      bytes: packed?.stored[i] ?? record.bytes,
+      bytes: record.bytes,
       request_id: record.requestId,
       created_at: record.createdAt.toISOString(),
       subject_key: key,
-      ...(packed && { leaf_hash: packed.leafHashes[i] }),
     };
   });
   // What the records add to their tenants' storage usage, as stored and only those stored (not a record
@@ -331,7 +324,7 @@ export interface LogStoreOptions {
 
 /** A ScoreLogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
 export function createScoreLogStore(
-  storage: Pick<Storage, 'db' | 'transact' | 'packRecords'>,
+  storage: Pick<Storage, 'db' | 'transact'>,
   options: LogStoreOptions = {},
 ): ScoreLogStore {
   const { db } = storage;

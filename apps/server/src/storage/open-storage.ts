@@ -3,7 +3,6 @@ import { type Dialect, Kysely, sql } from 'kysely';
 import type { Database } from './database.js';
 import { migrateToLatest } from './migrate.js';
 import { openPostgresDialect } from './postgres-database.js';
-import { type PackedRecords, RecordPacker } from './record-packer.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { openSqliteDialect, SQLITE_FILE_NAME } from './sqlite-database.js';
 import {
@@ -36,11 +35,6 @@ export interface Storage {
   readonly location: string;
   /** True when the database answers. */
   ping(): Promise<boolean>;
-  /**
-   * On PostgreSQL, packs log records (storage/record-codec.ts) off the event loop, with their leaf hashes
-   * (RecordPacker); SQLite's connection thread packs them as it inserts them.
-   */
-  readonly packRecords?: (records: readonly Uint8Array[]) => Promise<PackedRecords>;
   /** Closes the database (after the SQLite checkpointer). Close the features' stores first. */
   close(): Promise<void>;
 }
@@ -85,7 +79,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   // Off the event loop: SQLite's own checkpoints would run inside commits (see SqliteCheckpointer).
   const checkpointer =
     kind === 'sqlite' ? new SqliteCheckpointer(join(options.dataDir, SQLITE_FILE_NAME)) : undefined;
-  const packer = kind === 'postgres' ? new RecordPacker() : undefined;
   let closing: Promise<void> | undefined;
 
   return {
@@ -97,7 +90,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     location: options.databaseUrl
       ? redactPassword(options.databaseUrl)
       : join(options.dataDir, SQLITE_FILE_NAME),
-    ...(packer && { packRecords: (records: readonly Uint8Array[]) => packer.pack(records) }),
     async ping() {
       try {
         await sql`select 1`.execute(db);
@@ -110,7 +102,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       closing ??= (async () => {
         try {
           await checkpointer?.close();
-          await packer?.close();
         } finally {
           await db.destroy();
         }
