@@ -125,13 +125,15 @@ export async function startBenchServer(
 /**
  * Starts the built server on an existing `database` (already holding `apiKey`), on a free port, with
  * `extraEnv` on top of the load environment, and waits until /readyz answers 200. `stop()` stops the
- * server and leaves the database in place.
+ * server and leaves the database in place. `keepChars`: how much of its output `process.output()` keeps
+ * (16,000 characters by default; more to read its request lines).
  */
 export async function startServerOn(
   database: BenchDatabase,
   apiKey: string,
   extraEnv: Record<string, string> = {},
   main = SERVER_MAIN,
+  keepChars?: number,
 ): Promise<BenchServer> {
   const env = { ...loadEnv(database), ...extraEnv };
   const port = await freePort();
@@ -141,6 +143,7 @@ export async function startServerOn(
     readyPath: '/readyz',
     pollMs: 5,
     timeoutMs: 120_000,
+    ...(keepChars !== undefined && { keepChars }),
   });
   return {
     url: server.url,

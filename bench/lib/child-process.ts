@@ -34,12 +34,15 @@ export async function startProcess(
     timeoutMs?: number;
     /** How often readiness is asked; small to time a cold start, 100 ms by default. */
     pollMs?: number;
+    /** How much of its output to keep (its tail), for `output()`: testkit's default (16,000 characters) when absent. */
+    keepChars?: number;
   },
 ): Promise<RunningProcess> {
   const spawnedAt = performance.now();
   const child: WatchedProcess = startNodeProcess(args, {
     cwd: options.cwd ?? process.cwd(),
     env: { ...process.env, ...options.env },
+    ...(options.keepChars !== undefined && { keepChars: options.keepChars }),
   });
   const stop = async () => (await child.stop('SIGTERM', STOP_TIMEOUT_MS)).code;
   const deadline = Date.now() + (options.timeoutMs ?? 30_000);

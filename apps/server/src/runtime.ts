@@ -73,7 +73,30 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const { config, logger } = options;
   const announce = options.announce ?? ((line: string) => console.log(line));
   const lifecycle = new InstanceLifecycle('starting');
-  const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  // Two steps of start-up that need nothing of each other run at once: the storage opens (on SQLite its
+  // connection's thread starts and checks the migrations: a fifth of a start, nearly all of it on that
+  // thread) while the event loop compiles the validator of every operation (a request per operation on a
+  // loopback listener of its own), so no client's first request pays for it. In production the document
+  // itself is not checked again: the build checked the one it ships (scripts/check-contract.ts).
+  const opening = openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  opening.catch(() => undefined); // awaited below, once the validators are compiled
+  let contract: ReturnType<typeof loadContract>;
+  let validation: ReturnType<typeof contractValidation>;
+  try {
+    contract = loadContract();
+    validation = contractValidation(contract, {
+      validateResponses: config.nodeEnv !== 'production',
+      checkDocument: config.nodeEnv !== 'production',
+    });
+    await warmUpContractValidation(validation, contract);
+  } catch (error) {
+    await opening.then(
+      (storage) => storage.close(),
+      () => undefined,
+    );
+    throw error;
+  }
+  const storage = await opening;
   const secretsKey = await loadSecretsKey({
     secretsKey: config.webhooks.secretsKey,
     dataDir: config.dataDir,
@@ -117,15 +140,6 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       metrics,
       logSigner,
     });
-    // A step of start-up: compile the validator of every operation now (a request per operation on a
-    // loopback listener of its own), so no client's first request pays for it. In production the
-    // document itself is not checked again: the build checked the one it ships (scripts/check-contract.ts).
-    const contract = loadContract();
-    const validation = contractValidation(contract, {
-      validateResponses: config.nodeEnv !== 'production',
-      checkDocument: config.nodeEnv !== 'production',
-    });
-    await warmUpContractValidation(validation, contract);
     const app = await createApp({
       features,
       contract,

@@ -66,6 +66,9 @@ it('ships the server as a bundle whose compile cache, written by the build, is a
   );
   expect(imported.length).toBeGreaterThan(0);
   expect(imported.filter((from) => !from.startsWith('node:') && !from.startsWith('./'))).toEqual([]);
+  // ASCII only (scripts/bundle-server.ts: the dependencies' comments made it a two-byte string to decode
+  // and hold at every start).
+  expect(/[^\x00-\x7f]/.exec(bundle)).toBeNull();
   // Loading the bundle as main.js does, with Node telling whether it took V8's code from the cache.
   const loaded = spawnSync(
     process.execPath,
