@@ -23,7 +23,7 @@ import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { build, type Plugin, transformSync } from 'esbuild';
 
 const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(serverDir, 'dist');
@@ -95,11 +95,15 @@ if (outputs.sort().join() !== [...expected].sort().join()) {
 // So such characters in comments become "?", one per UTF-16 unit (the source map's columns stay right):
 // on a line, those after its first `//`; all of them on a line that opens with `*` or `/*`, and on the
 // lines of a block comment opened at the start of a line (the licences esbuild gathers at the end).
-// esbuild leaves no other non-ASCII character, so code is never touched; any left anyway is reported, and
-// the file stays as it was then (correct, only slower to load).
+// esbuild escapes non-ASCII characters in strings and identifiers but not in a regular expression or a
+// `String.raw` template, which such a line could hold too: so the result is kept only if, comments and
+// whitespace stripped (esbuild's minifyWhitespace, licences dropped), it is the very same code as before;
+// otherwise, or if a non-ASCII character is left, the file stays as esbuild wrote it (correct, only
+// slower to load), with a warning.
 for (const file of expected) {
   const path = join(serverDir, file);
-  const lines = readFileSync(path, 'utf8').split('\n');
+  const original = readFileSync(path, 'utf8');
+  const lines = original.split('\n');
   let changed = 0;
   let inBlock = false;
   for (const [n, line] of lines.entries()) {
@@ -115,6 +119,7 @@ for (const file of expected) {
       line.slice(0, from) + line.slice(from).replace(NON_ASCII_GLOBAL, (unit) => '?'.repeat(unit.length));
     changed++;
   }
+  if (changed === 0) continue;
   const text = lines.join('\n');
   if (NON_ASCII.test(text)) {
     console.warn(
@@ -122,7 +127,13 @@ for (const file of expected) {
     );
     continue;
   }
-  if (changed > 0) writeFileSync(path, text);
+  const code = (source: string) =>
+    transformSync(source, { minifyWhitespace: true, legalComments: 'none', charset: 'utf8' }).code;
+  if (code(text) !== code(original)) {
+    console.warn(`bundle-server: making ${file} ASCII would change more than its comments; left as it is`);
+    continue;
+  }
+  writeFileSync(path, text);
 }
 
 // Loading the chunk (without starting anything: main.js does that) compiles it and writes its cache.

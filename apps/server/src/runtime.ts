@@ -90,10 +90,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     await warmUpContractValidation(validation, contract);
   } catch (error) {
-    await opening.then(
-      (storage) => storage.close(),
-      () => undefined,
-    );
+    // The warm-up's error is the one to report, whatever closing the storage says.
+    await opening.then((storage) => storage.close()).catch(() => undefined);
     throw error;
   }
   const storage = await opening;

@@ -1,7 +1,7 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -67,8 +67,17 @@ it('ships the server as a bundle whose compile cache, written by the build, is a
   expect(imported.length).toBeGreaterThan(0);
   expect(imported.filter((from) => !from.startsWith('node:') && !from.startsWith('./'))).toEqual([]);
   // ASCII only (scripts/bundle-server.ts: the dependencies' comments made it a two-byte string to decode
-  // and hold at every start).
-  expect(/[^\x00-\x7f]/.exec(bundle)).toBeNull();
+  // and hold at every start), and what it requires (the built-in modules) no package either.
+  for (const file of ['main.js', 'main-start.js', 'main-chunk.js']) {
+    expect(/[^\x00-\x7f]/.exec(readFileSync(join(dist, file), 'utf8')), file).toBeNull();
+  }
+  const required = [...bundle.matchAll(/\brequire\("([^"]+)"\)/g)].map(([, from]) => String(from));
+  expect(required.length).toBeGreaterThan(0);
+  expect(
+    required.filter(
+      (from) => !builtinModules.includes(from.replace(/^node:/, '')) && !builtinModules.includes(from),
+    ),
+  ).toEqual([]);
   // Loading the bundle as main.js does, with Node telling whether it took V8's code from the cache.
   const loaded = spawnSync(
     process.execPath,
