@@ -23,13 +23,12 @@ import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build, type Plugin, transformSync } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
+import { asciiComments } from './ascii-comments.ts';
 
 const serverDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(serverDir, 'dist');
 const expected = ['dist/main.js', 'dist/main-start.js', 'dist/main-chunk.js'];
-const NON_ASCII = /[^\x00-\x7f]/;
-const NON_ASCII_GLOBAL = /[^\x00-\x7f]/g;
 // tsc's main.js.map does not describe the bundle (esbuild writes its own), and no earlier chunk may stay.
 for (const file of readdirSync(dist)) {
   if (/^main-[\w-]+\.js(\.map)?$/.test(file)) rmSync(join(dist, file));
@@ -88,52 +87,18 @@ if (outputs.sort().join() !== [...expected].sort().join()) {
   process.exit(1);
 }
 
-// The bundle as ASCII: esbuild escapes every non-ASCII character of strings, regular expressions and
-// identifiers (its default `charset`), but keeps the dependencies' comments as they are, and one non-ASCII
-// character in a comment (a "–" or a "§") makes Node decode the whole 6.6 MB file as UTF-8 and V8 hold it
-// as a two-byte string: 45 ms of decoding at every start here, against 8 for ASCII, and twice the memory.
-// So such characters in comments become "?", one per UTF-16 unit (the source map's columns stay right):
-// on a line, those after its first `//`; all of them on a line that opens with `*` or `/*`, and on the
-// lines of a block comment opened at the start of a line (the licences esbuild gathers at the end).
-// esbuild escapes non-ASCII characters in strings and identifiers but not in a regular expression or a
-// `String.raw` template, which such a line could hold too: so the result is kept only if, comments and
-// whitespace stripped (esbuild's minifyWhitespace, licences dropped), it is the very same code as before;
-// otherwise, or if a non-ASCII character is left, the file stays as esbuild wrote it (correct, only
-// slower to load), with a warning.
+// The bundle as ASCII (scripts/ascii-comments.ts says why and how): a file it cannot make so safely stays as
+// esbuild wrote it, correct, only slower to load.
 for (const file of expected) {
   const path = join(serverDir, file);
   const original = readFileSync(path, 'utf8');
-  const lines = original.split('\n');
-  let changed = 0;
-  let inBlock = false;
-  for (const [n, line] of lines.entries()) {
-    const trimmed = line.trimStart();
-    const opens = !inBlock && trimmed.startsWith('/*');
-    const whole = inBlock || opens || trimmed.startsWith('*');
-    if (opens) inBlock = !trimmed.includes('*/', 2);
-    else if (inBlock && line.includes('*/')) inBlock = false;
-    if (!NON_ASCII.test(line)) continue;
-    const from = whole ? 0 : line.indexOf('//');
-    if (from < 0) continue;
-    lines[n] =
-      line.slice(0, from) + line.slice(from).replace(NON_ASCII_GLOBAL, (unit) => '?'.repeat(unit.length));
-    changed++;
-  }
-  if (changed === 0) continue;
-  const text = lines.join('\n');
-  if (NON_ASCII.test(text)) {
-    console.warn(
-      `bundle-server: ${file} still holds non-ASCII characters outside comments it recognised; left as it is`,
-    );
+  const made = asciiComments(original);
+  if (made.kind === 'unchanged') continue;
+  if (made.kind === 'refused') {
+    console.warn(`bundle-server: ${file} left with non-ASCII characters: ${made.reason}`);
     continue;
   }
-  const code = (source: string) =>
-    transformSync(source, { minifyWhitespace: true, legalComments: 'none', charset: 'utf8' }).code;
-  if (code(text) !== code(original)) {
-    console.warn(`bundle-server: making ${file} ASCII would change more than its comments; left as it is`);
-    continue;
-  }
-  writeFileSync(path, text);
+  writeFileSync(path, made.text);
 }
 
 // Loading the chunk (without starting anything: main.js does that) compiles it and writes its cache.
