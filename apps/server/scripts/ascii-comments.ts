@@ -40,14 +40,10 @@ export function asciiComments(source: string): AsciiComments {
       line.slice(0, from) + line.slice(from).replace(NON_ASCII_GLOBAL, (unit) => '?'.repeat(unit.length));
     changed++;
   }
-  if (changed === 0) {
-    return NON_ASCII.test(source)
-      ? { kind: 'refused', reason: 'non-ASCII characters outside the comments it recognises' }
-      : { kind: 'unchanged' };
-  }
   const text = lines.join('\n');
   if (NON_ASCII.test(text))
     return { kind: 'refused', reason: 'non-ASCII characters outside the comments it recognises' };
+  if (changed === 0) return { kind: 'unchanged' };
   const code = (input: string) =>
     transformSync(input, { minifyWhitespace: true, legalComments: 'none', charset: 'utf8' }).code;
   if (code(text) !== code(source))

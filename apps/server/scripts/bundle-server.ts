@@ -35,6 +35,8 @@ for (const file of readdirSync(dist)) {
 }
 rmSync(join(dist, 'main.js.map'), { force: true });
 
+const BUILTINS = new Set(builtinModules);
+
 /**
  * Node's built-in modules, where an ES module imports them, are required instead (a CommonJS module of
  * one line, `module.exports = require(...)`, whose members esbuild reads where they are used). An
@@ -58,7 +60,6 @@ const builtinsThroughRequire: Plugin = {
     }));
   },
 };
-const BUILTINS = new Set(builtinModules);
 
 const result = await build({
   absWorkingDir: serverDir,
