@@ -70,6 +70,43 @@ describe('waitForRun', () => {
     expect(waits).toEqual([250, 500, 1000]);
   });
 
+  it('tells onProgress of the run at every poll, the ended run last', async () => {
+    const halfway = run('running', {
+      item_count: 4,
+      progress: { attempted: 2, failed: 1, items_per_second: 12.5 },
+    });
+    const { fetch } = scriptedFetch(
+      jsonResponse(run('queued')),
+      jsonResponse(halfway),
+      jsonResponse(run('completed')),
+    );
+    const { sleep } = recordingSleep();
+    const seen: Run[] = [];
+    const result = await waitForRun(clientWith(fetch), RUN_ID, {
+      sleep,
+      random: () => 0,
+      onProgress: (polled) => seen.push(polled),
+    });
+    expect(result.data?.status).toBe('completed');
+    expect(seen.map((polled) => polled.status)).toEqual(['queued', 'running', 'completed']);
+    expect(seen[1]?.progress).toEqual({ attempted: 2, failed: 1, items_per_second: 12.5 });
+  });
+
+  it('ends the wait with the error onProgress throws', async () => {
+    const { fetch, sent } = scriptedFetch(jsonResponse(run('running')), jsonResponse(run('completed')));
+    const { sleep } = recordingSleep();
+    const stop = new Error('progress bar closed');
+    await expect(
+      waitForRun(clientWith(fetch), RUN_ID, {
+        sleep,
+        onProgress: () => {
+          throw stop;
+        },
+      }),
+    ).rejects.toBe(stop);
+    expect(sent).toHaveLength(1);
+  });
+
   it('answers a failed run as data: the run and its error', async () => {
     const error = {
       type: '/docs#section/errors/run_deadline_exceeded',

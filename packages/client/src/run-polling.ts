@@ -27,24 +27,35 @@ export async function submitRun(
 }
 
 /** How {@link waitForRun} polls. Every field has a default. */
-export type WaitForRunOptions = PollOptions;
+export interface WaitForRunOptions extends PollOptions {
+  /**
+   * Called with the run as each poll reads it (the last call is of the ended run): its `progress`
+   * (`attempted`, `failed`, `items_per_second`) and `item_count` drive a progress bar or an estimate of
+   * the time left. An error it throws ends the wait with that error.
+   */
+  onProgress?: (run: Run) => void;
+}
 
 /**
  * Polls `GET /v1/scoring/runs/{id}` until the run has ended (`completed` or `failed`) and answers it.
  * Waits grow from `initialDelayMs` to `maxDelayMs` with jitter; after a 429 or 503 it waits what
  * `Retry-After` asks. Any other error (such as 404 for an unknown run) is answered as `error`. Aborting
- * `signal` rejects with its reason, like `fetch`.
+ * `signal` rejects with its reason, like `fetch`. `onProgress` sees the run at every poll.
  */
 export function waitForRun(
   client: Client<paths>,
   runId: string,
   options: WaitForRunOptions = {},
 ): Promise<RunCallResult<Run>> {
+  const { onProgress, ...polling } = options;
   return pollUntil(
     (signal) =>
       client.GET('/v1/scoring/runs/{id}', { params: { path: { id: runId } }, ...(signal && { signal }) }),
-    (run) => run.status === 'completed' || run.status === 'failed',
-    options,
+    (run) => {
+      onProgress?.(run);
+      return run.status === 'completed' || run.status === 'failed';
+    },
+    polling,
   );
 }
 
