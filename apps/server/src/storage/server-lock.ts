@@ -64,6 +64,8 @@ export interface ServerLock {
  * it ends (kill -9 included): a crashed server leaves nothing stale, the next start takes it. Within one
  * process SQLite tracks its locks per file, so a second server started in the same process is refused too.
  * Nothing is written under it: no journal is left behind, and other processes can still read the table.
+ * Nothing else in the server may open `server.lock` (only SQLite, which keeps its descriptors of a locked
+ * file open until the locks are gone): closing any other descriptor of it would drop the process's locks.
  *
  * The table holds who took it last (pid, host, start time), for the refusal's message. It is recorded
  * while holding the lock, committed (readers see only what is committed), and the lock taken again at
