@@ -9,6 +9,7 @@ import { testConfig } from '../test/support/test-server.js';
 import type { Features } from './features.js';
 import { silentLogger } from './request-logging/logger.js';
 import { startRuntime } from './runtime.js';
+import { DataDirInUseError } from './storage/server-lock.js';
 
 /** The record the worker of the stop test writes as it finishes. */
 const FINISHED = testRecord('default', 0);
@@ -131,4 +132,29 @@ it('says after the first key how to allow a local webhook receiver when loopback
   );
   const allowed = (await lines(['127.0.0.1/32'])).find((line) => line.startsWith('Created an API key'));
   expect(allowed).toMatch(/^Created an API key for tenant "default" \(shown once\): sk_\w{40}$/);
+});
+
+it("refuses a second runtime on the running one's SQLite DATA_DIR, before it opens the storage; the first serves on, and once stopped a runtime starts there again", async () => {
+  const start = () =>
+    startRuntime({
+      config: testConfig({ dataDir }),
+      logger: silentLogger,
+      announce: () => {},
+      workers: () => [],
+    });
+  const first = await start();
+  try {
+    await expect(start()).rejects.toBeInstanceOf(DataDirInUseError);
+    await expect(start()).rejects.toThrow(
+      new RegExp(
+        `^DATA_DIR ${dataDir} is in use by another scenario-scoring server \\(pid ${process.pid}, started `,
+      ),
+    );
+    expect(await (await fetch(`${first.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
+  } finally {
+    await first.stop();
+  }
+  const second = await start();
+  expect(await (await fetch(`${second.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
+  await second.stop();
 });

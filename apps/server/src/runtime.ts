@@ -14,6 +14,7 @@ import { type MetricsServer, startMetricsServer } from './metrics/metrics-server
 import type { Logger } from './request-logging/logger.js';
 import type { Config } from './server-config.js';
 import { checkDeploymentKeys } from './storage/deployment-keys.js';
+import { takeServerLock } from './storage/server-lock.js';
 import { openStorage } from './storage/storage.js';
 import { createApiServer } from './transport/api-server.js';
 import { enforceBodyDeadline } from './transport/body-deadline.js';
@@ -64,12 +65,38 @@ export interface Runtime {
 }
 
 /**
- * Starts an instance: opens the storage (running the migrations), checks its keys are the database's
- * (storage/deployment-keys.ts: throws KeyMismatchError, nothing written, if not), creates the first API key when there is
- * none, builds the app, listens (the metrics listener first), starts the background workers, then
- * reports ready.
+ * Starts an instance: on SQLite takes the server's lock on DATA_DIR (storage/server-lock.ts: throws
+ * DataDirInUseError, nothing opened or written, while another server holds it), opens the storage (running
+ * the migrations), checks its keys are the database's (storage/deployment-keys.ts: throws KeyMismatchError,
+ * nothing written, if not), creates the first API key when there is none, builds the app, listens (the
+ * metrics listener first), starts the background workers, then reports ready. The lock is released once
+ * `stop()` has closed the storage, or when the start fails.
  */
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
+  // One server per SQLite DATA_DIR: two would each sequence and sign its log. Taken before the storage
+  // opens (its migrations write); PostgreSQL is the database for several instances, and has no such lock.
+  const lock = options.config.databaseUrl ? undefined : takeServerLock(options.config.dataDir);
+  let runtime: Runtime;
+  try {
+    runtime = await startHoldingLock(options);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    url: runtime.url,
+    server: runtime.server,
+    metricsUrl: runtime.metricsUrl,
+    lifecycle: runtime.lifecycle,
+    stop: () => {
+      stopping ??= runtime.stop().finally(() => lock?.release());
+      return stopping;
+    },
+  };
+}
+
+async function startHoldingLock(options: RuntimeOptions): Promise<Runtime> {
   const { config, logger } = options;
   const announce = options.announce ?? ((line: string) => console.log(line));
   const lifecycle = new InstanceLifecycle('starting');

@@ -2,6 +2,7 @@ import { createLogger, describeError, jsonLogger, type Logger } from './request-
 import { type Runtime, startRuntime } from './runtime.js';
 import { ConfigError, loadConfig } from './server-config.js';
 import { KeyMismatchError } from './storage/deployment-keys.js';
+import { DataDirInUseError } from './storage/server-lock.js';
 import { startTracing, stopTracing } from './tracing/tracing.js';
 
 /**
@@ -42,8 +43,13 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
     runtime = await startRuntime({ config, logger });
     if (stopping) await drain(runtime);
   } catch (error) {
-    // A bad environment is told in plain words, every bad variable at once.
-    if (error instanceof ConfigError || error instanceof KeyMismatchError) console.error(error.message);
+    // A bad environment, or a DATA_DIR another server holds, is told in plain words.
+    if (
+      error instanceof ConfigError ||
+      error instanceof KeyMismatchError ||
+      error instanceof DataDirInUseError
+    )
+      console.error(error.message);
     else logger.error('the server failed to start', { error: describeError(error) });
     process.exit(1);
   }
