@@ -19,10 +19,11 @@
  *   npm run bench:ndjson -- [--items 20000] [--db sqlite|postgres|both] [--node-options="<flags>"] [--client]
  *   npm run bench:ndjson -- --items 1000000 --db both     # the documented goal's size
  */
+
+import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { createClient, readRunResults, uploadRunNdjson, waitForRun } from '@scenario-scoring/client';
 import { benchContext } from '../lib/bench-inputs.ts';
