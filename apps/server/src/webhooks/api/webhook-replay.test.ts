@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Problem, RegisteredWebhook, ReplayQueued } from '@scenario-scoring/api-types';
+import type { KyselyPlugin, RootOperationNode } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../../test/support/test-server.js';
 import { commitTestEvents } from '../../../test/support/test-webhooks.js';
+import { systemClock } from '../../common/clock.js';
+import { replayEvents } from './webhook-replay.js';
 
-forEachDatabase('replaying a time range of a webhook’s events', ({ storage }) => {
+forEachDatabase('replaying a time range of a webhook’s events', ({ kind, storage }) => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ storage: storage() });
@@ -33,6 +36,78 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ storage }) 
     });
   const deliveriesOf = (webhookId: string) =>
     storage().db.selectFrom('deliveries').selectAll().where('webhook_id', '=', webhookId).execute();
+
+  // Found by the fuzz suite: on PostgreSQL the dispatcher's fan-out, in a transaction of its own, could
+  // create an event's delivery between the replay's select of the deliveries and its insert, and the replay
+  // failed 500 on the unique (webhook_id, event_id). Made to happen here: a plugin inserts that delivery
+  // from another connection as soon as the replay's select has answered. (SQLite has one writer: the
+  // fan-out cannot commit inside the replay's transaction.)
+  it.runIf(kind === 'postgres')(
+    'keeps a delivery the fan-out made between its select and its insert, and does not count it as queued',
+    async () => {
+      const { tenant, key } = await newTenant();
+      const webhook = await register(key, ['run.completed']);
+      const at = (ms: number) => new Date(Date.now() + ms);
+      const [raced, other] = await commitTestEvents(storage(), tenant, {
+        count: 2,
+        type: 'run.completed',
+        now: at(1_000),
+      });
+      const selects = new Set<unknown>();
+      let fannedOut = false;
+      const fanOutAfterSelect: KyselyPlugin = {
+        transformQuery({ node, queryId }) {
+          if (isSelectFrom(node, 'deliveries')) selects.add(queryId);
+          return node;
+        },
+        async transformResult({ result, queryId }) {
+          if (selects.has(queryId) && !fannedOut) {
+            fannedOut = true;
+            const now = new Date().toISOString();
+            await storage()
+              .db.insertInto('deliveries')
+              .values({
+                id: `dlv_raced${randomBytes(8).toString('hex')}`,
+                tenant_id: tenant,
+                webhook_id: webhook.id,
+                event_id: raced as string,
+                event_type: 'run.completed',
+                status: 'pending',
+                next_attempt_at: now,
+                next_trigger: 'event',
+                created_at: now,
+                updated_at: now,
+              })
+              .execute();
+          }
+          return result;
+        },
+      };
+      const features = testFeatures(storage());
+      const outcome = await replayEvents(
+        {
+          storage: { db: storage().db.withPlugin(fanOutAfterSelect), kind: storage().kind },
+          outbox: { notify: () => {} },
+          policy: {},
+          secretBox: undefined as never,
+          clock: systemClock,
+          keyedHash: features.keyedHash,
+        },
+        { tenantId: tenant, keyId: 'key_race' },
+        {
+          webhookId: webhook.id,
+          body: { since: at(500).toISOString(), until: at(30_000).toISOString() },
+          idempotencyKey: undefined,
+        },
+      );
+      expect(fannedOut).toBe(true);
+      expect(outcome.value).toMatchObject({ events: 2, queued: 1 });
+      const rows = await deliveriesOf(webhook.id);
+      expect(rows.map((row) => row.event_id).sort()).toEqual([raced, other].sort());
+      expect(rows.every((row) => row.status === 'pending')).toBe(true);
+      expect(rows.find((row) => row.event_id === raced)?.next_trigger).toBe('event');
+    },
+  );
 
   it('queues the range’s events the webhook takes once, leaves those pending alone, and replays a retry', async () => {
     const { tenant, key } = await newTenant();
@@ -137,3 +212,10 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ storage }) 
     expect(unknown.status).toBe(404);
   });
 });
+
+/** Whether `node` is a SELECT whose first FROM is `table`. */
+function isSelectFrom(node: RootOperationNode, table: string): boolean {
+  if (node.kind !== 'SelectQueryNode') return false;
+  const from = node.from?.froms[0];
+  return from?.kind === 'TableNode' && from.table.identifier.name === table;
+}

@@ -104,8 +104,13 @@ export async function replayEvents(
           .execute();
       }
       const fresh = chunk.filter((event) => !had.has(event.id));
+      let inserted = 0;
       if (fresh.length > 0) {
-        await trx
+        // On PostgreSQL the dispatcher's fan-out (another transaction) may create the delivery of an event
+        // between the select above and this insert: that one is pending and due, as a replay would leave
+        // it, so it is kept and not counted as queued (as an existing pending delivery is not), instead of
+        // failing the replay on the unique (webhook_id, event_id).
+        const result = await trx
           .insertInto('deliveries')
           .values(
             fresh.map((event) => ({
@@ -121,9 +126,11 @@ export async function replayEvents(
               updated_at: nowIso,
             })),
           )
-          .execute();
+          .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
+          .executeTakeFirst();
+        inserted = Number(result.numInsertedOrUpdatedRows ?? 0);
       }
-      queued += again.length + fresh.length;
+      queued += again.length + inserted;
     }
     const queuedReply: ReplayQueued = {
       webhook_id: webhook.id,
