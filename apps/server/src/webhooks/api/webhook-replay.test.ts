@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Problem, RegisteredWebhook, ReplayQueued } from '@scenario-scoring/api-types';
-import type { KyselyPlugin, RootOperationNode } from 'kysely';
+import { type KyselyPlugin, type RootOperationNode, TableNode } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { testFeatures } from '../../../test/support/test-features.js';
@@ -74,7 +74,7 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ kind, stora
                 event_type: 'run.completed',
                 status: 'pending',
                 next_attempt_at: now,
-                next_trigger: 'event',
+                next_trigger: 'scheduled',
                 created_at: now,
                 updated_at: now,
               })
@@ -88,7 +88,7 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ kind, stora
         {
           storage: { db: storage().db.withPlugin(fanOutAfterSelect), kind: storage().kind },
           outbox: { notify: () => {} },
-          policy: {},
+          policy: { allowedCidrs: [], allowHttp: true },
           secretBox: undefined as never,
           clock: systemClock,
           keyedHash: features.keyedHash,
@@ -105,7 +105,7 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ kind, stora
       const rows = await deliveriesOf(webhook.id);
       expect(rows.map((row) => row.event_id).sort()).toEqual([raced, other].sort());
       expect(rows.every((row) => row.status === 'pending')).toBe(true);
-      expect(rows.find((row) => row.event_id === raced)?.next_trigger).toBe('event');
+      expect(rows.find((row) => row.event_id === raced)?.next_trigger).toBe('scheduled');
     },
   );
 
@@ -217,5 +217,5 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ kind, stora
 function isSelectFrom(node: RootOperationNode, table: string): boolean {
   if (node.kind !== 'SelectQueryNode') return false;
   const from = node.from?.froms[0];
-  return from?.kind === 'TableNode' && from.table.identifier.name === table;
+  return from !== undefined && TableNode.is(from) && from.table.identifier.name === table;
 }
