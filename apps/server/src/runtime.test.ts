@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync, rmSync } from 'node:fs';
+import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitUntil } from '@scenario-scoring/testkit';
@@ -9,7 +10,7 @@ import { testConfig } from '../test/support/test-server.js';
 import type { Features } from './features.js';
 import { silentLogger } from './request-logging/logger.js';
 import { startRuntime } from './runtime.js';
-import { DataDirInUseError } from './storage/server-lock.js';
+import { DataDirInUseError, SERVER_LOCK_FILE_NAME, takeServerLock } from './storage/server-lock.js';
 
 /** The record the worker of the stop test writes as it finishes. */
 const FINISHED = testRecord('default', 0);
@@ -157,4 +158,66 @@ it("refuses a second runtime on the running one's SQLite DATA_DIR, before it ope
   const second = await start();
   expect(await (await fetch(`${second.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
   await second.stop();
+});
+
+it('takes its lock again when server.lock is removed, and stops when another server holds the file put in its place', async () => {
+  const fresh = await mkdtemp(join(tmpdir(), 'ss-runtime-lock-'));
+  const elsewhere = await mkdtemp(join(tmpdir(), 'ss-runtime-other-'));
+  const lost: Error[] = [];
+  const runtime = await startRuntime({
+    config: testConfig({ dataDir: fresh }),
+    logger: silentLogger,
+    announce: () => {},
+    workers: () => [],
+    lockCheckMs: 20,
+    onLockLost: (error) => lost.push(error),
+  });
+  const other = takeServerLock(elsewhere);
+  try {
+    // Removed: taken again on a new file within a check (the check makes the file and locks it in one
+    // step of this event loop), so a second runtime is refused again.
+    rmSync(join(fresh, SERVER_LOCK_FILE_NAME));
+    await waitUntil(() => existsSync(join(fresh, SERVER_LOCK_FILE_NAME)));
+    expect(() => takeServerLock(fresh)).toThrow(DataDirInUseError);
+    expect(lost).toEqual([]);
+    // Replaced by a file another server holds: this one is told it lost the lock.
+    await rename(join(elsewhere, SERVER_LOCK_FILE_NAME), join(fresh, SERVER_LOCK_FILE_NAME));
+    await waitUntil(() => lost.length > 0);
+    expect(lost[0]).toBeInstanceOf(DataDirInUseError);
+  } finally {
+    other.release();
+    await runtime.stop();
+    await rm(fresh, { recursive: true, force: true });
+    await rm(elsewhere, { recursive: true, force: true });
+  }
+});
+
+it('stops by itself, without onLockLost, once it lost its lock', async () => {
+  const fresh = await mkdtemp(join(tmpdir(), 'ss-runtime-lock-'));
+  const elsewhere = await mkdtemp(join(tmpdir(), 'ss-runtime-other-'));
+  const runtime = await startRuntime({
+    config: testConfig({ dataDir: fresh }),
+    logger: silentLogger,
+    announce: () => {},
+    workers: () => [],
+    lockCheckMs: 20,
+  });
+  const other = takeServerLock(elsewhere);
+  try {
+    await rename(join(elsewhere, SERVER_LOCK_FILE_NAME), join(fresh, SERVER_LOCK_FILE_NAME));
+    await waitUntil(() => runtime.lifecycle.phase !== 'running');
+    await waitUntil(async () => {
+      try {
+        await fetch(`${runtime.url}/readyz`);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+  } finally {
+    other.release();
+    await runtime.stop();
+    await rm(fresh, { recursive: true, force: true });
+    await rm(elsewhere, { recursive: true, force: true });
+  }
 });

@@ -24,6 +24,9 @@ import { checkAddress } from './webhooks/outbound/outbound-address-policy.js';
 import { loadSecretsKey, SecretBox } from './webhooks/outbound/secret-box.js';
 import type { BackgroundWorker } from './workers/background-worker.js';
 
+/** How often a server on SQLite checks that `DATA_DIR/server.lock` is still the file it holds. */
+const LOCK_CHECK_MS = 2000;
+
 /** Bounds a request's headers and body, so a client that sends them slowly cannot hold a connection. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -47,6 +50,13 @@ export interface RuntimeOptions {
   workers?: (dependencies: WorkerDependencies) => BackgroundWorker[];
   /** Called with each line meant for the operator's terminal (the first key, where it listens). */
   announce?: (line: string) => void;
+  /**
+   * Called when this server lost its lock on the SQLite DATA_DIR (server.lock was replaced by a file
+   * another server holds, or one that cannot be the lock): the server must stop. By default it stops.
+   */
+  onLockLost?: (error: Error) => void;
+  /** How often the lock file is checked (`ServerLock.check`), in ms; 2,000 by default. */
+  lockCheckMs?: number;
 }
 
 /** A running instance: storage, workers, the HTTP server and the metrics listener. */
@@ -70,7 +80,8 @@ export interface Runtime {
  * the migrations), checks its keys are the database's (storage/deployment-keys.ts: throws KeyMismatchError,
  * nothing written, if not), creates the first API key when there is none, builds the app, listens (the
  * metrics listener first), starts the background workers, then reports ready. The lock is released once
- * `stop()` has closed the storage, or when the start fails.
+ * `stop()` has closed the storage, or when the start fails; while the server runs it is checked every
+ * `lockCheckMs` (taken again if server.lock was removed; `onLockLost` if another server took it).
  */
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   // One server per SQLite DATA_DIR: two would each sequence and sign its log. Taken before the storage
@@ -84,15 +95,41 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     throw error;
   }
   let stopping: Promise<void> | undefined;
+  const stop = () => {
+    clearInterval(watch);
+    stopping ??= runtime.stop().finally(() => lock?.release());
+    return stopping;
+  };
+  // A lock file removed or replaced while the server runs (a clean-up script, an operator) would let a
+  // second server start: the lock is taken again on the file at the path, or, if another server holds
+  // that one already, this one stops.
+  const watch = setInterval(() => {
+    if (lock === undefined) return;
+    try {
+      if (lock.check() === 'retaken') {
+        options.logger.error(
+          'server.lock was removed or replaced while this server held it; it holds the new one',
+          {
+            dataDir: options.config.dataDir,
+          },
+        );
+      }
+    } catch (error) {
+      clearInterval(watch);
+      options.logger.error('this server lost its lock on DATA_DIR and stops', {
+        error: (error as Error).message,
+      });
+      if (options.onLockLost) options.onLockLost(error as Error);
+      else void stop().catch(() => undefined);
+    }
+  }, options.lockCheckMs ?? LOCK_CHECK_MS);
+  watch.unref();
   return {
     url: runtime.url,
     server: runtime.server,
     metricsUrl: runtime.metricsUrl,
     lifecycle: runtime.lifecycle,
-    stop: () => {
-      stopping ??= runtime.stop().finally(() => lock?.release());
-      return stopping;
-    },
+    stop,
   };
 }
 

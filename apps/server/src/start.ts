@@ -2,7 +2,7 @@ import { createLogger, describeError, jsonLogger, type Logger } from './request-
 import { type Runtime, startRuntime } from './runtime.js';
 import { ConfigError, loadConfig } from './server-config.js';
 import { KeyMismatchError } from './storage/deployment-keys.js';
-import { DataDirInUseError } from './storage/server-lock.js';
+import { DataDirInUseError, ServerLockError } from './storage/server-lock.js';
 import { startTracing, stopTracing } from './tracing/tracing.js';
 
 /**
@@ -18,9 +18,11 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
   let logger: Logger = jsonLogger;
   let runtime: Runtime | undefined;
   let stopping = false;
+  // Set when the server stops because it lost its lock on DATA_DIR: the drain then exits 1.
+  let lockLost = false;
   const drain = (started: Runtime) =>
     started.stop().then(
-      () => stopTracing().finally(() => process.exit(0)),
+      () => stopTracing().finally(() => process.exit(lockLost ? 1 : 0)),
       (error: unknown) => {
         logger.error('the shutdown failed', { error: describeError(error) });
         process.exit(1);
@@ -40,14 +42,23 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
     const config = loadConfig();
     logger = createLogger(config.logs);
     await startTracing();
-    runtime = await startRuntime({ config, logger });
+    runtime = await startRuntime({
+      config,
+      logger,
+      onLockLost: (error) => {
+        console.error(`${error.message} This server stops.`);
+        lockLost = true;
+        if (!stopping) stop('lock lost');
+      },
+    });
     if (stopping) await drain(runtime);
   } catch (error) {
-    // A bad environment, or a DATA_DIR another server holds, is told in plain words.
+    // A bad environment, or a DATA_DIR another server holds (or whose lock file is not one), is told in plain words.
     if (
       error instanceof ConfigError ||
       error instanceof KeyMismatchError ||
-      error instanceof DataDirInUseError
+      error instanceof DataDirInUseError ||
+      error instanceof ServerLockError
     )
       console.error(error.message);
     else logger.error('the server failed to start', { error: describeError(error) });

@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { SERVER_LOCK_FILE_NAME, takeServerLock } from '../src/storage/server-lock.js';
 import { BuiltServer, databaseEnv, requireBuiltServer, runBuiltCli } from './support/built-server.js';
 import { createTestDatabase, type TestDatabase } from './support/test-databases.js';
 
@@ -74,3 +78,23 @@ it('refuses a second server on the same SQLite DATA_DIR, naming the first, which
     await server.stop('SIGTERM');
   }
 }, 90_000);
+
+it('stops a server whose server.lock was replaced by one another server holds, exiting 1 with the reason', async () => {
+  const server = new BuiltServer(env);
+  const elsewhere = mkdtempSync(join(tmpdir(), 'ss-lock-other-'));
+  const other = takeServerLock(elsewhere);
+  try {
+    await server.baseUrl();
+    renameSync(join(elsewhere, SERVER_LOCK_FILE_NAME), join(env.DATA_DIR as string, SERVER_LOCK_FILE_NAME));
+    // Checked every 2 s; then it drains (SHUTDOWN_* of the test environment) and exits.
+    const { code } = await server.exited;
+    expect(code, server.output).toBe(1);
+    expect(server.output).toMatch(IN_USE);
+    expect(server.output).toContain('This server stops.');
+    expect(server.output.match(IN_USE)?.[2]).toBe(String(process.pid));
+  } finally {
+    other.release();
+    rmSync(elsewhere, { recursive: true, force: true });
+    await server.stop('SIGKILL');
+  }
+}, 60_000);

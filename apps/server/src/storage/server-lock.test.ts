@@ -1,9 +1,21 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { closeTestStorage, testFeatures } from '../../test/support/test-features.js';
-import { DataDirInUseError, SERVER_LOCK_FILE_NAME, takeServerLock } from './server-lock.js';
+import { DataDirInUseError, SERVER_LOCK_FILE_NAME, ServerLockError, takeServerLock } from './server-lock.js';
+import { SQLITE_FILE_NAME } from './sqlite-database.js';
 import { openStorage } from './storage.js';
 
 const roots: string[] = [];
@@ -56,4 +68,98 @@ it('leaves the data open to everything but a second server: the storage opens, w
   } finally {
     lock.release();
   }
+});
+
+it('names the DATA_DIR a relative path resolves to', () => {
+  const dataDir = freshDataDir();
+  const lock = takeServerLock(dataDir);
+  const cwd = process.cwd();
+  try {
+    process.chdir(join(dataDir, '..'));
+    expect(() => takeServerLock('data')).toThrow(`DATA_DIR data (${dataDir}) is in use`);
+  } finally {
+    process.chdir(cwd);
+    lock.release();
+  }
+});
+
+it('refuses a server.lock that cannot be the lock, in plain words, touching nothing of the data', async () => {
+  const cases: [string, (file: string, dataDir: string) => void, string][] = [
+    ['a directory', (file) => mkdirSync(file), 'it is not a regular file'],
+    ['a symbolic link to the data', (file) => symlinkSync(SQLITE_FILE_NAME, file), 'it is a symbolic link'],
+    [
+      'a hard link to the data',
+      (file, dataDir) => linkSync(join(dataDir, SQLITE_FILE_NAME), file),
+      `it is the data's own database, ${SQLITE_FILE_NAME}`,
+    ],
+    ['not a database', (file) => writeFileSync(file, 'not a lock\n'.repeat(100)), 'file is not a database'],
+  ];
+  for (const [what, make, reason] of cases) {
+    const dataDir = freshDataDir();
+    const storage = await openStorage({ dataDir });
+    await closeTestStorage(storage);
+    const file = join(dataDir, SERVER_LOCK_FILE_NAME);
+    make(file, dataDir);
+    const data = lstatSync(join(dataDir, SQLITE_FILE_NAME));
+    let refusal: unknown;
+    try {
+      takeServerLock(dataDir).release();
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal, what).toBeInstanceOf(ServerLockError);
+    expect((refusal as Error).message, what).toBe(
+      `${file} could not be used as the server's lock on its DATA_DIR (${reason}). It is made by the server ` +
+        'and must be a regular file it can write; with no server running on this DATA_DIR, remove it and ' +
+        'start again. Nothing was changed.',
+    );
+    const after = lstatSync(join(dataDir, SQLITE_FILE_NAME));
+    expect([after.size, after.mtimeMs], what).toEqual([data.size, data.mtimeMs]);
+  }
+});
+
+it('changes no mode of a DATA_DIR another server holds', () => {
+  const dataDir = freshDataDir();
+  const lock = takeServerLock(dataDir);
+  try {
+    chmodSync(dataDir, 0o755);
+    expect(() => takeServerLock(dataDir)).toThrow(DataDirInUseError);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o755);
+  } finally {
+    lock.release();
+  }
+});
+
+it('takes the lock again when server.lock is removed, and says so; a second holder is then refused', () => {
+  const dataDir = freshDataDir();
+  const lock = takeServerLock(dataDir);
+  try {
+    expect(lock.check()).toBe('held');
+    rmSync(join(dataDir, SERVER_LOCK_FILE_NAME));
+    expect(lock.check()).toBe('retaken');
+    expect(lock.check()).toBe('held');
+    expect(() => takeServerLock(dataDir)).toThrow(DataDirInUseError);
+  } finally {
+    lock.release();
+  }
+  takeServerLock(dataDir).release();
+});
+
+it('is lost when server.lock is replaced by one another server holds: check throws, naming that server', () => {
+  const dataDir = freshDataDir();
+  const lock = takeServerLock(dataDir);
+  // Another "server" holds a lock file of its own, which then takes the place of this one's.
+  const elsewhere = freshDataDir();
+  const other = takeServerLock(elsewhere);
+  try {
+    renameSync(join(elsewhere, SERVER_LOCK_FILE_NAME), join(dataDir, SERVER_LOCK_FILE_NAME));
+    expect(() => lock.check()).toThrow(DataDirInUseError);
+    // Lost for good: this lock holds nothing now, and says so no more.
+    expect(lock.check()).toBe('held');
+    expect(() => takeServerLock(dataDir)).toThrow(DataDirInUseError);
+  } finally {
+    lock.release();
+    other.release();
+  }
+  takeServerLock(dataDir).release();
 });

@@ -1,7 +1,9 @@
+import { lstatSync, mkdirSync, type Stats } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { createOwnerOnlyFile, secureDataDir } from './owner-only-files.js';
+import { createOwnerOnlyFile, DATA_DIR_MODE } from './owner-only-files.js';
+import { SQLITE_FILE_NAME } from './sqlite-database.js';
 
 /** The lock file inside DATA_DIR: a tiny SQLite database of its own, never the data's. */
 export const SERVER_LOCK_FILE_NAME = 'server.lock';
@@ -42,14 +44,48 @@ export class DataDirInUseError extends Error {
         ? ''
         : ` (pid ${holder.pid}${holder.host === hostname() ? '' : ` on ${holder.host}`}, started ${holder.startedAt})`;
     super(
-      `DATA_DIR ${dataDir} is in use by another scenario-scoring server${who}: one server per SQLite DATA_DIR. ` +
+      `DATA_DIR ${shown(dataDir)} is in use by another scenario-scoring server${who}: one server per SQLite DATA_DIR. ` +
         'Stop that server first, or use PostgreSQL (DATABASE_URL) to run several instances. Nothing was changed.',
     );
   }
 }
 
-/** The lock a running server holds on its SQLite DATA_DIR; `release()` gives it up (idempotent). */
+/**
+ * Thrown when `DATA_DIR/server.lock` cannot serve as the lock: not a regular file this server made (a
+ * directory, a symbolic link, a link to the data's own database, a file that is not the lock's SQLite
+ * database), or not readable and writable. Nothing of the data was opened or written.
+ */
+export class ServerLockError extends Error {
+  override readonly name = 'ServerLockError';
+
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
+    super(
+      `${file} could not be used as the server's lock on its DATA_DIR (${reason}). It is made by the server ` +
+        'and must be a regular file it can write; with no server running on this DATA_DIR, remove it and ' +
+        'start again. Nothing was changed.',
+    );
+  }
+}
+
+/** The DATA_DIR as given and, when that is not already absolute, where it resolves to. */
+function shown(dataDir: string): string {
+  const absolute = resolve(dataDir);
+  return absolute === dataDir ? dataDir : `${dataDir} (${absolute})`;
+}
+
+/** The lock a running server holds on its SQLite DATA_DIR. */
 export interface ServerLock {
+  /**
+   * Checks that `DATA_DIR/server.lock` is still the file this lock holds. If it was removed or replaced
+   * (a clean-up script, an operator), a second server could start beside this one: the lock is taken
+   * again at once on the file now at that path ('retaken'). Throws DataDirInUseError if another server
+   * holds that file already, ServerLockError if it cannot be used: this server must then stop.
+   */
+  check(): 'held' | 'retaken';
+  /** Gives the lock up (idempotent). */
   release(): void;
 }
 
@@ -73,52 +109,120 @@ export interface ServerLock {
  * finding another's record, takes the lock again to record itself.
  */
 export function takeServerLock(dataDir: string): ServerLock {
-  secureDataDir(dataDir);
+  // Only created when missing: its modes are tightened by the storage's open, once the lock is held, so
+  // that a refused start changes nothing of a running server's DATA_DIR.
+  mkdirSync(dataDir, { recursive: true, mode: DATA_DIR_MODE });
   const file = join(dataDir, SERVER_LOCK_FILE_NAME);
+  let held = acquire(dataDir, file, LOCK_WAIT_MS);
+  let released = false;
+  return {
+    check() {
+      if (released) return 'held';
+      const now = statOf(file);
+      if (now !== undefined && now.dev === held.file.dev && now.ino === held.file.ino) return 'held';
+      // The file this process holds is no longer at the path: take the lock on whatever is there now,
+      // without waiting (a server that holds it is not going away).
+      held.db.close();
+      try {
+        held = acquire(dataDir, file, 0);
+      } catch (error) {
+        released = true;
+        throw error;
+      }
+      return 'retaken';
+    },
+    release() {
+      if (released) return;
+      released = true;
+      // Closing the connection ends its transaction and drops the lock.
+      held.db.close();
+    },
+  };
+}
+
+/** The lock's connection, holding it, and the file it holds (device and inode). */
+interface Held {
+  db: DatabaseSync;
+  file: Stats;
+}
+
+/** Takes the lock on `file` (creating it), waiting up to `waitMs` for another holder, or throws. */
+function acquire(dataDir: string, file: string, waitMs: number): Held {
   createOwnerOnlyFile(file);
-  const db = new DatabaseSync(file);
+  const before = usableLockFile(dataDir, file);
+  let db: DatabaseSync;
   try {
-    db.exec(`PRAGMA busy_timeout = ${LOCK_WAIT_MS}`);
+    db = new DatabaseSync(file);
+  } catch (error) {
+    throw new ServerLockError(file, (error as Error).message);
+  }
+  try {
+    db.exec(`PRAGMA busy_timeout = ${waitMs}`);
     const me: ServerLockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString() };
     for (let attempt = 1; ; attempt++) {
-      begin(db, dataDir);
-      db.exec(
-        'CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, ' +
-          'host TEXT NOT NULL, started_at TEXT NOT NULL)',
-      );
-      db.prepare('INSERT OR REPLACE INTO holder (id, pid, host, started_at) VALUES (1, ?, ?, ?)').run(
-        me.pid,
-        me.host,
-        me.startedAt,
-      );
-      db.exec('COMMIT');
-      begin(db, dataDir);
+      begin(db, dataDir, file);
+      try {
+        db.exec(
+          'CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, ' +
+            'host TEXT NOT NULL, started_at TEXT NOT NULL)',
+        );
+        db.prepare('INSERT OR REPLACE INTO holder (id, pid, host, started_at) VALUES (1, ?, ?, ?)').run(
+          me.pid,
+          me.host,
+          me.startedAt,
+        );
+        db.exec('COMMIT');
+      } catch (error) {
+        throw new ServerLockError(file, (error as Error).message);
+      }
+      begin(db, dataDir, file);
       const recorded = readHolder(db);
       if (recorded?.pid === me.pid && recorded.host === me.host && recorded.startedAt === me.startedAt) break;
       db.exec('ROLLBACK');
       if (attempt === ATTEMPTS) throw new DataDirInUseError(dataDir, recorded);
     }
+    // What was locked is what was checked: the path was not swapped between the check and the open.
+    const after = statOf(file);
+    if (after === undefined || after.dev !== before.dev || after.ino !== before.ino)
+      throw new ServerLockError(file, 'it was replaced while the lock was being taken');
+    return { db, file: after };
   } catch (error) {
     db.close();
     throw error;
   }
-  let held = true;
-  return {
-    release() {
-      if (!held) return;
-      held = false;
-      // Closing the connection ends its transaction and drops the lock.
-      db.close();
-    },
-  };
 }
 
-/** Takes the lock (`BEGIN IMMEDIATE`), or throws DataDirInUseError when another connection holds it. */
-function begin(db: DatabaseSync, dataDir: string): void {
+/** The lock file's own status (not a link's target), or undefined when there is none. */
+function statOf(file: string): Stats | undefined {
+  try {
+    return lstatSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The lock file's status, or ServerLockError when it cannot be the lock (see ServerLockError). */
+function usableLockFile(dataDir: string, file: string): Stats {
+  const stats = statOf(file);
+  if (stats === undefined) throw new ServerLockError(file, 'it could not be created');
+  if (stats.isSymbolicLink()) throw new ServerLockError(file, 'it is a symbolic link');
+  if (!stats.isFile()) throw new ServerLockError(file, 'it is not a regular file');
+  const data = statOf(join(dataDir, SQLITE_FILE_NAME));
+  if (data !== undefined && data.dev === stats.dev && data.ino === stats.ino)
+    throw new ServerLockError(file, `it is the data's own database, ${SQLITE_FILE_NAME}`);
+  return stats;
+}
+
+/**
+ * Takes the lock (`BEGIN IMMEDIATE`), or throws DataDirInUseError when another connection holds it, and
+ * ServerLockError when the file cannot be the lock (not a database, not writable).
+ */
+function begin(db: DatabaseSync, dataDir: string, file: string): void {
   try {
     db.exec('BEGIN IMMEDIATE');
   } catch (error) {
-    if (((error as { errcode?: number }).errcode ?? 0) % 256 !== SQLITE_BUSY) throw error;
+    if (((error as { errcode?: number }).errcode ?? 0) % 256 !== SQLITE_BUSY)
+      throw new ServerLockError(file, (error as Error).message);
     throw new DataDirInUseError(dataDir, readHolder(db));
   }
 }
