@@ -9,7 +9,7 @@ import { testFeatures } from '../test/support/test-features.js';
 import { testConfig } from '../test/support/test-server.js';
 import type { Features } from './features.js';
 import { silentLogger } from './request-logging/logger.js';
-import { startRuntime } from './runtime.js';
+import { type Runtime, startRuntime } from './runtime.js';
 import { DataDirInUseError, SERVER_LOCK_FILE_NAME, takeServerLock } from './storage/server-lock.js';
 
 /** The record the worker of the stop test writes as it finishes. */
@@ -160,51 +160,57 @@ it("refuses a second runtime on the running one's SQLite DATA_DIR, before it ope
   await second.stop();
 });
 
-it('takes its lock again when server.lock is removed, and stops when another server holds the file put in its place', async () => {
-  const fresh = await mkdtemp(join(tmpdir(), 'ss-runtime-lock-'));
+/**
+ * Runs `test` with a runtime on a fresh DATA_DIR whose lock is checked every 20 ms, and a lock another
+ * "server" holds on a file of its own (`other`, in `elsewhere`), to be put in the runtime's place.
+ */
+async function withWatchedLock(
+  onLockLost: ((error: Error) => void) | undefined,
+  test: (context: { runtime: Runtime; dataDir: string; elsewhere: string }) => Promise<void>,
+): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'ss-runtime-lock-'));
   const elsewhere = await mkdtemp(join(tmpdir(), 'ss-runtime-other-'));
-  const lost: Error[] = [];
   const runtime = await startRuntime({
-    config: testConfig({ dataDir: fresh }),
+    config: testConfig({ dataDir }),
     logger: silentLogger,
     announce: () => {},
     workers: () => [],
     lockCheckMs: 20,
-    onLockLost: (error) => lost.push(error),
+    ...(onLockLost && { onLockLost }),
   });
   const other = takeServerLock(elsewhere);
   try {
-    // Removed: taken again on a new file within a check (the check makes the file and locks it in one
-    // step of this event loop), so a second runtime is refused again.
-    rmSync(join(fresh, SERVER_LOCK_FILE_NAME));
-    await waitUntil(() => existsSync(join(fresh, SERVER_LOCK_FILE_NAME)));
-    expect(() => takeServerLock(fresh)).toThrow(DataDirInUseError);
-    expect(lost).toEqual([]);
-    // Replaced by a file another server holds: this one is told it lost the lock.
-    await rename(join(elsewhere, SERVER_LOCK_FILE_NAME), join(fresh, SERVER_LOCK_FILE_NAME));
-    await waitUntil(() => lost.length > 0);
-    expect(lost[0]).toBeInstanceOf(DataDirInUseError);
+    await test({ runtime, dataDir, elsewhere });
   } finally {
     other.release();
     await runtime.stop();
-    await rm(fresh, { recursive: true, force: true });
+    await rm(dataDir, { recursive: true, force: true });
     await rm(elsewhere, { recursive: true, force: true });
   }
+}
+
+it('takes its lock again when server.lock is removed, and stops when another server holds the file put in its place', async () => {
+  const lost: Error[] = [];
+  await withWatchedLock(
+    (error) => lost.push(error),
+    async ({ dataDir, elsewhere }) => {
+      // Removed: taken again on a new file within a check (the check makes the file and locks it in one
+      // step of this event loop), so a second runtime is refused again.
+      rmSync(join(dataDir, SERVER_LOCK_FILE_NAME));
+      await waitUntil(() => existsSync(join(dataDir, SERVER_LOCK_FILE_NAME)));
+      expect(() => takeServerLock(dataDir)).toThrow(DataDirInUseError);
+      expect(lost).toEqual([]);
+      // Replaced by a file another server holds: this one is told it lost the lock.
+      await rename(join(elsewhere, SERVER_LOCK_FILE_NAME), join(dataDir, SERVER_LOCK_FILE_NAME));
+      await waitUntil(() => lost.length > 0);
+      expect(lost[0]).toBeInstanceOf(DataDirInUseError);
+    },
+  );
 });
 
 it('stops by itself, without onLockLost, once it lost its lock', async () => {
-  const fresh = await mkdtemp(join(tmpdir(), 'ss-runtime-lock-'));
-  const elsewhere = await mkdtemp(join(tmpdir(), 'ss-runtime-other-'));
-  const runtime = await startRuntime({
-    config: testConfig({ dataDir: fresh }),
-    logger: silentLogger,
-    announce: () => {},
-    workers: () => [],
-    lockCheckMs: 20,
-  });
-  const other = takeServerLock(elsewhere);
-  try {
-    await rename(join(elsewhere, SERVER_LOCK_FILE_NAME), join(fresh, SERVER_LOCK_FILE_NAME));
+  await withWatchedLock(undefined, async ({ runtime, dataDir, elsewhere }) => {
+    await rename(join(elsewhere, SERVER_LOCK_FILE_NAME), join(dataDir, SERVER_LOCK_FILE_NAME));
     await waitUntil(() => runtime.lifecycle.phase !== 'running');
     await waitUntil(async () => {
       try {
@@ -214,10 +220,5 @@ it('stops by itself, without onLockLost, once it lost its lock', async () => {
         return true;
       }
     });
-  } finally {
-    other.release();
-    await runtime.stop();
-    await rm(fresh, { recursive: true, force: true });
-    await rm(elsewhere, { recursive: true, force: true });
-  }
+  });
 });
