@@ -148,7 +148,11 @@ interface Held {
 
 /** Takes the lock on `file` (creating it), waiting up to `waitMs` for another holder, or throws. */
 function acquire(dataDir: string, file: string, waitMs: number): Held {
-  createOwnerOnlyFile(file);
+  try {
+    createOwnerOnlyFile(file);
+  } catch (error) {
+    throw new ServerLockError(file, (error as Error).message);
+  }
   const before = usableLockFile(dataDir, file);
   let db: DatabaseSync;
   try {
