@@ -16,7 +16,7 @@ export { type Runtime, type RuntimeOptions, startRuntime } from './runtime.js';
 export { insertLogRecords, insertLogRows } from './score-log/score-log-store.js';
 export { type Config, ConfigError, loadConfig } from './server-config.js';
 export { packRecord, unpackRecord } from './storage/record-codec.js';
-export { DataDirInUseError, ServerLockError } from './storage/server-lock.js';
+export { DataDirInUseError, ServerLockError, ServerLockLostError } from './storage/server-lock.js';
 export { openStorage, type Storage, type StorageOptions } from './storage/storage.js';
 export { LogSequencer } from './verifiable-log/log-sequencer.js';
 export { DEFAULT_LOG_SEQUENCER_BATCH } from './verifiable-log/verifiable-log-config.js';

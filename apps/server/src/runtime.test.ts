@@ -10,7 +10,12 @@ import { testConfig } from '../test/support/test-server.js';
 import type { Features } from './features.js';
 import { silentLogger } from './request-logging/logger.js';
 import { type Runtime, startRuntime } from './runtime.js';
-import { DataDirInUseError, SERVER_LOCK_FILE_NAME, takeServerLock } from './storage/server-lock.js';
+import {
+  DataDirInUseError,
+  SERVER_LOCK_FILE_NAME,
+  ServerLockLostError,
+  takeServerLock,
+} from './storage/server-lock.js';
 
 /** The record the worker of the stop test writes as it finishes. */
 const FINISHED = testRecord('default', 0);
@@ -193,7 +198,7 @@ it('takes its lock again when server.lock is removed, and stops when another ser
   const lost: Error[] = [];
   await withWatchedLock(
     (error) => lost.push(error),
-    async ({ dataDir, elsewhere }) => {
+    async ({ runtime, dataDir, elsewhere }) => {
       // Removed: taken again on a new file within a check (the check makes the file and locks it in one
       // step of this event loop), so a second runtime is refused again.
       rmSync(join(dataDir, SERVER_LOCK_FILE_NAME));
@@ -203,7 +208,9 @@ it('takes its lock again when server.lock is removed, and stops when another ser
       // Replaced by a file another server holds: this one is told it lost the lock.
       await rename(join(elsewhere, SERVER_LOCK_FILE_NAME), join(dataDir, SERVER_LOCK_FILE_NAME));
       await waitUntil(() => lost.length > 0);
-      expect(lost[0]).toBeInstanceOf(DataDirInUseError);
+      expect(lost[0]).toBeInstanceOf(ServerLockLostError);
+      // Already stopping when told: its listener goes, and no drain delay is waited.
+      expect(runtime.lifecycle.phase).not.toBe('running');
     },
   );
 });

@@ -27,6 +27,9 @@ import type { BackgroundWorker } from './workers/background-worker.js';
 /** How often a server on SQLite checks that `DATA_DIR/server.lock` is still the file it holds. */
 const LOCK_CHECK_MS = 2000;
 
+/** The longest grace requests in flight get when the server stops because it lost its lock. */
+const LOCK_LOST_GRACE_MS = 1000;
+
 /** Bounds a request's headers and body, so a client that sends them slowly cannot hold a connection. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -52,7 +55,8 @@ export interface RuntimeOptions {
   announce?: (line: string) => void;
   /**
    * Called when this server lost its lock on the SQLite DATA_DIR (server.lock was replaced by a file
-   * another server holds, or one that cannot be the lock): the server must stop. By default it stops.
+   * another server holds, or one that cannot be the lock), with a ServerLockLostError; the runtime has
+   * already begun to stop (`stop({ lockLost: true })`).
    */
   onLockLost?: (error: Error) => void;
   /** How often the lock file is checked (`ServerLock.check`), in ms; 2,000 by default. */
@@ -69,9 +73,10 @@ export interface Runtime {
   /**
    * Drains: `/readyz` answers 503 `draining` (for `SHUTDOWN_DRAIN_DELAY` while requests are still
    * served), then the listener closes, requests in flight finish (cut after `SHUTDOWN_GRACE`), idle
-   * connections close, the workers stop, and the storage flushes and closes.
+   * connections close, the workers stop, and the storage flushes and closes. With `lockLost` (the lock on
+   * the SQLite DATA_DIR was lost): no drain delay, the workers stopped first, and at most a second's grace.
    */
-  stop(): Promise<void>;
+  stop(options?: { lockLost?: boolean }): Promise<void>;
 }
 
 /**
@@ -95,9 +100,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     throw error;
   }
   let stopping: Promise<void> | undefined;
-  const stop = () => {
+  const stop = (stopOptions?: { lockLost?: boolean }) => {
     clearInterval(watch);
-    stopping ??= runtime.stop().finally(() => lock?.release());
+    stopping ??= runtime.stop(stopOptions).finally(() => lock?.release());
     return stopping;
   };
   // A lock file removed or replaced while the server runs (a clean-up script, an operator) would let a
@@ -119,11 +124,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       options.logger.error('this server lost its lock on DATA_DIR and stops', {
         error: (error as Error).message,
       });
-      if (options.onLockLost) options.onLockLost(error as Error);
-      else void stop().catch(() => undefined);
+      // Stopping starts here, whoever is told: the caller's stop() then finds it under way.
+      void stop({ lockLost: true }).catch(() => undefined);
+      options.onLockLost?.(error as Error);
     }
   }, options.lockCheckMs ?? LOCK_CHECK_MS);
   watch.unref();
+  if (lock === undefined) clearInterval(watch);
   return {
     url: runtime.url,
     server: runtime.server,
@@ -237,15 +244,24 @@ async function startHoldingLock(options: RuntimeOptions): Promise<Runtime> {
       `scenario-scoring listening on http://localhost:${port} — docs at http://localhost:${port}/docs`,
     );
 
-    const stop = async () => {
+    const stop = async (lockLost = false) => {
       const started = performance.now();
       lifecycle.markDraining();
-      logger.info('draining', { drainDelayMs: config.shutdown.drainDelayMs });
-      if (config.shutdown.drainDelayMs > 0) await sleep(config.shutdown.drainDelayMs);
-      const [{ cut }] = await Promise.all([
-        closeGracefully(server, config.shutdown.graceMs),
-        Promise.all(workers.map((worker) => worker.stop())),
-      ]);
+      let cut: boolean;
+      if (lockLost) {
+        // Another server may be on this DATA_DIR: no drain delay, the workers (the log sequencer and
+        // signer among them) stopped before anything else, then the listener closed with a short grace.
+        logger.info('stopping at once: the lock on DATA_DIR was lost', {});
+        await Promise.all(workers.map((worker) => worker.stop()));
+        ({ cut } = await closeGracefully(server, Math.min(config.shutdown.graceMs, LOCK_LOST_GRACE_MS)));
+      } else {
+        logger.info('draining', { drainDelayMs: config.shutdown.drainDelayMs });
+        if (config.shutdown.drainDelayMs > 0) await sleep(config.shutdown.drainDelayMs);
+        [{ cut }] = await Promise.all([
+          closeGracefully(server, config.shutdown.graceMs),
+          Promise.all(workers.map((worker) => worker.stop())),
+        ]);
+      }
       if (cut) logger.error('requests still in flight were cut', { graceMs: config.shutdown.graceMs });
       await metricsServer?.close();
       await features.close();
@@ -258,8 +274,8 @@ async function startHoldingLock(options: RuntimeOptions): Promise<Runtime> {
       server,
       metricsUrl: metricsServer?.url,
       lifecycle,
-      stop: () => {
-        stopping ??= stop();
+      stop: (options) => {
+        stopping ??= stop(options?.lockLost === true);
         return stopping;
       },
     };

@@ -46,7 +46,7 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
       config,
       logger,
       onLockLost: (error) => {
-        console.error(`${error.message} This server stops.`);
+        console.error(error.message);
         lockLost = true;
         if (!stopping) stop('lock lost');
       },

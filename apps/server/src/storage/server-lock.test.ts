@@ -1,5 +1,6 @@
 import {
   chmodSync,
+  copyFileSync,
   linkSync,
   lstatSync,
   mkdirSync,
@@ -14,8 +15,26 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { closeTestStorage, testFeatures } from '../../test/support/test-features.js';
-import { DataDirInUseError, SERVER_LOCK_FILE_NAME, ServerLockError, takeServerLock } from './server-lock.js';
+import {
+  DataDirInUseError,
+  SERVER_LOCK_FILE_NAME,
+  ServerLockError,
+  ServerLockLostError,
+  takeServerLock,
+} from './server-lock.js';
 import { SQLITE_FILE_NAME } from './sqlite-database.js';
+
+/** Who holds `dataDir`, as a second taker is told (the refusal's `holder`). */
+function holderOf(dataDir: string): unknown {
+  try {
+    takeServerLock(dataDir).release();
+  } catch (error) {
+    if (error instanceof DataDirInUseError) return error.holder;
+    throw error;
+  }
+  throw new Error(`nobody held ${dataDir}`);
+}
+
 import { openStorage } from './storage.js';
 
 const roots: string[] = [];
@@ -90,7 +109,12 @@ it('refuses a server.lock that cannot be the lock, in plain words, touching noth
     [
       'a hard link to the data',
       (file, dataDir) => linkSync(join(dataDir, SQLITE_FILE_NAME), file),
-      `it is the data's own database, ${SQLITE_FILE_NAME}`,
+      'it has 2 names (a hard link)',
+    ],
+    [
+      "a copy of the data's database",
+      (file, dataDir) => copyFileSync(join(dataDir, SQLITE_FILE_NAME), file),
+      'it is another database, holding',
     ],
     ['not a database', (file) => writeFileSync(file, 'not a lock\n'.repeat(100)), 'file is not a database'],
   ];
@@ -108,10 +132,11 @@ it('refuses a server.lock that cannot be the lock, in plain words, touching noth
       refusal = error;
     }
     expect(refusal, what).toBeInstanceOf(ServerLockError);
-    expect((refusal as Error).message, what).toBe(
-      `${file} could not be used as the server's lock on its DATA_DIR (${reason}). It is made by the server ` +
-        'and must be a regular file it can write; with no server running on this DATA_DIR, remove it and ' +
-        'start again. Nothing was changed.',
+    expect((refusal as Error).message, what).toMatch(
+      `${file} could not be used as the server's lock on its DATA_DIR (${reason}`,
+    );
+    expect((refusal as Error).message, what).toMatch(
+      /\)\. It is made by the server and must be a regular file it can write; with no server running on this DATA_DIR, remove it and start again\. Nothing was changed\.$/,
     );
     const after = lstatSync(join(dataDir, SQLITE_FILE_NAME));
     expect([after.size, after.mtimeMs], what).toEqual([data.size, data.mtimeMs]);
@@ -135,10 +160,12 @@ it('takes the lock again when server.lock is removed, and says so; a second hold
   const lock = takeServerLock(dataDir);
   try {
     expect(lock.check()).toBe('held');
+    const before = holderOf(dataDir);
     rmSync(join(dataDir, SERVER_LOCK_FILE_NAME));
     expect(lock.check()).toBe('retaken');
     expect(lock.check()).toBe('held');
-    expect(() => takeServerLock(dataDir)).toThrow(DataDirInUseError);
+    // The record names the same server, started when it started, not when it took the lock again.
+    expect(holderOf(dataDir)).toEqual(before);
   } finally {
     lock.release();
   }
@@ -153,7 +180,19 @@ it('is lost when server.lock is replaced by one another server holds: check thro
   const other = takeServerLock(elsewhere);
   try {
     renameSync(join(elsewhere, SERVER_LOCK_FILE_NAME), join(dataDir, SERVER_LOCK_FILE_NAME));
-    expect(() => lock.check()).toThrow(DataDirInUseError);
+    let lost: unknown;
+    try {
+      lock.check();
+    } catch (error) {
+      lost = error;
+    }
+    expect(lost).toBeInstanceOf(ServerLockLostError);
+    expect((lost as ServerLockLostError).cause).toBeInstanceOf(DataDirInUseError);
+    expect((lost as Error).message).toMatch(
+      new RegExp(
+        `^server\\.lock in DATA_DIR ${dataDir} was replaced by one another server holds \\(pid ${process.pid}, started [0-9T:.Z-]+\\), so another server may be using this DATA_DIR: this server stops now \\(its log workers first\\) and exits 1\\.$`,
+      ),
+    );
     // Lost for good: this lock holds nothing now, and says so no more.
     expect(lock.check()).toBe('held');
     expect(() => takeServerLock(dataDir)).toThrow(DataDirInUseError);

@@ -60,12 +60,38 @@ export class ServerLockError extends Error {
 
   constructor(
     readonly file: string,
-    reason: string,
+    readonly reason: string,
   ) {
     super(
       `${file} could not be used as the server's lock on its DATA_DIR (${reason}). It is made by the server ` +
         'and must be a regular file it can write; with no server running on this DATA_DIR, remove it and ' +
         'start again. Nothing was changed.',
+    );
+  }
+}
+
+/**
+ * Thrown by `ServerLock.check` when the running server no longer holds its DATA_DIR: `server.lock` was
+ * replaced by a file another server holds, or by one that cannot be the lock (the cause says which). The
+ * server must stop at once, its log workers first.
+ */
+export class ServerLockLostError extends Error {
+  override readonly name = 'ServerLockLostError';
+
+  constructor(
+    readonly dataDir: string,
+    override readonly cause: DataDirInUseError | ServerLockError | Error,
+  ) {
+    const holder = cause instanceof DataDirInUseError ? cause.holder : undefined;
+    const why =
+      cause instanceof DataDirInUseError
+        ? `replaced by one another server holds${holder ? ` (pid ${holder.pid}${holder.host === hostname() ? '' : ` on ${holder.host}`}, started ${holder.startedAt})` : ''}`
+        : cause instanceof ServerLockError
+          ? `replaced by something that cannot be the lock: ${cause.reason}`
+          : `not to be taken again: ${cause.message}`;
+    super(
+      `server.lock in DATA_DIR ${shown(dataDir)} was ${why}, so another server may be using this DATA_DIR: ` +
+        'this server stops now (its log workers first) and exits 1.',
     );
   }
 }
@@ -81,8 +107,8 @@ export interface ServerLock {
   /**
    * Checks that `DATA_DIR/server.lock` is still the file this lock holds. If it was removed or replaced
    * (a clean-up script, an operator), a second server could start beside this one: the lock is taken
-   * again at once on the file now at that path ('retaken'). Throws DataDirInUseError if another server
-   * holds that file already, ServerLockError if it cannot be used: this server must then stop.
+   * again at once on the file now at that path ('retaken'). Throws ServerLockLostError if another server
+   * holds that file already, or it cannot be used: this server must then stop.
    */
   check(): 'held' | 'retaken';
   /** Gives the lock up (idempotent). */
@@ -113,7 +139,8 @@ export function takeServerLock(dataDir: string): ServerLock {
   // that a refused start changes nothing of a running server's DATA_DIR.
   mkdirSync(dataDir, { recursive: true, mode: DATA_DIR_MODE });
   const file = join(dataDir, SERVER_LOCK_FILE_NAME);
-  let held = acquire(dataDir, file, LOCK_WAIT_MS);
+  const me: ServerLockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString() };
+  let held = acquire(dataDir, file, LOCK_WAIT_MS, me);
   let released = false;
   return {
     check() {
@@ -124,10 +151,10 @@ export function takeServerLock(dataDir: string): ServerLock {
       // without waiting (a server that holds it is not going away).
       held.db.close();
       try {
-        held = acquire(dataDir, file, 0);
+        held = acquire(dataDir, file, 0, me);
       } catch (error) {
         released = true;
-        throw error;
+        throw new ServerLockLostError(dataDir, error as Error);
       }
       return 'retaken';
     },
@@ -146,8 +173,15 @@ interface Held {
   file: Stats;
 }
 
-/** Takes the lock on `file` (creating it), waiting up to `waitMs` for another holder, or throws. */
-function acquire(dataDir: string, file: string, waitMs: number): Held {
+/**
+ * Takes the lock on `file` (creating it) for `me`, waiting up to `waitMs` for another holder, or throws.
+ *
+ * The file is checked before it is opened (usableLockFile): opening, then closing, a file this process
+ * holds locks on (the database, its -wal or -shm, linked as server.lock) would drop those locks, since
+ * POSIX locks belong to the process and the file, not the descriptor. A path swapped between that check and
+ * the open is not caught before the open (only after it, by the inode check at the end).
+ */
+function acquire(dataDir: string, file: string, waitMs: number, me: ServerLockHolder): Held {
   try {
     createOwnerOnlyFile(file);
   } catch (error) {
@@ -162,7 +196,8 @@ function acquire(dataDir: string, file: string, waitMs: number): Held {
   }
   try {
     db.exec(`PRAGMA busy_timeout = ${waitMs}`);
-    const me: ServerLockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString() };
+    const foreign = foreignTables(db);
+    if (foreign !== undefined) throw new ServerLockError(file, `it is another database, holding ${foreign}`);
     for (let attempt = 1; ; attempt++) {
       begin(db, dataDir, file);
       try {
@@ -211,6 +246,8 @@ function usableLockFile(dataDir: string, file: string): Stats {
   if (stats === undefined) throw new ServerLockError(file, 'it could not be created');
   if (stats.isSymbolicLink()) throw new ServerLockError(file, 'it is a symbolic link');
   if (!stats.isFile()) throw new ServerLockError(file, 'it is not a regular file');
+  // The lock this server makes has one name; a second one is a hard link, to the data or anything else.
+  if (stats.nlink !== 1) throw new ServerLockError(file, `it has ${stats.nlink} names (a hard link)`);
   const data = statOf(join(dataDir, SQLITE_FILE_NAME));
   if (data !== undefined && data.dev === stats.dev && data.ino === stats.ino)
     throw new ServerLockError(file, `it is the data's own database, ${SQLITE_FILE_NAME}`);
@@ -229,6 +266,23 @@ function begin(db: DatabaseSync, dataDir: string, file: string): void {
       throw new ServerLockError(file, (error as Error).message);
     throw new DataDirInUseError(dataDir, readHolder(db));
   }
+}
+
+/**
+ * The tables of `db` other than the lock's own `holder` (the first few, as text), or undefined when it has
+ * none: an empty file, or a lock this server made. Read before anything is written.
+ */
+function foreignTables(db: DatabaseSync): string | undefined {
+  let rows: { name: unknown }[];
+  try {
+    rows = db.prepare("SELECT name FROM sqlite_master WHERE name <> 'holder' LIMIT 4").all() as {
+      name: unknown;
+    }[];
+  } catch {
+    return undefined; // not a database: begin() says so
+  }
+  if (rows.length === 0) return undefined;
+  return rows.map((row) => String(row.name)).join(', ');
 }
 
 /** Who recorded themselves last, or undefined when it cannot be read (none yet, or being written). */
