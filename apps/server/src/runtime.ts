@@ -74,7 +74,8 @@ export interface Runtime {
    * Drains: `/readyz` answers 503 `draining` (for `SHUTDOWN_DRAIN_DELAY` while requests are still
    * served), then the listener closes, requests in flight finish (cut after `SHUTDOWN_GRACE`), idle
    * connections close, the workers stop, and the storage flushes and closes. With `lockLost` (the lock on
-   * the SQLite DATA_DIR was lost): no drain delay, the workers stopped first, and at most a second's grace.
+   * the SQLite DATA_DIR was lost): no drain delay, the workers stopped and the listener closed at once,
+   * and at most a second's grace.
    */
   stop(options?: { lockLost?: boolean }): Promise<void>;
 }
@@ -249,11 +250,14 @@ async function startHoldingLock(options: RuntimeOptions): Promise<Runtime> {
       lifecycle.markDraining();
       let cut: boolean;
       if (lockLost) {
-        // Another server may be on this DATA_DIR: no drain delay, the workers (the log sequencer and
-        // signer among them) stopped before anything else, then the listener closed with a short grace.
+        // Another server may be on this DATA_DIR: no drain delay; the workers (the log sequencer and
+        // signer among them) are told to stop and the listener closes (no new request) at once, the
+        // requests in flight given a short grace.
         logger.info('stopping at once: the lock on DATA_DIR was lost', {});
-        await Promise.all(workers.map((worker) => worker.stop()));
-        ({ cut } = await closeGracefully(server, Math.min(config.shutdown.graceMs, LOCK_LOST_GRACE_MS)));
+        [{ cut }] = await Promise.all([
+          closeGracefully(server, Math.min(config.shutdown.graceMs, LOCK_LOST_GRACE_MS)),
+          Promise.all(workers.map((worker) => worker.stop())),
+        ]);
       } else {
         logger.info('draining', { drainDelayMs: config.shutdown.drainDelayMs });
         if (config.shutdown.drainDelayMs > 0) await sleep(config.shutdown.drainDelayMs);

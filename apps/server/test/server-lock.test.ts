@@ -91,7 +91,7 @@ it('stops a server whose server.lock was replaced by one another server holds, a
     expect(code, server.output).toBe(1);
     const [, pid] =
       server.output.match(
-        /server\.lock in DATA_DIR \S+ was replaced by one another server holds \(pid (\d+), started [0-9T:.Z-]+\), so another server may be using this DATA_DIR: this server stops now \(its log workers first\) and exits 1\./,
+        /server\.lock in DATA_DIR \S+ was replaced by one another server holds \(pid (\d+), started [0-9T:.Z-]+\), so another server may be using this DATA_DIR: this server stops now \(its log workers and its listener at once\) and exits 1\./,
       ) ?? [];
     expect(pid, server.output).toBe(String(process.pid));
     expect(server.output).not.toMatch(/"draining"|drainDelayMs/);

@@ -190,7 +190,7 @@ it('is lost when server.lock is replaced by one another server holds: check thro
     expect((lost as ServerLockLostError).cause).toBeInstanceOf(DataDirInUseError);
     expect((lost as Error).message).toMatch(
       new RegExp(
-        `^server\\.lock in DATA_DIR ${dataDir} was replaced by one another server holds \\(pid ${process.pid}, started [0-9T:.Z-]+\\), so another server may be using this DATA_DIR: this server stops now \\(its log workers first\\) and exits 1\\.$`,
+        `^server\\.lock in DATA_DIR ${dataDir} was replaced by one another server holds \\(pid ${process.pid}, started [0-9T:.Z-]+\\), so another server may be using this DATA_DIR: this server stops now \\(its log workers and its listener at once\\) and exits 1\\.$`,
       ),
     );
     // Lost for good: this lock holds nothing now, and says so no more.

@@ -73,7 +73,7 @@ export class ServerLockError extends Error {
 /**
  * Thrown by `ServerLock.check` when the running server no longer holds its DATA_DIR: `server.lock` was
  * replaced by a file another server holds, or by one that cannot be the lock (the cause says which). The
- * server must stop at once, its log workers first.
+ * server must stop at once.
  */
 export class ServerLockLostError extends Error {
   override readonly name = 'ServerLockLostError';
@@ -91,7 +91,7 @@ export class ServerLockLostError extends Error {
           : `not to be taken again: ${cause.message}`;
     super(
       `server.lock in DATA_DIR ${shown(dataDir)} was ${why}, so another server may be using this DATA_DIR: ` +
-        'this server stops now (its log workers first) and exits 1.',
+        'this server stops now (its log workers and its listener at once) and exits 1.',
     );
   }
 }
