@@ -64,7 +64,7 @@ export function createWorkers({
       connect: connector,
     }),
     new RunWorker({
-      store: createRunStore(storage, { subjectKey: features.subjectKey }),
+      store: createRunStore(storage, { subjectKey: features.subjectKey, outbox: features.outbox }),
       config: config.runs,
       clock,
       logger,

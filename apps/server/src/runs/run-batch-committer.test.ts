@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import type { ScoreRequest } from '@scenario-scoring/api-types';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
+import { createTestWebhook } from '../../test/support/test-webhooks.js';
 import { newId } from '../common/ids.js';
+import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import { scoreBatch } from './run-batch.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
 import { type BatchCommit, insertRun } from './run-store.js';
@@ -18,10 +21,10 @@ const items = (count: number, prefix: string): ScoreRequest[] =>
 forEachDatabase('the run batch committer', ({ storage }) => {
   const db = () => storage().db;
 
-  /** A run of `count` items, already claimed by WORKER. */
-  async function claimedRun(tenantId: string, count: number) {
+  /** A run of `count` items (each with `context` when given), already claimed by WORKER. */
+  async function claimedRun(tenantId: string, count: number, context?: ScoreRequest['context']) {
     const id = newId('run');
-    const runItems = items(count, id);
+    const runItems = items(count, id).map((item) => (context ? { ...item, context } : item));
     await db()
       .transaction()
       .execute((trx) => insertRun(trx, { id, tenantId, items: runItems, now: NOW, deadlineAt: null }));
@@ -53,6 +56,33 @@ forEachDatabase('the run batch committer', ({ storage }) => {
       .next_index;
   const itemCount = async (id: string) =>
     (await db().selectFrom('run_items').select('item_index').where('run_id', '=', id).execute()).length;
+
+  it('wakes the delivery workers after a commit that wrote events, not after one whose escalations no webhook takes', async () => {
+    let notified = 0;
+    const committer = new RunBatchCommitter(storage(), { outbox: { notify: () => (notified += 1) } });
+    // Nothing but the jurisdiction: every item is escalated (policy-escalation.test.ts).
+    const thin = { jurisdiction: 'FR' };
+    const escalated = (run: Awaited<ReturnType<typeof claimedRun>>, from: number, to: number) => {
+      const batch = batchOf(run, from, to);
+      expect(batch.events.map((event) => event.type)).toContain('policy.escalated');
+      return batch;
+    };
+    const unheard = await claimedRun('no-webhook', 4, thin);
+    expect(await committer.commit(escalated(unheard, 0, 2))).toBe(true);
+    expect(notified).toBe(0);
+
+    const heard = await claimedRun('with-webhook', 4, thin);
+    await createTestWebhook(storage(), new SecretBox(randomBytes(32)), {
+      tenantId: 'with-webhook',
+      url: 'https://example.com/hook',
+      events: ['policy.escalated'],
+    });
+    expect(await committer.commit(escalated(heard, 0, 2))).toBe(true);
+    expect(notified).toBe(1);
+    // A batch without events wakes nobody.
+    expect(await committer.commit({ ...batchOf(heard, 2, 4), events: [] })).toBe(true);
+    expect(notified).toBe(1);
+  });
 
   it('when batches of several runs are ready together, then one transaction commits them all', async () => {
     const committer = new RunBatchCommitter(storage());

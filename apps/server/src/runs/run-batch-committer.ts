@@ -1,5 +1,5 @@
 import type { CompiledQuery, Insertable, Kysely } from 'kysely';
-import { eventInserts, subscribedEventInserts } from '../events/event-outbox.js';
+import { eventInserts, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
 import { releasedInputsUsage, rowBytes, runUsageUpsert, writtenEventsUsage } from '../quota/tenant-usage.js';
 import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import { chunks } from '../storage/chunks.js';
@@ -47,15 +47,26 @@ export class RunBatchCommitter {
   readonly #group: GroupCommitter<Entry>;
   readonly #grouping: boolean;
   readonly #subjectKey: SubjectKey | undefined;
+  readonly #outbox: Pick<OutboxSignal, 'notify'> | undefined;
 
-  /** `subjectKey` keys each item's subject (run_items, log_records, events), for erasure and access. */
+  /**
+   * `subjectKey` keys each item's subject (run_items, log_records, events), for erasure and access;
+   * `outbox` is notified after a commit that wrote events (a `policy.escalated` is written only for a
+   * tenant with a webhook that takes it), so the delivery workers are woken for those, not for every batch
+   * that escalated an item.
+   */
   constructor(
     storage: Pick<Storage, 'db' | 'transact'>,
-    options: { group?: boolean; subjectKey?: SubjectKey | undefined } = {},
+    options: {
+      group?: boolean;
+      subjectKey?: SubjectKey | undefined;
+      outbox?: Pick<OutboxSignal, 'notify'> | undefined;
+    } = {},
   ) {
     this.#storage = storage;
     this.#grouping = options.group ?? true;
     this.#subjectKey = options.subjectKey;
+    this.#outbox = options.outbox;
     this.#group = new GroupCommitter<Entry>((entries) => this.#flush(entries), MAX_BATCHES_PER_COMMIT);
   }
 
@@ -96,11 +107,16 @@ export class RunBatchCommitter {
   async #write(entries: readonly Entry[]): Promise<void> {
     const subjectKey = this.#subjectKey;
     const keyed = subjectKey ? entries.map((entry) => keyedEntry(entry, subjectKey)) : entries;
-    const { steps, fences } = batchSteps(this.#storage.db, keyed);
+    const { steps, fences, eventSteps } = batchSteps(this.#storage.db, keyed);
     const results = await this.#storage.transact(steps);
     fences.forEach((index, entry) => {
       entry.committed = changedRows(results, index);
     });
+    const eventsWritten = eventSteps.reduce(
+      (sum, index) => sum + Number(results[index]?.numAffectedRows ?? 0n),
+      0,
+    );
+    if (eventsWritten > 0) this.#outbox?.notify();
     if (keyed !== entries) {
       keyed.forEach((entry, i) => {
         (entries[i] as Entry).committed = entry.committed;
@@ -152,9 +168,10 @@ function keyedEntry(entry: Entry, subjectKey: SubjectKey): Entry {
 function batchSteps(
   db: Kysely<Database>,
   entries: readonly Entry[],
-): { steps: TransactionStep[]; fences: Map<Entry, number> } {
+): { steps: TransactionStep[]; fences: Map<Entry, number>; eventSteps: number[] } {
   const steps: TransactionStep[] = [];
   const fences = new Map<Entry, number>();
+  const eventSteps: number[] = [];
   const byRun = [...entries].sort((a, b) => (a.batch.runId < b.batch.runId ? -1 : 1));
   for (const entry of byRun) {
     fences.set(entry, steps.length);
@@ -166,13 +183,13 @@ function batchSteps(
     // `policy.escalated` (it holds the subject) only for a tenant with a webhook that takes it.
     const escalations = batch.events.filter((event) => event.type === 'policy.escalated');
     const others = batch.events.filter((event) => event.type !== 'policy.escalated');
+    const events = [...eventInserts(db, others), ...subscribedEventInserts(db, escalations)];
     const statements = [
       ...Array.from(chunks(batch.items, ROWS_PER_STATEMENT), (chunk) =>
         rowInsertQuery(db, RUN_ITEM_INSERT, chunk, ['run_id']),
       ),
       ...logRowInserts(db, batch.logRecords),
-      ...eventInserts(db, others),
-      ...subscribedEventInserts(db, escalations),
+      ...events,
       ...writtenEventsUsage(
         db,
         escalations.map((event) => event.id),
@@ -189,9 +206,12 @@ function batchSteps(
           ]
         : []),
     ];
-    for (const statement of statements) steps.push({ statement, onlyIfChanged });
+    for (const statement of statements) {
+      if (events.includes(statement)) eventSteps.push(steps.length);
+      steps.push({ statement, onlyIfChanged });
+    }
   }
-  return { steps, fences };
+  return { steps, fences, eventSteps };
 }
 
 /** Deletes the NDJSON lines of the batch's items: a committed item's line is never needed again. */

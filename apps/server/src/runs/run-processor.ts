@@ -18,7 +18,7 @@ export interface RunProcessorContext {
   config: RunConfig;
   clock: Clock;
   logger: Logger;
-  /** Notified after events commit, to wake the delivery workers. */
+  /** Notified after a failed run's `run.failed` commits, to wake the delivery workers (a batch's events wake them from its commit: RunBatchCommitter). */
   outbox: OutboxSignal;
   workerId: string;
   /** Scores batches, on threads when it has any. */
@@ -124,8 +124,8 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
       const detail = `Storage kept failing after ${config.storageRetries} retries; ${next} of ${itemCount} items were attempted.`;
       return failRun(run, context, counts, problem('storage_unavailable', { detail }));
     }
+    // The delivery workers were woken by the commit if it wrote events (RunBatchCommitter).
     window.shift();
-    if (batch.events.length > 0) context.outbox.notify();
     next = current.to;
     counts = after;
     if (completes) return 'completed';

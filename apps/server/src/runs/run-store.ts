@@ -1,6 +1,6 @@
 import type { Problem, ScoreRequest } from '@scenario-scoring/api-types';
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
-import { insertEvents, type OutboxEvent } from '../events/event-outbox.js';
+import { insertEvents, type OutboxEvent, type OutboxSignal } from '../events/event-outbox.js';
 import { releasedInputsUsage } from '../quota/tenant-usage.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
 import type { Database, RunItemsTable, RunsTable } from '../storage/database.js';
@@ -89,7 +89,7 @@ const UPLOAD_SWEEP_INTERVAL_MS = 60_000;
 /** The RunStore over the server's storage. */
 export function createRunStore(
   storage: Pick<Storage, 'db' | 'kind' | 'transact'>,
-  options: { subjectKey?: SubjectKey } = {},
+  options: { subjectKey?: SubjectKey; outbox?: Pick<OutboxSignal, 'notify'> } = {},
 ): RunStore {
   const { db, kind } = storage;
   const committer = new RunBatchCommitter(storage, { group: kind === 'sqlite', ...options });
