@@ -109,29 +109,29 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   // A lock file removed or replaced while the server runs (a clean-up script, an operator) would let a
   // second server start: the lock is taken again on the file at the path, or, if another server holds
   // that one already, this one stops.
-  const watch = setInterval(() => {
-    if (lock === undefined) return;
-    try {
-      if (lock.check() === 'retaken') {
-        options.logger.error(
-          'server.lock was removed or replaced while this server held it; it holds the new one',
-          {
-            dataDir: options.config.dataDir,
-          },
-        );
+  const watch =
+    lock &&
+    setInterval(() => {
+      try {
+        if (lock.check() === 'retaken') {
+          options.logger.error(
+            'server.lock was removed or replaced while this server held it; it holds the new one',
+            {
+              dataDir: options.config.dataDir,
+            },
+          );
+        }
+      } catch (error) {
+        options.logger.error('this server lost its lock on DATA_DIR and stops', {
+          error: (error as Error).message,
+        });
+        // Stopping (which ends these checks) starts here, whoever is told: the caller's stop() then
+        // finds it under way.
+        void stop({ lockLost: true }).catch(() => undefined);
+        options.onLockLost?.(error as Error);
       }
-    } catch (error) {
-      clearInterval(watch);
-      options.logger.error('this server lost its lock on DATA_DIR and stops', {
-        error: (error as Error).message,
-      });
-      // Stopping starts here, whoever is told: the caller's stop() then finds it under way.
-      void stop({ lockLost: true }).catch(() => undefined);
-      options.onLockLost?.(error as Error);
-    }
-  }, options.lockCheckMs ?? LOCK_CHECK_MS);
-  watch.unref();
-  if (lock === undefined) clearInterval(watch);
+    }, options.lockCheckMs ?? LOCK_CHECK_MS);
+  watch?.unref();
   return {
     url: runtime.url,
     server: runtime.server,
@@ -248,25 +248,21 @@ async function startHoldingLock(options: RuntimeOptions): Promise<Runtime> {
     const stop = async (lockLost = false) => {
       const started = performance.now();
       lifecycle.markDraining();
-      let cut: boolean;
-      if (lockLost) {
-        // Another server may be on this DATA_DIR: no drain delay; the workers (the log sequencer and
-        // signer among them) are told to stop and the listener closes (no new request) at once, the
-        // requests in flight given a short grace.
-        logger.info('stopping at once: the lock on DATA_DIR was lost', {});
-        [{ cut }] = await Promise.all([
-          closeGracefully(server, Math.min(config.shutdown.graceMs, LOCK_LOST_GRACE_MS)),
-          Promise.all(workers.map((worker) => worker.stop())),
-        ]);
-      } else {
-        logger.info('draining', { drainDelayMs: config.shutdown.drainDelayMs });
-        if (config.shutdown.drainDelayMs > 0) await sleep(config.shutdown.drainDelayMs);
-        [{ cut }] = await Promise.all([
-          closeGracefully(server, config.shutdown.graceMs),
-          Promise.all(workers.map((worker) => worker.stop())),
-        ]);
-      }
-      if (cut) logger.error('requests still in flight were cut', { graceMs: config.shutdown.graceMs });
+      // With the lock lost, another server may be on this DATA_DIR: no drain delay, so the workers (the
+      // log sequencer and signer among them) are told to stop and the listener closes at once, and the
+      // requests in flight get a short grace.
+      const drainDelayMs = lockLost ? 0 : config.shutdown.drainDelayMs;
+      const graceMs = lockLost
+        ? Math.min(config.shutdown.graceMs, LOCK_LOST_GRACE_MS)
+        : config.shutdown.graceMs;
+      if (lockLost) logger.info('stopping at once: the lock on DATA_DIR was lost', {});
+      else logger.info('draining', { drainDelayMs });
+      if (drainDelayMs > 0) await sleep(drainDelayMs);
+      const [{ cut }] = await Promise.all([
+        closeGracefully(server, graceMs),
+        Promise.all(workers.map((worker) => worker.stop())),
+      ]);
+      if (cut) logger.error('requests still in flight were cut', { graceMs });
       await metricsServer?.close();
       await features.close();
       await storage.close();

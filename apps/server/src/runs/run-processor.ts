@@ -18,7 +18,10 @@ export interface RunProcessorContext {
   config: RunConfig;
   clock: Clock;
   logger: Logger;
-  /** Notified after a failed run's `run.failed` commits, to wake the delivery workers (a batch's events wake them from its commit: RunBatchCommitter). */
+  /**
+   * Notified after a failed run's `run.failed` commits, to wake the delivery workers (a batch's events
+   * wake them from its commit: RunBatchCommitter).
+   */
   outbox: OutboxSignal;
   workerId: string;
   /** Scores batches, on threads when it has any. */

@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createOwnerOnlyFile, DATA_DIR_MODE } from './owner-only-files.js';
-import { SQLITE_FILE_NAME } from './sqlite-database.js';
 
 /** The lock file inside DATA_DIR: a tiny SQLite database of its own, never the data's. */
 export const SERVER_LOCK_FILE_NAME = 'server.lock';
@@ -39,12 +38,8 @@ export class DataDirInUseError extends Error {
     readonly dataDir: string,
     readonly holder: ServerLockHolder | undefined,
   ) {
-    const who =
-      holder === undefined
-        ? ''
-        : ` (pid ${holder.pid}${holder.host === hostname() ? '' : ` on ${holder.host}`}, started ${holder.startedAt})`;
     super(
-      `DATA_DIR ${shown(dataDir)} is in use by another scenario-scoring server${who}: one server per SQLite DATA_DIR. ` +
+      `DATA_DIR ${shown(dataDir)} is in use by another scenario-scoring server${who(holder)}: one server per SQLite DATA_DIR. ` +
         'Stop that server first, or use PostgreSQL (DATABASE_URL) to run several instances. Nothing was changed.',
     );
   }
@@ -82,10 +77,9 @@ export class ServerLockLostError extends Error {
     readonly dataDir: string,
     override readonly cause: DataDirInUseError | ServerLockError | Error,
   ) {
-    const holder = cause instanceof DataDirInUseError ? cause.holder : undefined;
     const why =
       cause instanceof DataDirInUseError
-        ? `replaced by one another server holds${holder ? ` (pid ${holder.pid}${holder.host === hostname() ? '' : ` on ${holder.host}`}, started ${holder.startedAt})` : ''}`
+        ? `replaced by one another server holds${who(cause.holder)}`
         : cause instanceof ServerLockError
           ? `replaced by something that cannot be the lock: ${cause.reason}`
           : `not to be taken again: ${cause.message}`;
@@ -94,6 +88,13 @@ export class ServerLockLostError extends Error {
         'this server stops now (its log workers and its listener at once) and exits 1.',
     );
   }
+}
+
+/** The holder as the messages name it, ` (pid N[ on HOST], started T)`, or nothing when it is not known. */
+function who(holder: ServerLockHolder | undefined): string {
+  if (holder === undefined) return '';
+  const host = holder.host === hostname() ? '' : ` on ${holder.host}`;
+  return ` (pid ${holder.pid}${host}, started ${holder.startedAt})`;
 }
 
 /** The DATA_DIR as given and, when that is not already absolute, where it resolves to. */
@@ -187,7 +188,7 @@ function acquire(dataDir: string, file: string, waitMs: number, me: ServerLockHo
   } catch (error) {
     throw new ServerLockError(file, (error as Error).message);
   }
-  const before = usableLockFile(dataDir, file);
+  const before = usableLockFile(file);
   let db: DatabaseSync;
   try {
     db = new DatabaseSync(file);
@@ -241,16 +242,14 @@ function statOf(file: string): Stats | undefined {
 }
 
 /** The lock file's status, or ServerLockError when it cannot be the lock (see ServerLockError). */
-function usableLockFile(dataDir: string, file: string): Stats {
+function usableLockFile(file: string): Stats {
   const stats = statOf(file);
   if (stats === undefined) throw new ServerLockError(file, 'it could not be created');
   if (stats.isSymbolicLink()) throw new ServerLockError(file, 'it is a symbolic link');
   if (!stats.isFile()) throw new ServerLockError(file, 'it is not a regular file');
-  // The lock this server makes has one name; a second one is a hard link, to the data or anything else.
+  // The lock this server makes has one name; a second one is a hard link: to the data's database, its
+  // -wal or -shm, or anything else.
   if (stats.nlink !== 1) throw new ServerLockError(file, `it has ${stats.nlink} names (a hard link)`);
-  const data = statOf(join(dataDir, SQLITE_FILE_NAME));
-  if (data !== undefined && data.dev === stats.dev && data.ino === stats.ino)
-    throw new ServerLockError(file, `it is the data's own database, ${SQLITE_FILE_NAME}`);
   return stats;
 }
 
