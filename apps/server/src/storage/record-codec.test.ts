@@ -3,6 +3,7 @@ import zlib from 'node:zlib';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import { describe, expect, it } from 'vitest';
 import {
+  CODEC_1_PRIMING_BYTES,
   isPacked,
   packRecord,
   RECORD_CODEC_1,
@@ -37,6 +38,26 @@ describe('the log record codec', () => {
     const codec = RECORD_CODECS[stored[0] as number];
     expect(codec).toBeDefined();
     expect(zlib.inflateRawSync(stored.subarray(1), codec).equals(record)).toBe(true);
+  });
+
+  it('primes its deflate with the dictionary’s last 4 KiB: the stream inflates with the whole dictionary, and rows packed with all of it still read', () => {
+    // Records made of the dictionary's own pieces, from both halves, so distances reach into either.
+    const whole = { windowBits: 13, dictionary: RECORD_DICTIONARY_1 };
+    for (let n = 0; n < 100; n++) {
+      const pieces = [0, 1, 2, 3].map((k) => {
+        const at = (n * 977 + k * 2039) % 8000;
+        return RECORD_DICTIONARY_1.subarray(at, at + 20 + ((n + k) % 150));
+      });
+      const record = Buffer.concat([...pieces, randomBytes(n % 40), ...pieces.reverse()]);
+      const stored = packRecord(record);
+      expect(zlib.inflateRawSync(stored.subarray(1), whole).equals(record)).toBe(true);
+      const before = Buffer.concat([
+        Buffer.from([RECORD_CODEC_1]),
+        zlib.deflateRawSync(record, { ...whole, level: 6, memLevel: 5 }),
+      ]);
+      expect(unpackRecord(before).equals(record)).toBe(true);
+    }
+    expect(CODEC_1_PRIMING_BYTES).toBe(4096);
   });
 
   it('reads plain and erased rows as they are; a later codec’s form reads as plain, which its CID refuses', () => {
