@@ -5,7 +5,7 @@ import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js'
 import type { Database } from '../storage/database.js';
 import { unpackRecord } from '../storage/record-codec.js';
 import type { Storage } from '../storage/storage.js';
-import { subjectKeyIs } from '../storage/subject-key-index.js';
+import { scoringRecordOnly, subjectKeyIs } from '../storage/subject-key-index.js';
 import { changedRows } from '../storage/transaction-steps.js';
 import {
   advanceErasure,
@@ -58,8 +58,9 @@ export type ErasureOutcome = 'completed' | 'waiting' | 'stopped';
  *   is queued or running (an NDJSON run: uploading too, with a line of the subject not scored yet, read
  *   from `run_inputs` without an index of the subject: a scan of the lines waiting), the erasure waits, so
  *   the run's items are erased when they land.
- * - `records`: the subject's records created up to the erasure's start (by `subject_key`); for retention,
- *   the records created before the cutoff (by the leaves' time order).
+ * - `records`: the subject's scorings' records created up to the erasure's start (by `subject_key`; a run
+ *   item's record goes with its item, next); for retention, the records created before the cutoff (by the
+ *   leaves' time order).
  * - `items`: run items of the subject (runs created up to the start) and their records, whenever scored;
  *   for retention, the items and submitted inputs of runs created before the cutoff.
  * - `inputs` (subject): the submitted items of the tenant's finished runs that hold the subject.
@@ -184,6 +185,8 @@ async function step(
           .select('cid')
           .where('tenant_id', '=', tenantId)
           .where(subjectKeyIs('subject_key', key))
+          // Scorings: a run item's record goes with its item (the 'items' phase), found by its run item.
+          .where(scoringRecordOnly)
           .where('created_at', '<=', began)
           .limit(limit)
           .execute();
@@ -534,6 +537,7 @@ async function logErasure(
       .select(sql<number>`1`.as('late'))
       .where('tenant_id', '=', erasure.tenant_id)
       .where(subjectKeyIs('subject_key', key))
+      .where(scoringRecordOnly)
       .where('created_at', '<=', erasure.created_at);
   const lease = leaseUntil(context);
   const backForLateRecords = async (): Promise<'records' | 'waiting'> => {

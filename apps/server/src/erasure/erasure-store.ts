@@ -1,7 +1,15 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { usageUpserts } from '../quota/tenant-usage.js';
 import type { Database, ErasuresTable } from '../storage/database.js';
-import { CID_PREFIX_LENGTH, cidAfter, cidPrefix, subjectKeyIs } from '../storage/subject-key-index.js';
+import {
+  CID_PREFIX_LENGTH,
+  cidAfter,
+  cidPrefix,
+  runItemCidAfter,
+  runItemCidPrefix,
+  scoringRecordOnly,
+  subjectKeyIs,
+} from '../storage/subject-key-index.js';
 
 /** An erasure row as the worker and the API read it. */
 export type ErasureRow = Selectable<ErasuresTable>;
@@ -20,14 +28,21 @@ export type ErasureCountColumn =
 
 type Db = Kysely<Database> | Transaction<Database>;
 
+/** A record of a subject as the access list shows it. */
+export interface SubjectRecordRow {
+  cid: string;
+  request_id: string;
+  created_at: string;
+}
+
 /**
- * The tenant's records of the subject whose key is `subjectKey` after the CID `after`, at most `limit`, in the
- * order of `log_records_subject_idx` (tenant, key prefix, the CIDs' first 20 characters: migration 0020), so a
- * page is a walk of that index from `after` that reads about `limit` rows however many records the subject
- * has (and those of any subject whose key shares the 11-character prefix: 44 bits of a keyed hash, a few pairs
- * among 10 million subjects), and needs no sort. (Ordered by the whole CID too, PostgreSQL, when its
- * statistics promise a single row per key, sorts every record of the subject for each page.)
- * `readSubjectRecordsPage` puts records that share a CID prefix in CID order.
+ * The tenant's scorings of the subject whose key is `subjectKey` after the CID `after`, at most `limit`, in
+ * the order of `log_records_subject_idx` (tenant, key prefix, the CIDs' first 20 characters; scorings only:
+ * migration 0024), so a page is a walk of that index from `after` that reads about `limit` rows however many
+ * records the subject has (and those of any subject whose key shares the 11-character prefix: 44 bits of a
+ * keyed hash, a few pairs among 10 million subjects), and needs no sort. (Ordered by the whole CID too,
+ * PostgreSQL, when its statistics promise a single row per key, sorts every record of the subject for each
+ * page.) A run item's record is not in that index: `runItemRecordsPage` finds those.
  */
 export function subjectRecordsPage(
   db: Db,
@@ -41,17 +56,73 @@ export function subjectRecordsPage(
     .select(['cid', 'request_id', 'created_at'])
     .where('tenant_id', '=', tenantId)
     .where(subjectKeyIs('subject_key', subjectKey))
+    .where(scoringRecordOnly)
     .where(cidAfter(after))
     .orderBy(cidPrefix)
     .limit(limit);
 }
 
 /**
- * A page of the subject's records in CID order (`subjectRecordsPage`), and whether more follow. Records whose
- * CIDs share their first 20 characters (63 bits of SHA-256: in practice never) come from the index in no
- * particular order: they are put in CID order here, and a page ends before such a group rather than inside it
- * (the group then comes whole on the next page); a group larger than a page is read whole and cut by CID. So
- * the next page's `cid > after` skips none of them.
+ * The records of the tenant's run items of the subject after the CID `after`, at most `limit`, through
+ * `run_items_subject_idx` (key prefix, the records' CIDs' first 20 characters: migration 0024), walked in
+ * that order as `subjectRecordsPage` walks its index; each item's run gives the tenant, its record the
+ * request id and time.
+ */
+export function runItemRecordsPage(
+  db: Db,
+  tenantId: string,
+  subjectKey: string,
+  after: string,
+  limit: number,
+) {
+  return db
+    .selectFrom('run_items')
+    .innerJoin('runs', 'runs.id', 'run_items.run_id')
+    .innerJoin('log_records', (join) =>
+      join
+        .onRef('log_records.tenant_id', '=', 'runs.tenant_id')
+        .onRef('log_records.cid', '=', 'run_items.log_cid'),
+    )
+    .select(['log_records.cid', 'log_records.request_id', 'log_records.created_at'])
+    .where(subjectKeyIs('run_items.subject_key', subjectKey))
+    .where(runItemCidAfter(after))
+    .where('runs.tenant_id', '=', tenantId)
+    .orderBy(runItemCidPrefix)
+    .limit(limit);
+}
+
+/** The subject's scorings whose CIDs start with `group` (a tie of `subjectRecordsPage`'s order), whole. */
+export function subjectRecordsGroup(db: Db, tenantId: string, subjectKey: string, group: string) {
+  return db
+    .selectFrom('log_records')
+    .select(['cid', 'request_id', 'created_at'])
+    .where('tenant_id', '=', tenantId)
+    .where(subjectKeyIs('subject_key', subjectKey))
+    .where(scoringRecordOnly)
+    .where(cidPrefix, '=', group);
+}
+
+/** The subject's run items' records whose CIDs start with `group` (a tie of `runItemRecordsPage`'s order), whole. */
+export function runItemRecordsGroup(db: Db, tenantId: string, subjectKey: string, group: string) {
+  return db
+    .selectFrom('run_items')
+    .innerJoin('runs', 'runs.id', 'run_items.run_id')
+    .innerJoin('log_records', (join) =>
+      join
+        .onRef('log_records.tenant_id', '=', 'runs.tenant_id')
+        .onRef('log_records.cid', '=', 'run_items.log_cid'),
+    )
+    .select(['log_records.cid', 'log_records.request_id', 'log_records.created_at'])
+    .where(subjectKeyIs('run_items.subject_key', subjectKey))
+    .where(runItemCidPrefix, '=', group)
+    .where('runs.tenant_id', '=', tenantId);
+}
+
+/**
+ * A page of the subject's records in CID order, and whether more follow: its scorings' records
+ * (`subjectRecordsPage`) and its run items' (`runItemRecordsPage`), each read a page ahead and merged.
+ * Where one of them has more than it gave, the page stops at the last CID it gave, so the next page's
+ * `cid > after` skips none of its records.
  */
 export async function readSubjectRecordsPage(
   db: Db,
@@ -59,8 +130,49 @@ export async function readSubjectRecordsPage(
   subjectKey: string,
   after: string,
   limit: number,
-): Promise<{ rows: { cid: string; request_id: string; created_at: string }[]; more: boolean }> {
-  const rows = await subjectRecordsPage(db, tenantId, subjectKey, after, limit + 1).execute();
+): Promise<{ rows: SubjectRecordRow[]; more: boolean }> {
+  const scorings = await pageInCidOrder(
+    (from, n) => subjectRecordsPage(db, tenantId, subjectKey, from, n).execute(),
+    (group) => subjectRecordsGroup(db, tenantId, subjectKey, group).execute(),
+    after,
+    limit,
+  );
+  const items = await pageInCidOrder(
+    (from, n) => runItemRecordsPage(db, tenantId, subjectKey, from, n).execute(),
+    (group) => runItemRecordsGroup(db, tenantId, subjectKey, group).execute(),
+    after,
+    limit,
+  );
+  // What each source has beyond its page is unknown here: nothing past the last CID of a source that has more.
+  const ceilings = [scorings, items].flatMap((page) => (page.more ? [page.rows.at(-1)?.cid ?? after] : []));
+  const ceiling = ceilings.reduce<string | undefined>(
+    (lowest, cid) => (lowest === undefined || cid < lowest ? cid : lowest),
+    undefined,
+  );
+  const merged = [...scorings.rows, ...items.rows]
+    .filter((row) => ceiling === undefined || row.cid <= ceiling)
+    .sort(byCid);
+  return { rows: merged.slice(0, limit), more: scorings.more || items.more || merged.length > limit };
+}
+
+function byCid(a: { cid: string }, b: { cid: string }): number {
+  return a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0;
+}
+
+/**
+ * A page of rows in CID order from a source walked in the order of the CIDs' first 20 characters (`read`),
+ * and whether more follow. Rows whose CIDs share those characters (63 bits of SHA-256: in practice never)
+ * come in no particular order: they are put in CID order here, and a page ends before such a group rather
+ * than inside it (the group then comes whole on the next page); a group larger than a page is read whole
+ * (`readGroup`) and cut by CID. So the next page's `cid > after` skips none of them.
+ */
+async function pageInCidOrder(
+  read: (after: string, limit: number) => Promise<SubjectRecordRow[]>,
+  readGroup: (prefix: string) => Promise<SubjectRecordRow[]>,
+  after: string,
+  limit: number,
+): Promise<{ rows: SubjectRecordRow[]; more: boolean }> {
+  const rows = await read(after, limit + 1);
   let page = rows.slice(0, limit);
   const next = rows[limit];
   if (next !== undefined) {
@@ -68,19 +180,12 @@ export async function readSubjectRecordsPage(
     const start = page.findIndex((row) => row.cid.slice(0, CID_PREFIX_LENGTH) === group);
     if (start > 0) page = page.slice(0, start);
     else if (start === 0) {
-      // More than a page of records share one CID prefix: read that group whole, and cut it by CID. (`cid >
+      // More than a page of rows share one CID prefix: read that group whole, and cut it by CID. (`cid >
       // after` is checked here, not in SQL: with it, SQLite without statistics walks the primary key instead.)
-      const whole = await db
-        .selectFrom('log_records')
-        .select(['cid', 'request_id', 'created_at'])
-        .where('tenant_id', '=', tenantId)
-        .where(subjectKeyIs('subject_key', subjectKey))
-        .where(cidPrefix, '=', group)
-        .execute();
-      page = whole.filter((row) => row.cid > after);
+      page = (await readGroup(group)).filter((row) => row.cid > after);
     }
   }
-  page.sort((a, b) => (a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0));
+  page.sort(byCid);
   return { rows: page.slice(0, limit), more: next !== undefined };
 }
 

@@ -120,6 +120,21 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
     } finally {
       await runWorker.stop();
     }
+    // The run item's record is listed with the subject's scorings, in CID order (it is found through its
+    // run item: migration 0024), and the other item's is not.
+    const itemCid = (
+      await storage()
+        .db.selectFrom('run_items')
+        .select('log_cid')
+        .where('run_id', '=', run.id)
+        .where('item_index', '=', 0)
+        .executeTakeFirstOrThrow()
+    ).log_cid as string;
+    const withItem = (await (
+      await server.request('/v1/subjects/records', { key: alice, body: { subject } })
+    ).json()) as SubjectRecordList;
+    expect(withItem.data.map((record) => record.log_cid)).toEqual([...before, after, itemCid].sort());
+    expect(withItem.data.find((record) => record.log_cid === itemCid)?.kind).toBe('run_item');
     expect(await erasureWorker().runOnce()).toBe(1);
 
     const done = await getErasure(erasure.id);

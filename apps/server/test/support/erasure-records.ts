@@ -6,24 +6,28 @@ import type { Storage } from '../../src/storage/storage.js';
 import { testFeatures } from './test-features.js';
 
 /**
- * Logs `count` run items of `subject` for `tenantId`, a minute old (before any erasure a test then
- * accepts), through the log's own insert, 500 a transaction; resolves with their CIDs, sorted.
+ * Logs `count` scorings of `subject` for `tenantId`, a minute old (before any erasure a test then accepts),
+ * through the log's own insert, 500 a transaction; resolves with their CIDs, sorted. Their request ids are
+ * `req_<batch><n>`. (Scorings, not run items: a run item's record is found through its run item, which
+ * this does not write: migration 0024.)
  */
 export async function logSubjectRecords(
   storage: Storage,
   tenantId: string,
   subject: string,
-  runId: string,
+  batch: string,
   count: number,
 ): Promise<string[]> {
   const at = new Date(Date.now() - 60_000);
+  const label = batch.replace(/[^0-9A-Za-z]/g, '');
   const records = Array.from({ length: count }, (_, item) => {
+    const requestId = `req_${label}${item}`;
     const logged = scoreAndLog(
       subject,
       { jurisdiction: 'DE', utilization: (item % 90) / 100 },
-      recordStamp({ kind: 'run_item', run_id: runId, item }, at),
+      recordStamp({ kind: 'score', request_id: requestId }, at),
     );
-    return { tenantId, cid: logged.logCid, bytes: logged.logBytes, requestId: runId, createdAt: at, subject };
+    return { tenantId, cid: logged.logCid, bytes: logged.logBytes, requestId, createdAt: at, subject };
   });
   for (let start = 0; start < count; start += 500)
     await insertLogRecords(storage, records.slice(start, start + 500), testFeatures(storage).subjectKey);

@@ -21,6 +21,7 @@ import * as subjectKeyPrefixIndexes from './0020-subject-key-prefix-indexes.js';
 import * as erasedCidsIndex from './0021-erased-cids-index.js';
 import * as packedLogRecords from './0022-packed-log-records.js';
 import * as leafIndexFromTiles from './0023-leaf-index-from-tiles.js';
+import * as subjectIndexOfScorings from './0024-subject-index-of-scorings.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -50,4 +51,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0021-erased-cids-index': erasedCidsIndex,
   '0022-packed-log-records': packedLogRecords,
   '0023-leaf-index-from-tiles': leafIndexFromTiles,
+  '0024-subject-index-of-scorings': subjectIndexOfScorings,
 };
