@@ -4,9 +4,12 @@ import { expect, it } from 'vitest';
 import { logRecords, testRecord } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
+import { createTestWebhook } from '../../test/support/test-webhooks.js';
+import { newEvent, OutboxSignal } from '../events/event-outbox.js';
 import { readTenantUsage, rowBytes } from '../quota/tenant-usage.js';
 import { packRecord, RECORD_CODEC_1, recordLeafHash, unpackRecord } from '../storage/record-codec.js';
 import { openStorage, type Storage } from '../storage/storage.js';
+import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import {
   createScoreLogStore,
   insertLogRecords,
@@ -28,6 +31,36 @@ function record(tenantId: string, text = `{"n":${sequence}}`): StoredLogRecord {
 }
 
 forEachDatabase('the score log', ({ storage, database }) => {
+  it('wakes the delivery workers after a commit that wrote events, not after one whose events no webhook takes', async () => {
+    let notified = 0;
+    const outbox = new OutboxSignal();
+    outbox.subscribe(() => {
+      notified += 1;
+    });
+    const logs = createScoreLogStore(storage(), { outbox });
+    const escalated = (tenantId: string) => ({
+      ...record(tenantId),
+      events: [newEvent(tenantId, 'policy.escalated', { log_cid: 'bafkreinotify' } as never, new Date())],
+    });
+    const events = async (tenantId: string) =>
+      (await storage().db.selectFrom('events').select('id').where('tenant_id', '=', tenantId).execute())
+        .length;
+    await logs.append(escalated('notify-unheard'));
+    expect(await events('notify-unheard')).toBe(0);
+    expect(notified).toBe(0);
+    await createTestWebhook(storage(), new SecretBox(randomBytes(32)), {
+      tenantId: 'notify-heard',
+      url: 'https://example.com/hook',
+      events: ['policy.escalated'],
+    });
+    await logs.append(escalated('notify-heard'));
+    expect(await events('notify-heard')).toBe(1);
+    expect(notified).toBe(1);
+    await logs.append(record('notify-heard'));
+    expect(notified).toBe(1);
+    await logs.close();
+  });
+
   it('returns exactly the bytes appended', async () => {
     const bytes = new Uint8Array([0x7b, 0x7d, 0x00, 0xff, 0xc3, 0xa9]); // any bytes, not only UTF-8 text
     const appended = { ...record('tenant_a'), bytes, cid: cidOfBytes(bytes) };

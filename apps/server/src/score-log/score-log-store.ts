@@ -116,7 +116,8 @@ export interface ScoreLogStore {
 /**
  * Inserts records, and the events they raised, in one transaction. A (tenant, CID) already present is left
  * alone: the CID is the hash of the bytes, so the bytes are the same by definition. Returns how many
- * events it wrote, so the caller can wake the delivery workers after the commit.
+ * events it wrote (an event is written only for a tenant with a webhook that takes it), so the caller can
+ * wake the delivery workers after the commit, and only then.
  */
 export async function insertLogRecords(
   storage: Pick<Storage, 'db' | 'transact'>,
@@ -154,20 +155,27 @@ export async function insertLogRecords(
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
   // whole group, so escalations do not cost the group commit a statement each; an event is written only
   // for a tenant with a webhook that takes it (subscribedEventInserts), and counted only if written.
-  await storage.transact([
-    ...inserts,
-    ...(events.length > 0
+  const eventInserts =
+    events.length > 0
       ? traced('outbox.enqueue', () => subscribedEventInserts(storage.db, events), {
           'outbox.events': events.length,
         })
-      : []),
+      : [];
+  const results = await storage.transact([
+    ...inserts,
+    ...eventInserts,
     ...writtenEventsUsage(
       storage.db,
       events.map((event) => event.id),
       now,
     ),
   ]);
-  return events.length;
+  // The events written, not raised: a tenant with no webhook taking them has none written, and waking the
+  // delivery workers for nothing costs each of them a claim (a write on SQLite's one connection).
+  return eventInserts.reduce(
+    (sum, _statement, n) => sum + Number(results[inserts.length + n]?.numAffectedRows ?? 0n),
+    0,
+  );
 }
 
 /**
