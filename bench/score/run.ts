@@ -15,9 +15,13 @@
  * receiver in this process that answers 200 and keeps nothing), named `… (tracing on)`.
  * `--node-options="<flags>"` (with `=`: the flags start with `--`) adds the server started with that
  * NODE_OPTIONS (e.g. docs/operating.md's heap flags), named `… (NODE_OPTIONS)`.
+ * `--varied` sends every target the contexts the runs benches send (`benchContext`: four jurisdictions, one
+ * context in ten thin, which the policies escalate) instead of one full context, so the server raises
+ * `policy.escalated` as a lender's traffic does (written only for a tenant with a webhook taking it: the
+ * bench's tenant has none).
  *
  *   npm run bench:score -- [--rounds 2] [--duration 3] [--connections 50] [--db both|sqlite|postgres] [--no-prism] [--compare <main.js>] [--tracing]
- *     [--node-options="<flags>"]
+ *     [--node-options="<flags>"] [--varied]
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -28,6 +32,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort, prismCli } from '@scenario-scoring/testkit';
+import { benchContext } from '../lib/bench-inputs.ts';
 import { type BenchServer, startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import {
@@ -50,6 +55,7 @@ const { values: args } = parseArgs({
     compare: { type: 'string' },
     tracing: { type: 'boolean', default: false },
     'node-options': { type: 'string' },
+    varied: { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -65,7 +71,11 @@ const context = {
   history_months: 84,
   debt_to_income: 0.28,
 };
-const requestBody = (n: number) => JSON.stringify({ subject: `bench-${n}`, context });
+const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
+const requestBody = args.varied
+  ? (n: number) =>
+      JSON.stringify({ subject: `bench-${n}`, context: benchContext(n, JURISDICTIONS[n % 4] as string) })
+  : (n: number) => JSON.stringify({ subject: `bench-${n}`, context });
 
 // The JSON the real server returns for this input, so the baseline sends the same bytes.
 const sample = scoreAndLog('bench-0', context, {
