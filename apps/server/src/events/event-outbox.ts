@@ -95,18 +95,36 @@ export function subscribedEventInserts(
 ): CompiledQuery[] {
   const numbered = sql`${0}`.compile(db).sql === '$1';
   return Array.from(chunks(events, EVENTS_PER_STATEMENT), (chunk) => {
-    const parameters: unknown[] = [];
-    const mark = (value: unknown) => {
-      parameters.push(value);
-      return `cast(${numbered ? `$${parameters.length}` : '?'} as text)`;
-    };
-    const rows = chunk.map(
-      (event) =>
-        `select ${mark(event.id)} as id, ${mark(event.tenantId)} as tenant_id, ${mark(event.type)} as type, ${mark(event.payload)} as payload, ${mark(event.createdAt.toISOString())} as created_at, ${mark(event.subjectKey ?? null)} as subject_key, ${mark(event.traceparent ?? null)} as traceparent`,
-    );
-    const text = `insert into "events" ("id", "tenant_id", "type", "payload", "created_at", "subject_key", "traceparent") select v.id, v.tenant_id, v.type, v.payload, v.created_at, v.subject_key, v.traceparent from (${rows.join(' union all ')}) as v where exists (select 1 from "webhooks" as w where w.tenant_id = v.tenant_id and w.status = 'active' and w.deleted_at is null and (w.events like '%"*"%' or w.events like '%"' || v.type || '"%'))`;
+    const { text, parameters } = subscribedEventInsert(chunk, numbered ? 1 : undefined);
     return CompiledQuery.raw(text, parameters);
   });
+}
+
+/** At most this many events in one `subscribedEventInsert`, well below both dialects' parameter limits. */
+export const SUBSCRIBED_EVENTS_PER_STATEMENT = EVENTS_PER_STATEMENT;
+
+/**
+ * The text of one `subscribedEventInserts` INSERT of `events` (at most SUBSCRIBED_EVENTS_PER_STATEMENT) and
+ * its parameters: numbered from `firstParameter` (PostgreSQL's `$n`, so the INSERT can be a WITH query of a
+ * larger statement, the score log's: score-log-store.ts), or `?` when it is undefined (SQLite). With
+ * `returning`, the INSERT returns those columns of the rows it wrote.
+ */
+export function subscribedEventInsert(
+  events: readonly OutboxEvent[],
+  firstParameter: number | undefined,
+  returning?: string,
+): { text: string; parameters: unknown[] } {
+  const parameters: unknown[] = [];
+  const mark = (value: unknown) => {
+    parameters.push(value);
+    return `cast(${firstParameter === undefined ? '?' : `$${firstParameter + parameters.length - 1}`} as text)`;
+  };
+  const rows = events.map(
+    (event) =>
+      `select ${mark(event.id)} as id, ${mark(event.tenantId)} as tenant_id, ${mark(event.type)} as type, ${mark(event.payload)} as payload, ${mark(event.createdAt.toISOString())} as created_at, ${mark(event.subjectKey ?? null)} as subject_key, ${mark(event.traceparent ?? null)} as traceparent`,
+  );
+  const text = `insert into "events" ("id", "tenant_id", "type", "payload", "created_at", "subject_key", "traceparent") select v.id, v.tenant_id, v.type, v.payload, v.created_at, v.subject_key, v.traceparent from (${rows.join(' union all ')}) as v where exists (select 1 from "webhooks" as w where w.tenant_id = v.tenant_id and w.status = 'active' and w.deleted_at is null and (w.events like '%"*"%' or w.events like '%"' || v.type || '"%'))${returning === undefined ? '' : ` returning ${returning}`}`;
+  return { text, parameters };
 }
 
 /**

@@ -192,6 +192,62 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
   });
 });
 
+forEachDatabase("the score log's events", ({ storage }) => {
+  it('writes the events a webhook takes with their records, in one statement on PostgreSQL, and counts both in the usage', async () => {
+    const steps: number[] = [];
+    const counted: Pick<Storage, 'db' | 'transact'> = {
+      db: storage().db,
+      transact: (written, options) => {
+        steps.push(written.length);
+        return storage().transact(written, options);
+      },
+    };
+    await createTestWebhook(storage(), new SecretBox(randomBytes(32)), {
+      tenantId: 'events_heard',
+      url: 'https://example.com/hook',
+      events: ['policy.escalated'],
+    });
+    const escalated = (tenantId: string, subject: string) => ({
+      ...record(tenantId),
+      subject,
+      events: [newEvent(tenantId, 'policy.escalated', { subject } as never, new Date())],
+    });
+    // Two tenants in one group commit: one with a webhook taking the events, one without.
+    const batch = [
+      escalated('events_heard', 'héard-1'),
+      record('events_heard'),
+      escalated('events_unheard', 'unheard'),
+      escalated('events_heard', 'heard-2'),
+    ];
+    expect(await insertLogRecords(counted, batch, testFeatures(storage()).subjectKey)).toBe(2);
+    expect(steps).toEqual([storage().kind === 'postgres' ? 1 : 4]);
+    const events = await storage()
+      .db.selectFrom('events')
+      .select(['tenant_id', 'payload', 'subject_key'])
+      .where('tenant_id', 'in', ['events_heard', 'events_unheard'])
+      .execute();
+    expect(events.map((event) => event.tenant_id)).toEqual(['events_heard', 'events_heard']);
+    expect(events.every((event) => event.subject_key !== null)).toBe(true);
+    for (const tenant of ['events_heard', 'events_unheard']) {
+      const stored = await storage()
+        .db.selectFrom('log_records')
+        .select('bytes')
+        .where('tenant_id', '=', tenant)
+        .execute();
+      // As writtenEventsUsage counts an event: its payload's length (characters, as both databases'
+      // length() of text) and the row overhead.
+      const eventBytes = events
+        .filter((event) => event.tenant_id === tenant)
+        .reduce((sum, event) => sum + event.payload.length + 64, 0);
+      expect(await readTenantUsage(storage().db, tenant)).toBe(
+        stored.reduce((sum, row) => sum + rowBytes(row.bytes), 0) + eventBytes,
+      );
+    }
+    // A group commit without events writes none and says so.
+    expect(await insertLogRecords(counted, [record('events_heard')])).toBe(0);
+  });
+});
+
 forEachDatabase('the score log with a small batch cap', ({ storage }) => {
   it('refuses a record appended longer ago than the commit age bound (503, nothing stored) while its batch commits', async () => {
     let clock = 0;

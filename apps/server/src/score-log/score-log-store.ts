@@ -1,7 +1,18 @@
 import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { AppError } from '../errors/app-error.js';
-import { type OutboxEvent, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
-import { storedBytesUsage, writtenEventsUsage } from '../quota/tenant-usage.js';
+import {
+  type OutboxEvent,
+  type OutboxSignal,
+  SUBSCRIBED_EVENTS_PER_STATEMENT,
+  subscribedEventInsert,
+  subscribedEventInserts,
+} from '../events/event-outbox.js';
+import {
+  ROW_OVERHEAD_BYTES,
+  storedBytesUsage,
+  USAGE_ON_CONFLICT,
+  writtenEventsUsage,
+} from '../quota/tenant-usage.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, LogRecordsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
@@ -144,14 +155,25 @@ export async function insertLogRecords(
   // What the records add to their tenants' storage usage, as stored and only those stored (not a record
   // already there): counted by each INSERT's own statements (logRowInserts' `usageAt`).
   const now = new Date();
-  const inserts = logRowInserts(storage.db, rows, now);
-  const [only] = inserts;
-  // On PostgreSQL, records without events (nearly every batch) are one statement, their usage's upsert
-  // included: one round trip, where a transaction of two statements is four.
-  if (events.length === 0 && inserts.length === 1 && only !== undefined && postgres) {
-    await storage.transact([only]);
-    return 0;
+  // On PostgreSQL, a group commit is one statement, their usage's upsert included, and the events the
+  // records raised (those a webhook takes) too: one round trip, where a transaction of three statements is
+  // five (a group commit holding an escalation took that transaction, nearly every one under a lender's mix
+  // of contexts). Beyond one statement's rows, the transaction below.
+  if (postgres && events.length <= SUBSCRIBED_EVENTS_PER_STATEMENT) {
+    const statements =
+      events.length === 0
+        ? logRowInserts(storage.db, rows, now)
+        : traced('outbox.enqueue', () => logRowInserts(storage.db, rows, now, events), {
+            'outbox.events': events.length,
+          });
+    const [only] = statements;
+    if (statements.length === 1 && only !== undefined) {
+      const [result] = await storage.transact([only]);
+      if (events.length === 0) return 0;
+      return Number((result?.rows[0] as { events?: unknown } | undefined)?.events ?? 0);
+    }
   }
+  const inserts = logRowInserts(storage.db, rows, now);
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
   // whole group, so escalations do not cost the group commit a statement each; an event is written only
   // for a tenant with a webhook that takes it (subscribedEventInserts), and counted only if written.
@@ -203,7 +225,15 @@ export function logRowInserts(
   db: Kysely<Database>,
   rows: readonly LogRow[],
   usageAt?: Date,
+  events?: readonly OutboxEvent[],
 ): CompiledQuery[] {
+  if (
+    events !== undefined &&
+    (!usageAt || !usesNumberedParameters(db) || events.length > SUBSCRIBED_EVENTS_PER_STATEMENT)
+  )
+    throw new Error(
+      'log rows insert with events: PostgreSQL with usageAt only, at most one statement of events',
+    );
   const postgres = usesNumberedParameters(db);
   const sorted = (postgres ? rows.map(postgresLogRow) : [...rows]).sort(
     (a, b) => compare(a.tenant_id, b.tenant_id) || compare(a.cid, b.cid),
@@ -221,6 +251,7 @@ export function logRowInserts(
           ),
           chunk,
           usageAt,
+          statements.length === 0 ? events : undefined,
         ),
       );
       continue;
@@ -239,7 +270,12 @@ const LOG_INSERT_RESULT = ' select count(*) from "queued"';
  * those a conflict left alone), each with its record's leaf hash, in one statement. Two equal rows of one
  * statement are one record: the first one's hash is queued, as the first one is inserted.
  */
-function queuedLogInsert(insert: CompiledQuery, rows: readonly LogRow[], usageAt?: Date): CompiledQuery {
+function queuedLogInsert(
+  insert: CompiledQuery,
+  rows: readonly LogRow[],
+  usageAt?: Date,
+  events?: readonly OutboxEvent[],
+): CompiledQuery {
   const tenants: string[] = [];
   const cids: string[] = [];
   const hashes: Uint8Array[] = [];
@@ -257,7 +293,20 @@ function queuedLogInsert(insert: CompiledQuery, rows: readonly LogRow[], usageAt
   const n = insert.parameters.length;
   if (usageAt) parameters.push(usageAt.toISOString());
   // A data-modifying WITH runs whether or not the statement reads it: the queue rows are written either way.
-  const result = usageAt ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`)}` : LOG_INSERT_RESULT;
+  let result = usageAt ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`)}` : LOG_INSERT_RESULT;
+  if (events !== undefined && events.length > 0 && usageAt) {
+    // The events a webhook takes (subscribedEventInsert), written by the same statement, and one upsert of
+    // the tenants' usage for the records and the events written together (two upserts of one row in one
+    // statement are not allowed); the statement answers how many events it wrote.
+    const written = subscribedEventInsert(events, parameters.length + 1, '"tenant_id", "payload"');
+    parameters.push(...written.parameters);
+    result =
+      `, "events_written" as (${written.text}), "usage" as (` +
+      `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum("stored"), $${n + 4} from (` +
+      `select "tenant_id", length("bytes") + ${ROW_OVERHEAD_BYTES} as "stored" from "inserted" union all ` +
+      `select "tenant_id", length("payload") + ${ROW_OVERHEAD_BYTES} from "events_written") as "rows" ` +
+      `group by "tenant_id" ${USAGE_ON_CONFLICT} returning 1) select count(*) as "events" from "events_written"`;
+  }
   return CompiledQuery.raw(
     `with "inserted" as (${insert.sql}), "queued" as (` +
       'insert into "log_leaf_queue" ("tenant_id", "created_at", "cid", "leaf_hash") ' +
