@@ -51,15 +51,32 @@ export function subjectRecordsPage(
   after: string,
   limit: number,
 ) {
+  return scoringsOfSubject(db, tenantId, subjectKey).where(cidAfter(after)).orderBy(cidPrefix).limit(limit);
+}
+
+/** The tenant's scorings of the subject (what `log_records_subject_idx` holds of it). */
+function scoringsOfSubject(db: Db, tenantId: string, subjectKey: string) {
   return db
     .selectFrom('log_records')
     .select(['cid', 'request_id', 'created_at'])
     .where('tenant_id', '=', tenantId)
     .where(subjectKeyIs('subject_key', subjectKey))
-    .where(scoringRecordOnly)
-    .where(cidAfter(after))
-    .orderBy(cidPrefix)
-    .limit(limit);
+    .where(scoringRecordOnly);
+}
+
+/** The records of the tenant's run items of the subject (through `run_items_subject_idx`). */
+function runItemRecordsOfSubject(db: Db, tenantId: string, subjectKey: string) {
+  return db
+    .selectFrom('run_items')
+    .innerJoin('runs', 'runs.id', 'run_items.run_id')
+    .innerJoin('log_records', (join) =>
+      join
+        .onRef('log_records.tenant_id', '=', 'runs.tenant_id')
+        .onRef('log_records.cid', '=', 'run_items.log_cid'),
+    )
+    .select(['log_records.cid', 'log_records.request_id', 'log_records.created_at'])
+    .where(subjectKeyIs('run_items.subject_key', subjectKey))
+    .where('runs.tenant_id', '=', tenantId);
 }
 
 /**
@@ -75,47 +92,20 @@ export function runItemRecordsPage(
   after: string,
   limit: number,
 ) {
-  return db
-    .selectFrom('run_items')
-    .innerJoin('runs', 'runs.id', 'run_items.run_id')
-    .innerJoin('log_records', (join) =>
-      join
-        .onRef('log_records.tenant_id', '=', 'runs.tenant_id')
-        .onRef('log_records.cid', '=', 'run_items.log_cid'),
-    )
-    .select(['log_records.cid', 'log_records.request_id', 'log_records.created_at'])
-    .where(subjectKeyIs('run_items.subject_key', subjectKey))
+  return runItemRecordsOfSubject(db, tenantId, subjectKey)
     .where(runItemCidAfter(after))
-    .where('runs.tenant_id', '=', tenantId)
     .orderBy(runItemCidPrefix)
     .limit(limit);
 }
 
 /** The subject's scorings whose CIDs start with `group` (a tie of `subjectRecordsPage`'s order), whole. */
 export function subjectRecordsGroup(db: Db, tenantId: string, subjectKey: string, group: string) {
-  return db
-    .selectFrom('log_records')
-    .select(['cid', 'request_id', 'created_at'])
-    .where('tenant_id', '=', tenantId)
-    .where(subjectKeyIs('subject_key', subjectKey))
-    .where(scoringRecordOnly)
-    .where(cidPrefix, '=', group);
+  return scoringsOfSubject(db, tenantId, subjectKey).where(cidPrefix, '=', group);
 }
 
 /** The subject's run items' records whose CIDs start with `group` (a tie of `runItemRecordsPage`'s order), whole. */
 export function runItemRecordsGroup(db: Db, tenantId: string, subjectKey: string, group: string) {
-  return db
-    .selectFrom('run_items')
-    .innerJoin('runs', 'runs.id', 'run_items.run_id')
-    .innerJoin('log_records', (join) =>
-      join
-        .onRef('log_records.tenant_id', '=', 'runs.tenant_id')
-        .onRef('log_records.cid', '=', 'run_items.log_cid'),
-    )
-    .select(['log_records.cid', 'log_records.request_id', 'log_records.created_at'])
-    .where(subjectKeyIs('run_items.subject_key', subjectKey))
-    .where(runItemCidPrefix, '=', group)
-    .where('runs.tenant_id', '=', tenantId);
+  return runItemRecordsOfSubject(db, tenantId, subjectKey).where(runItemCidPrefix, '=', group);
 }
 
 /**

@@ -134,16 +134,27 @@ forEachDatabase('the score log', ({ storage, database }) => {
   });
 });
 
-forEachDatabase("the score log's storage usage", ({ storage }) => {
-  it("counts a batch's records in their tenants' usage, in one statement on PostgreSQL (one round trip) and one transaction on SQLite", async () => {
-    const steps: number[] = [];
-    const counted: Pick<Storage, 'db' | 'transact'> = {
-      db: storage().db,
+/** `storage` whose transactions are counted: `steps` holds each one's number of statements. */
+function countingTransactions(storage: Storage): {
+  steps: number[];
+  counted: Pick<Storage, 'db' | 'transact'>;
+} {
+  const steps: number[] = [];
+  return {
+    steps,
+    counted: {
+      db: storage.db,
       transact: (written, options) => {
         steps.push(written.length);
-        return storage().transact(written, options);
+        return storage.transact(written, options);
       },
-    };
+    },
+  };
+}
+
+forEachDatabase("the score log's storage usage", ({ storage }) => {
+  it("counts a batch's records in their tenants' usage, in one statement on PostgreSQL (one round trip) and one transaction on SQLite", async () => {
+    const { steps, counted } = countingTransactions(storage());
     const records = [record('usage_a'), record('usage_b', '{"a longer record":true}'), record('usage_a')];
     await insertLogRecords(counted, records);
     expect(steps).toEqual([storage().kind === 'postgres' ? 1 : 2]);
@@ -194,14 +205,7 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
 
 forEachDatabase("the score log's events", ({ storage }) => {
   it('writes the events a webhook takes with their records, in one statement on PostgreSQL, and counts both in the usage', async () => {
-    const steps: number[] = [];
-    const counted: Pick<Storage, 'db' | 'transact'> = {
-      db: storage().db,
-      transact: (written, options) => {
-        steps.push(written.length);
-        return storage().transact(written, options);
-      },
-    };
+    const { steps, counted } = countingTransactions(storage());
     await createTestWebhook(storage(), new SecretBox(randomBytes(32)), {
       tenantId: 'events_heard',
       url: 'https://example.com/hook',

@@ -49,7 +49,7 @@ export function cidAfter(after: string): RawBuilder<boolean> {
  * The condition of `log_records_subject_idx` since migration 0024: it holds scorings' records, not run items'.
  * A run item's record has its run's id as its request id (`run_…`, runs/run-batch.ts), a scoring's a `req_…`
  * one, an erasure's an `era_…` one; a run item's record is found by subject through its run item
- * (`run_items_subject_idx`, which names the record: erasure-store.ts's `runItemRecordsPage`), so indexing it twice cost
+ * (`run_items_subject_idx`, which names the record: erasure-store.ts), so indexing it twice cost
  * every run item a second random index insertion (half a run item's `log_records` INSERT on SQLite,
  * docs/benchmarks.md). Written with a literal, as the index is, so both databases match a query naming it
  * to the index.
