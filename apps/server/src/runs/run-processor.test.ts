@@ -28,6 +28,52 @@ function scramblingPool(size: number): ScoringPool {
 }
 
 forEachDatabase('processing a run', ({ storage }) => {
+  it('asks its pool for two batches beyond the one committing, so a scoring thread never waits on a commit for work', async () => {
+    const tenant = 'ahead';
+    const id = newId('run');
+    const items: ScoreRequest[] = Array.from({ length: 40 }, (_, i) => ({
+      subject: `${id}-${i}`,
+      context: { jurisdiction: 'DE', on_time_ratio: 0.9, utilization: (i % 10) / 10 },
+    }));
+    await storage()
+      .db.transaction()
+      .execute((trx) => insertRun(trx, { id, tenantId: tenant, items, now: new Date(), deadlineAt: null }));
+    // One thread whose batches finish only when let go: the batches asked for before any is done.
+    const asked: (() => void)[] = [];
+    const pool = {
+      size: 1,
+      score(source, from, now) {
+        const batch = scoreBatch(source, from, now);
+        return new Promise((resolve) => asked.push(() => resolve(batch)));
+      },
+      close: async () => {},
+    } as ScoringPool;
+    let outcome: RunOutcome | undefined;
+    const worker = testRunWorker(storage(), {
+      pool,
+      config: { batchSize: 10 },
+      onRunEnded: (_run, ended) => (outcome = ended),
+    });
+    worker.start();
+    await waitUntil(async () => asked.length >= 3, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(asked).toHaveLength(3);
+    // Let every batch go as it is asked for: the run completes, each item once.
+    const release = setInterval(() => asked.shift()?.(), 1);
+    await waitUntil(async () => outcome !== undefined, 15_000);
+    clearInterval(release);
+    await worker.stop();
+    expect(outcome).toBe('completed');
+    const rows = await storage()
+      .db.selectFrom('run_items')
+      .select('item_index')
+      .where('run_id', '=', id)
+      .execute();
+    expect(rows.map((row) => row.item_index).sort((a, b) => a - b)).toEqual(items.map((_, i) => i));
+    // Its run.completed waits for its records to be signed: sign them, so the next test counts its own run.
+    expect(await signAndReleaseRuns(storage())).toBe(1);
+  });
+
   it('when batches are scored in parallel and finish out of order, then they commit in item order with the run’s totals', async () => {
     const tenant = 'parallel';
     const id = newId('run');
