@@ -195,7 +195,7 @@ try {
     targets.push({ name: 'prism mock', url: `${prism.url}/v1/scoring/score`, headers, body: requestBody });
   }
   console.log(
-    `bench/score: ${ROUNDS} rounds × ${targets.length} targets × ${DURATION_S} s, ${CONNECTIONS} connections, Node ${process.version}`,
+    `bench/score: ${ROUNDS} rounds × ${targets.length} targets × ${DURATION_S} s, ${CONNECTIONS} connections, ${args.varied ? 'varied contexts (--varied)' : 'one context'}, Node ${process.version}`,
   );
   for (const target of targets) await measure(target, CONNECTIONS, 1); // warm-up, not reported
   const rounds: Round[] = [];

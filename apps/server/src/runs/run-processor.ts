@@ -39,7 +39,7 @@ export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
 
 /**
  * Scores a claimed run from its `next_index` to the end, one transaction per batch, the next batches
- * being scored on the pool (one per scoring thread, in parallel) while the current one commits. Each batch
+ * being scored on the pool (one per scoring thread and one more, in parallel) while the current one commits. Each batch
  * writes its items' results, their log records and `policy.escalated` events, and advances `next_index`
  * and the counts, fenced on this claim and the index it started from, so an item is never
  * committed twice even when a lease expired and another worker took the run over. The last batch ends the
@@ -54,8 +54,9 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
   // Batches scored ahead of the one committing: enough to keep every scoring thread busy with this run, and
   // one more, so that a thread that has just finished a batch finds the next one already asked for while
   // the commit before it still holds the database (a 200,000-item NDJSON run on SQLite: 12,104-12,207 ->
-  // 13,458-13,569 items/s; two more measured no better: docs/benchmarks.md).
-  const ahead = Math.max(1, context.pool.size) + 1;
+  // 13,458-13,569 items/s; three more instead of one measured no better: docs/benchmarks.md). Without
+  // scoring threads (RUN_SCORING_THREADS=0) batches are scored on the event loop: one ahead.
+  const ahead = context.pool.size === 0 ? 1 : context.pool.size + 1;
   // Batches not committed yet, in item order; the first is the next to commit.
   const window: PendingBatch[] = [];
   let scoredTo = run.nextIndex;
