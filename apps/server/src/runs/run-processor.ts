@@ -39,9 +39,9 @@ export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
 
 /**
  * Scores a claimed run from its `next_index` to the end, one transaction per batch, the next batches
- * being scored on the pool (one per scoring thread and one more, in parallel) while the current one commits. Each batch
- * writes its items' results, their log records and `policy.escalated` events, and advances `next_index`
- * and the counts, fenced on this claim and the index it started from, so an item is never
+ * being scored on the pool (one per scoring thread and one more, in parallel) while the current one
+ * commits. Each batch writes its items' results, their log records and `policy.escalated` events, and
+ * advances `next_index` and the counts, fenced on this claim and the index it started from, so an item is never
  * committed twice even when a lease expired and another worker took the run over. The last batch ends the
  * run `completed`, its `run.completed` left to be raised once every item's record is in a signed
  * checkpoint (run-log-completion.ts). A passed deadline, or a batch whose

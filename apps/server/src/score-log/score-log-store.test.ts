@@ -249,6 +249,15 @@ forEachDatabase("the score log's events", ({ storage }) => {
     }
     // A group commit without events writes none and says so.
     expect(await insertLogRecords(counted, [record('events_heard')])).toBe(0);
+    // More records than one INSERT takes (ROWS_PER_STATEMENT): one transaction of two statements on
+    // PostgreSQL, its first writing the events, and the events written still counted.
+    steps.length = 0;
+    const large = [
+      ...Array.from({ length: 1100 }, () => record('events_large')),
+      escalated('events_heard', 'heard-3'),
+    ];
+    expect(await insertLogRecords(counted, large, testFeatures(storage()).subjectKey)).toBe(1);
+    expect(steps).toEqual([storage().kind === 'postgres' ? 2 : 6]);
   });
 });
 

@@ -156,9 +156,10 @@ export async function insertLogRecords(
   // already there): counted by each INSERT's own statements (logRowInserts' `usageAt`).
   const now = new Date();
   // On PostgreSQL, a group commit is one statement, their usage's upsert included, and the events the
-  // records raised (those a webhook takes) too: one round trip, where a transaction of three statements is
-  // five (a group commit holding an escalation took that transaction, nearly every one under a lender's mix
-  // of contexts). Beyond one statement's rows, the transaction below.
+  // records raised (those a webhook takes) too, written by the first statement: one round trip, where a
+  // transaction of three statements is five (a group commit holding an escalation took that transaction,
+  // nearly every one under a lender's mix of contexts). More rows than one statement takes are statements
+  // of one transaction. Beyond one statement's events, the transaction below.
   if (postgres && events.length <= SUBSCRIBED_EVENTS_PER_STATEMENT) {
     const statements =
       events.length === 0
@@ -166,12 +167,9 @@ export async function insertLogRecords(
         : traced('outbox.enqueue', () => logRowInserts(storage.db, rows, now, events), {
             'outbox.events': events.length,
           });
-    const [only] = statements;
-    if (statements.length === 1 && only !== undefined) {
-      const [result] = await storage.transact([only]);
-      if (events.length === 0) return 0;
-      return Number((result?.rows[0] as { events?: unknown } | undefined)?.events ?? 0);
-    }
+    const [first] = await storage.transact(statements);
+    if (events.length === 0) return 0;
+    return Number((first?.rows[0] as { events?: unknown } | undefined)?.events ?? 0);
   }
   const inserts = logRowInserts(storage.db, rows, now);
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
