@@ -16,3 +16,11 @@ export function benchContext(i: number, jurisdiction: string): ScoreContext {
     inquiries_12m: i % 6,
   };
 }
+
+/** The jurisdictions the runs, scale and score benches cycle through, item by item. */
+const RUN_JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
+
+/** The context of item `i` of the runs, scale and score benches: `benchContext` in the i-th jurisdiction of four. */
+export function benchItemContext(i: number): ScoreContext {
+  return benchContext(i, RUN_JURISDICTIONS[i % RUN_JURISDICTIONS.length] as string);
+}

@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createClient, readRunResults, uploadRunNdjson, waitForRun } from '@scenario-scoring/client';
-import { benchContext } from '../lib/bench-inputs.ts';
+import { benchItemContext } from '../lib/bench-inputs.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
 import { cpuTimes } from '../lib/load-report.ts';
 
@@ -39,14 +39,13 @@ const { values: args } = parseArgs({
   },
 });
 const ITEMS = Number(args.items);
-const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
 const LINES_PER_CHUNK = 1000;
 
 /** Lines `from` to `to` (excluded) of the body, each ending in a newline. */
 function lines(from: number, to: number): string {
   const made: string[] = [];
   for (let next = from; next < to; next++) {
-    const context = benchContext(next, JURISDICTIONS[next % 4] as string);
+    const context = benchItemContext(next);
     made.push(`${JSON.stringify({ subject: `bench-ndjson-${next}`, context })}\n`);
   }
   return made.join('');

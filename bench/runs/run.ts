@@ -11,7 +11,7 @@
  *   npm run bench:runs -- [--rounds 3] [--db both|sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
  */
 import { parseArgs } from 'node:util';
-import { benchContext } from '../lib/bench-inputs.ts';
+import { benchItemContext } from '../lib/bench-inputs.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
 import { cpuTimes, measure, median } from '../lib/load-report.ts';
 
@@ -28,7 +28,6 @@ const ROUNDS = Number(args.rounds);
 const CONCURRENT_RUNS = Number(args.runs);
 const ITEMS_PER_RUN = 1000;
 
-const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
 let subjects = 0;
 /**
  * 1,000 items with distinct subjects (so every log record is new): full files with plausible inputs, and
@@ -36,7 +35,7 @@ let subjects = 0;
  */
 function runBody(): string {
   const items = Array.from({ length: ITEMS_PER_RUN }, (_, i) => {
-    return { subject: `bench-run-${subjects++}`, context: benchContext(i, JURISDICTIONS[i % 4] as string) };
+    return { subject: `bench-run-${subjects++}`, context: benchItemContext(i) };
   });
   return JSON.stringify({ items });
 }

@@ -46,7 +46,7 @@ import {
   TenantKeyedHash,
 } from '@scenario-scoring/server';
 import pg from 'pg';
-import { benchContext } from '../lib/bench-inputs.ts';
+import { benchContext, benchItemContext } from '../lib/bench-inputs.ts';
 import {
   type BenchDatabase,
   type BenchServer,
@@ -84,7 +84,6 @@ const FILL_BATCH = 5000;
 /** Records inserted between two rounds of sequencing in the fill (a multiple of FILL_BATCH). */
 const SEQUENCE_EVERY = 100_000;
 const RUN_ITEMS = 1000;
-const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
 
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
@@ -186,7 +185,7 @@ async function fill(database: BenchDatabase, count: number) {
       for (let n = start; n < Math.min(count, start + FILL_BATCH); n++) {
         const requestId = newId('req');
         const subject = `scale-${n}`;
-        const logged = scoreAndLog(subject, benchContext(n, JURISDICTIONS[n % 4] as string), {
+        const logged = scoreAndLog(subject, benchItemContext(n), {
           identity: { kind: 'score', request_id: requestId },
           scored_at: createdAt.toISOString(),
           salt: randomBytes(32).toString('base64url'),
@@ -318,7 +317,7 @@ async function getP99(server: BenchServer, count: number, path: (i: number) => s
 async function runRate(server: BenchServer) {
   const items = Array.from({ length: RUN_ITEMS }, (_, i) => ({
     subject: `scale-run-${i}-${Date.now()}`,
-    context: benchContext(i, JURISDICTIONS[i % 4] as string),
+    context: benchItemContext(i),
   }));
   const cpuBefore = cpuTimes(server.process.pid)?.all ?? Number.NaN;
   const started = performance.now();

@@ -32,7 +32,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort, prismCli } from '@scenario-scoring/testkit';
-import { benchContext } from '../lib/bench-inputs.ts';
+import { benchItemContext } from '../lib/bench-inputs.ts';
 import { type BenchServer, startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
 import {
@@ -71,10 +71,8 @@ const context = {
   history_months: 84,
   debt_to_income: 0.28,
 };
-const JURISDICTIONS = ['DE', 'US', 'US-CA', 'FR'];
 const requestBody = args.varied
-  ? (n: number) =>
-      JSON.stringify({ subject: `bench-${n}`, context: benchContext(n, JURISDICTIONS[n % 4] as string) })
+  ? (n: number) => JSON.stringify({ subject: `bench-${n}`, context: benchItemContext(n) })
   : (n: number) => JSON.stringify({ subject: `bench-${n}`, context });
 
 // The JSON the real server returns for this input, so the baseline sends the same bytes.
