@@ -134,6 +134,16 @@ forEachDatabase('the score log', ({ storage, database }) => {
   });
 });
 
+/** What the tenant's log records count in its usage, as stored: each row's bytes and overhead (rowBytes). */
+async function storedRecordBytes(storage: Storage, tenantId: string): Promise<number> {
+  const stored = await storage.db
+    .selectFrom('log_records')
+    .select('bytes')
+    .where('tenant_id', '=', tenantId)
+    .execute();
+  return stored.reduce((sum, row) => sum + rowBytes(row.bytes), 0);
+}
+
 /** `storage` whose transactions are counted: `steps` holds each one's number of statements. */
 function countingTransactions(storage: Storage): {
   steps: number[];
@@ -191,14 +201,7 @@ forEachDatabase("the score log's storage usage", ({ storage }) => {
     ];
     await insertLogRecords(counted, batch);
     for (const tenant of ['usage_c', 'usage_d']) {
-      const stored = await storage()
-        .db.selectFrom('log_records')
-        .select('bytes')
-        .where('tenant_id', '=', tenant)
-        .execute();
-      expect(await readTenantUsage(storage().db, tenant)).toBe(
-        stored.reduce((sum, row) => sum + rowBytes(row.bytes), 0),
-      );
+      expect(await readTenantUsage(storage().db, tenant)).toBe(await storedRecordBytes(storage(), tenant));
     }
   });
 });
@@ -233,18 +236,13 @@ forEachDatabase("the score log's events", ({ storage }) => {
     expect(events.map((event) => event.tenant_id)).toEqual(['events_heard', 'events_heard']);
     expect(events.every((event) => event.subject_key !== null)).toBe(true);
     for (const tenant of ['events_heard', 'events_unheard']) {
-      const stored = await storage()
-        .db.selectFrom('log_records')
-        .select('bytes')
-        .where('tenant_id', '=', tenant)
-        .execute();
       // As writtenEventsUsage counts an event: its payload's length (characters, as both databases'
       // length() of text) and the row overhead.
       const eventBytes = events
         .filter((event) => event.tenant_id === tenant)
         .reduce((sum, event) => sum + event.payload.length + 64, 0);
       expect(await readTenantUsage(storage().db, tenant)).toBe(
-        stored.reduce((sum, row) => sum + rowBytes(row.bytes), 0) + eventBytes,
+        (await storedRecordBytes(storage(), tenant)) + eventBytes,
       );
     }
     // A group commit without events writes none and says so.
