@@ -24,6 +24,14 @@ export function storedBytesUsage(from: string, where: string, updatedAt: string)
   return `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("bytes")) + count(*) * ${ROW_OVERHEAD_BYTES}, ${updatedAt} from ${from} where ${where} group by "tenant_id" ${USAGE_ON_CONFLICT}`;
 }
 
+/**
+ * The SQL of a text column's stored size in bytes (UTF-8), as `rowBytes` counts a string: `octet_length`
+ * on PostgreSQL (`numbered`), the length of its blob on SQLite (`length` of text counts characters on both).
+ */
+export function textBytesSql(column: string, numbered: boolean): string {
+  return numbered ? `octet_length(${column})` : `length(cast(${column} as blob))`;
+}
+
 /** The bytes a row of these texts and byte strings counts: their lengths (UTF-8) plus the row overhead. */
 export function rowBytes(...parts: (string | Uint8Array | null | undefined)[]): number {
   let bytes = ROW_OVERHEAD_BYTES;
@@ -98,7 +106,7 @@ export function usageUpserts(
 /**
  * The upsert counting the events of `ids` that were written (an event written only when someone listens,
  * see events/event-outbox.ts): their payloads' lengths plus the row overhead, per tenant. In the
- * transaction that wrote them, after their INSERT.
+ * transaction that wrote them, after their INSERT. A payload counts its UTF-8 bytes, as `rowBytes` does.
  */
 export function writtenEventsUsage(db: Kysely<Database>, ids: readonly string[], now: Date): CompiledQuery[] {
   if (ids.length === 0) return [];
@@ -111,7 +119,7 @@ export function writtenEventsUsage(db: Kysely<Database>, ids: readonly string[],
     return mark();
   });
   // SQLite needs the WHERE to tell the upsert's ON CONFLICT from a join's.
-  const text = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("payload") + ${ROW_OVERHEAD_BYTES}), ${updatedAt} from "events" where "id" in (${marks.join(', ')}) group by "tenant_id" ${USAGE_ON_CONFLICT}`;
+  const text = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(${textBytesSql('"payload"', numbered)} + ${ROW_OVERHEAD_BYTES}), ${updatedAt} from "events" where "id" in (${marks.join(', ')}) group by "tenant_id" ${USAGE_ON_CONFLICT}`;
   return [CompiledQuery.raw(text, parameters)];
 }
 
@@ -146,10 +154,7 @@ export function releasedInputsUsage(
     parameters.push(value);
     return numbered ? `$${parameters.length}` : '?';
   };
-  const bytes = (column: string) =>
-    numbered
-      ? `coalesce(octet_length(i."${column}"), 0)`
-      : `coalesce(length(cast(i."${column}" as blob)), 0)`;
+  const bytes = (column: string) => `coalesce(${textBytesSql(`i."${column}"`, numbered)}, 0)`;
   const updatedAt = mark(now.toISOString());
   const where = [`i."run_id" = ${mark(runId)}`];
   if (range) where.push(`i."item_index" >= ${mark(range.from)}`, `i."item_index" < ${mark(range.to)}`);

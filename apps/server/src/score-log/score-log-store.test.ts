@@ -236,11 +236,11 @@ forEachDatabase("the score log's events", ({ storage }) => {
     expect(events.map((event) => event.tenant_id)).toEqual(['events_heard', 'events_heard']);
     expect(events.every((event) => event.subject_key !== null)).toBe(true);
     for (const tenant of ['events_heard', 'events_unheard']) {
-      // As writtenEventsUsage counts an event: its payload's length (characters, as both databases'
-      // length() of text) and the row overhead.
+      // As writtenEventsUsage counts an event: its payload's UTF-8 bytes (a subject with an accent, so not
+      // its characters) and the row overhead.
       const eventBytes = events
         .filter((event) => event.tenant_id === tenant)
-        .reduce((sum, event) => sum + event.payload.length + 64, 0);
+        .reduce((sum, event) => sum + Buffer.byteLength(event.payload) + 64, 0);
       expect(await readTenantUsage(storage().db, tenant)).toBe(
         (await storedRecordBytes(storage(), tenant)) + eventBytes,
       );

@@ -10,6 +10,7 @@ import {
 import {
   ROW_OVERHEAD_BYTES,
   storedBytesUsage,
+  textBytesSql,
   USAGE_ON_CONFLICT,
   writtenEventsUsage,
 } from '../quota/tenant-usage.js';
@@ -302,7 +303,7 @@ function queuedLogInsert(
       `, "events_written" as (${written.text}), "usage" as (` +
       `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum("stored"), $${n + 4} from (` +
       `select "tenant_id", length("bytes") + ${ROW_OVERHEAD_BYTES} as "stored" from "inserted" union all ` +
-      `select "tenant_id", length("payload") + ${ROW_OVERHEAD_BYTES} from "events_written") as "rows" ` +
+      `select "tenant_id", ${textBytesSql('"payload"', true)} + ${ROW_OVERHEAD_BYTES} from "events_written") as "rows" ` +
       `group by "tenant_id" ${USAGE_ON_CONFLICT} returning 1) select count(*) as "events" from "events_written"`;
   }
   return CompiledQuery.raw(
