@@ -9,6 +9,17 @@ import { usesNumberedParameters } from '../storage/row-insert.js';
  */
 export const ROW_OVERHEAD_BYTES = 64;
 
+/**
+ * The order in which a PostgreSQL statement upserting several tenants' usage takes their rows' locks: by
+ * tenant id, bytewise, which for tenant names (`[a-z0-9_-]`) is the order `UsageTally` sorts them in. Every
+ * writer that grows more than one tenant's row in one transaction takes them in this order, so two
+ * transactions growing the same tenants (two instances' group commits, or a scoring's group commit and a
+ * run's batches) wait for each other instead of deadlocking: a deadlock would stall both for PostgreSQL's
+ * `deadlock_timeout` (1 s) before one is aborted and retried. An aggregate's rows come out in hash order
+ * otherwise. SQLite writes one transaction at a time: no order needed.
+ */
+export const USAGE_LOCK_ORDER = 'order by "tenant_id" collate "C"';
+
 /** Every usage upsert's end: a tenant's row, when it has one, grows by what the upsert adds. */
 export const USAGE_ON_CONFLICT = `on conflict ("tenant_id") do update set "bytes" = "tenant_usage"."bytes" + excluded."bytes", "updated_at" = excluded."updated_at"`;
 
@@ -17,11 +28,11 @@ export const USAGE_ON_CONFLICT = `on conflict ("tenant_id") do update set "bytes
  * picks, each counted as `rowBytes` counts a row of its `bytes`: their length plus the row overhead.
  * `updatedAt` is the placeholder of the time's parameter. For writers whose rows' stored size only the
  * database knows (score-log-store.ts: SQLite packs a record as it inserts it; rows a conflict left alone are
- * not counted).
+ * not counted). `ordered` (PostgreSQL): the tenants' rows are locked in `USAGE_LOCK_ORDER`.
  */
-export function storedBytesUsage(from: string, where: string, updatedAt: string): string {
+export function storedBytesUsage(from: string, where: string, updatedAt: string, ordered = false): string {
   // SQLite needs the WHERE to tell the upsert's ON CONFLICT from a join's.
-  return `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("bytes")) + count(*) * ${ROW_OVERHEAD_BYTES}, ${updatedAt} from ${from} where ${where} group by "tenant_id" ${USAGE_ON_CONFLICT}`;
+  return `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(length("bytes")) + count(*) * ${ROW_OVERHEAD_BYTES}, ${updatedAt} from ${from} where ${where} group by "tenant_id"${ordered ? ` ${USAGE_LOCK_ORDER}` : ''} ${USAGE_ON_CONFLICT}`;
 }
 
 /**
@@ -87,7 +98,7 @@ export class UsageTally {
     return `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") values ${tuples.join(', ')} ${USAGE_ON_CONFLICT}`;
   }
 
-  /** Sorted by tenant: two transactions growing the same tenants lock their rows in one order. */
+  /** Sorted by tenant: two transactions growing the same tenants lock their rows in one order (USAGE_LOCK_ORDER). */
   #sorted(): [string, number][] {
     return [...this.#bytes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }
@@ -119,7 +130,7 @@ export function writtenEventsUsage(db: Kysely<Database>, ids: readonly string[],
     return mark();
   });
   // SQLite needs the WHERE to tell the upsert's ON CONFLICT from a join's.
-  const text = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(${textBytesSql('"payload"', numbered)} + ${ROW_OVERHEAD_BYTES}), ${updatedAt} from "events" where "id" in (${marks.join(', ')}) group by "tenant_id" ${USAGE_ON_CONFLICT}`;
+  const text = `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum(${textBytesSql('"payload"', numbered)} + ${ROW_OVERHEAD_BYTES}), ${updatedAt} from "events" where "id" in (${marks.join(', ')}) group by "tenant_id"${numbered ? ` ${USAGE_LOCK_ORDER}` : ''} ${USAGE_ON_CONFLICT}`;
   return [CompiledQuery.raw(text, parameters)];
 }
 

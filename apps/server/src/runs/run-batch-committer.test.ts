@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { ScoreRequest } from '@scenario-scoring/api-types';
+import { sql } from 'kysely';
 import { expect, it } from 'vitest';
+import { testRecord } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { createTestWebhook } from '../../test/support/test-webhooks.js';
 import { newId } from '../common/ids.js';
+import { insertLogRecords } from '../score-log/score-log-store.js';
 import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import { scoreBatch } from './run-batch.js';
 import { RunBatchCommitter } from './run-batch-committer.js';
@@ -18,7 +21,7 @@ const items = (count: number, prefix: string): ScoreRequest[] =>
     context: { jurisdiction: 'DE', on_time_ratio: 0.9, utilization: (i % 10) / 10 },
   }));
 
-forEachDatabase('the run batch committer', ({ storage }) => {
+forEachDatabase('the run batch committer', ({ storage, kind }) => {
   const db = () => storage().db;
 
   /** A run of `count` items (each with `context` when given), already claimed by WORKER. */
@@ -131,4 +134,73 @@ forEachDatabase('the run batch committer', ({ storage }) => {
     expect([await nextIndex(good.id), await itemCount(good.id)]).toEqual([2, 2]);
     expect([await nextIndex(bad.id), await itemCount(bad.id)]).toEqual([0, 0]);
   });
+  it.runIf(kind === 'postgres')(
+    "takes its tenants' usage rows in tenant order, so a scoring's group commit growing the same tenants waits for it instead of deadlocking",
+    async () => {
+      const [a, b] = ['lockorder-a', 'lockorder-b'];
+      // B's run first: its id is the smaller, so the batches' rows are written B's first.
+      const runB = await claimedRun(b, 2);
+      const runA = await claimedRun(a, 2);
+      await insertLogRecords(
+        storage(),
+        [a, b].map((tenant, n) => ({ ...testRecord(tenant, n), requestId: `req_lock_${n}`, createdAt: NOW })),
+      );
+      const waiting = async (count: number) => {
+        for (let i = 0; i < 500; i++) {
+          const { rows } = await sql<{
+            n: string;
+          }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(
+            db(),
+          );
+          if (Number(rows[0]?.n) >= count) return;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        throw new Error(`${count} sessions never waited for a lock`);
+      };
+      const deadlocks = async () =>
+        Number(
+          (
+            await sql<{
+              deadlocks: string;
+            }>`select deadlocks from pg_stat_database where datname = current_database()`.execute(db())
+          ).rows[0]?.deadlocks,
+        );
+      const before = await deadlocks();
+
+      // Someone holds B's usage row; the runs' transaction then waits for it; a scoring group commit of
+      // both tenants (its usage in tenant order) comes next. Were the runs' transaction holding B's row while
+      // asking for A's, the group commit (holding A's, asking for B's) would deadlock with it.
+      let release = () => {};
+      const held = db()
+        .transaction()
+        .execute(async (trx) => {
+          await sql`select 1 from tenant_usage where tenant_id = ${b} for update`.execute(trx);
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const committer = new RunBatchCommitter(storage());
+      const runs = Promise.all([
+        committer.commit(batchOf(runB, 0, 2)),
+        committer.commit(batchOf(runA, 0, 2)),
+      ]);
+      await waiting(1);
+      const scorings = insertLogRecords(
+        storage(),
+        [b, a].map((tenant, n) => ({
+          ...testRecord(tenant, n + 10),
+          requestId: `req_lock_${n + 10}`,
+          createdAt: NOW,
+        })),
+      );
+      await waiting(2);
+      release();
+      await held;
+      await expect(runs).resolves.toEqual([true, true]);
+      await expect(scorings).resolves.toBe(0);
+      expect(committer.stats).toMatchObject({ flushes: 1, failedFlushes: 0 });
+      expect(await deadlocks()).toBe(before);
+    },
+  );
 });

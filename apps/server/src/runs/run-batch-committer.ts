@@ -163,7 +163,8 @@ function keyedEntry(entry: Entry, subjectKey: SubjectKey): Entry {
  * deadlock), then the rows of each batch, fenced on its fence (a batch whose claim was lost writes
  * nothing): a multi-row INSERT per batch and table, in which the run id (and for the log records the
  * tenant, run id and time) is one parameter for all the batch's rows instead of a copy per row (see
- * `rowInsertQuery`), and its events. `fences` gives each entry's fence statement.
+ * `rowInsertQuery`), and its events; then every batch's usage statements, by tenant. `fences` gives each
+ * entry's fence statement.
  */
 function batchSteps(
   db: Kysely<Database>,
@@ -177,6 +178,10 @@ function batchSteps(
     fences.set(entry, steps.length);
     steps.push(fence(db, entry.batch));
   }
+  // Each batch's usage statements (which lock its tenant's `tenant_usage` row) come last, by tenant
+  // (USAGE_LOCK_ORDER: a scoring's group commit and another instance's batches take those rows in the same
+  // order, so none of them deadlocks with this transaction), each fenced as the batch's rows are.
+  const usage: { tenant: string; runId: string; statements: CompiledQuery[]; onlyIfChanged: number }[] = [];
   for (const entry of byRun) {
     const onlyIfChanged = fences.get(entry) as number;
     const { batch } = entry;
@@ -190,26 +195,49 @@ function batchSteps(
       ),
       ...logRowInserts(db, batch.logRecords),
       ...events,
-      ...writtenEventsUsage(
-        db,
-        escalations.map((event) => event.id),
-        batch.now,
-      ),
-      runUsageUpsert(db, batch.runId, batchBytes(batch, others), batch.now),
-      ...(batch.consumesInputs
-        ? [
-            releasedInputsUsage(db, batch.runId, batch.now, {
-              from: batch.fromIndex,
-              to: batch.fromIndex + batch.items.length,
-            }),
-            consumedInputs(db, batch),
-          ]
-        : []),
     ];
     for (const statement of statements) {
       if (events.includes(statement)) eventSteps.push(steps.length);
       steps.push({ statement, onlyIfChanged });
     }
+    usage.push({
+      tenant: batch.tenantId ?? batch.logRecords[0]?.tenant_id ?? '',
+      runId: batch.runId,
+      onlyIfChanged,
+      statements: [
+        ...writtenEventsUsage(
+          db,
+          escalations.map((event) => event.id),
+          batch.now,
+        ),
+        runUsageUpsert(db, batch.runId, batchBytes(batch, others), batch.now),
+        // The lines' usage is released before they are deleted (it reads them).
+        ...(batch.consumesInputs
+          ? [
+              releasedInputsUsage(db, batch.runId, batch.now, {
+                from: batch.fromIndex,
+                to: batch.fromIndex + batch.items.length,
+              }),
+              consumedInputs(db, batch),
+            ]
+          : []),
+      ],
+    });
+  }
+  // Bytewise, as USAGE_LOCK_ORDER and UsageTally order tenant names.
+  usage.sort((a, b) =>
+    a.tenant !== b.tenant
+      ? a.tenant < b.tenant
+        ? -1
+        : 1
+      : a.runId < b.runId
+        ? -1
+        : a.runId > b.runId
+          ? 1
+          : 0,
+  );
+  for (const { statements, onlyIfChanged } of usage) {
+    for (const statement of statements) steps.push({ statement, onlyIfChanged });
   }
   return { steps, fences, eventSteps };
 }

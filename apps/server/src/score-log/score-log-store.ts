@@ -11,6 +11,7 @@ import {
   ROW_OVERHEAD_BYTES,
   storedBytesUsage,
   textBytesSql,
+  USAGE_LOCK_ORDER,
   USAGE_ON_CONFLICT,
   writtenEventsUsage,
 } from '../quota/tenant-usage.js';
@@ -292,7 +293,7 @@ function queuedLogInsert(
   const n = insert.parameters.length;
   if (usageAt) parameters.push(usageAt.toISOString());
   // A data-modifying WITH runs whether or not the statement reads it: the queue rows are written either way.
-  let result = usageAt ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`)}` : LOG_INSERT_RESULT;
+  let result = usageAt ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`, true)}` : LOG_INSERT_RESULT;
   if (events !== undefined && events.length > 0 && usageAt) {
     // The events a webhook takes (subscribedEventInsert), written by the same statement, and one upsert of
     // the tenants' usage for the records and the events written together (two upserts of one row in one
@@ -304,7 +305,7 @@ function queuedLogInsert(
       `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum("stored"), $${n + 4} from (` +
       `select "tenant_id", length("bytes") + ${ROW_OVERHEAD_BYTES} as "stored" from "inserted" union all ` +
       `select "tenant_id", ${textBytesSql('"payload"', true)} + ${ROW_OVERHEAD_BYTES} from "events_written") as "rows" ` +
-      `group by "tenant_id" ${USAGE_ON_CONFLICT} returning 1) select count(*) as "events" from "events_written"`;
+      `group by "tenant_id" ${USAGE_LOCK_ORDER} ${USAGE_ON_CONFLICT} returning 1) select count(*) as "events" from "events_written"`;
   }
   return CompiledQuery.raw(
     `with "inserted" as (${insert.sql}), "queued" as (` +
