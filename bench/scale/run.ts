@@ -15,7 +15,9 @@
  *  3. POST /v1/scoring/score (autocannon, `--connections`, `--duration`): req/s, p99, the server process's
  *     CPU per scoring (/proc, all threads and main thread) and, on PostgreSQL, the CPU of this database's
  *     backends (their /proc, so the shared server's other databases are not counted) and the statements,
- *     rows and commits per scoring (pg_stat_database; pg_stat_statements is used when installed).
+ *     rows and commits per scoring (pg_stat_database; pg_stat_statements is used when installed), and the WAL
+ *     bytes and full-page images written per scoring (pg_stat_wal: the whole PostgreSQL server's, so run
+ *     nothing else against it meanwhile).
  *  4. Bytes on disk per scoring (SQLite: the database files with WAL; PostgreSQL: pg_database_size), once the
  *     load's records are sequenced; and per record filled.
  *  5. Commit → signed checkpoint latency (10 clients scoring for `--latency-seconds`, the checkpoint polled
@@ -137,7 +139,16 @@ async function pgCounters(url: string | undefined) {
   } catch {
     statements = undefined; // pg_stat_statements is not installed
   }
-  return { cpu, stats: stats as Record<string, string>, statements };
+  // The WAL written: cluster-wide (pg_stat_wal counts every database of the server), so a figure only while
+  // nothing else writes to that server.
+  const [wal] = await pgQuery(url, 'SELECT wal_bytes, wal_fpi FROM pg_stat_wal');
+  return {
+    cpu,
+    stats: stats as Record<string, string>,
+    statements,
+    walBytes: Number(wal?.wal_bytes),
+    walFullPageImages: Number(wal?.wal_fpi),
+  };
 }
 
 /** Fills the tenant with `count` records and sequences them as the server does; returns the rates and CIDs sampled. */
@@ -408,6 +419,8 @@ async function measureSize(db: string, size: number): Promise<SizeResult> {
             pgBefore.statements !== undefined && pgAfter.statements !== undefined
               ? (pgAfter.statements - pgBefore.statements) / scorings
               : null,
+          walBytesPerScoring: (pgAfter.walBytes - pgBefore.walBytes) / scorings,
+          walFullPageImagesPerScoring: (pgAfter.walFullPageImages - pgBefore.walFullPageImages) / scorings,
         };
       }
       const latency = await commitLatency(server, Number(args['latency-seconds']));
@@ -484,6 +497,10 @@ console.table(
     'score p99 ms': r.scoringP99Ms,
     'server CPU µs/scoring': fixed(r.serverCpuUsPerScoring),
     'pg CPU µs/scoring': fixed(r.postgres?.backendCpuUsPerScoring),
+    'pg WAL B/scoring (FPI)':
+      r.postgres?.walBytesPerScoring === undefined
+        ? '–'
+        : `${fixed(r.postgres.walBytesPerScoring)} (${fixed(r.postgres.walFullPageImagesPerScoring, 2)})`,
     'inclusion p99 ms': fixed(r.inclusionProofP99Ms, 1),
     'consistency p99 ms': fixed(r.consistencyProofP99Ms, 1),
     'commit→checkpoint p99 ms': fixed(r.commitToCheckpointP99Ms),

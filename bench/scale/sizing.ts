@@ -39,6 +39,9 @@ export interface SizeResult {
     commitsPerScoring: number;
     rowsWrittenPerScoring: number;
     statementsPerScoring: number | null;
+    /** WAL bytes and full-page images per scoring (pg_stat_wal, server-wide); absent from older results. */
+    walBytesPerScoring?: number;
+    walFullPageImagesPerScoring?: number;
   };
   commitToCheckpointP50Ms: number;
   commitToCheckpointP99Ms: number;
