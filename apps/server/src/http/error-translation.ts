@@ -3,6 +3,7 @@ import { error as validatorErrors } from 'express-openapi-validator';
 import { AppError } from '../errors/app-error.js';
 import { validationDetail } from '../errors/validation-detail.js';
 import { fromDecompression } from '../transport/content-encoding.js';
+import { jsonSyntaxErrorMessage } from '../transport/json-syntax-error.js';
 
 /** What translating a foreign error needs to know about the request and the server. */
 export interface TranslationContext {
@@ -25,10 +26,13 @@ export function translateError(error: unknown, context: TranslationContext): App
 
 // body-parser tags its errors with a `type`; see its README's "Errors" section.
 function fromBodyParser(error: object, context: TranslationContext): AppError | undefined {
-  const { type, message } = error as { type?: unknown; message?: unknown };
+  const { type, message, body } = error as { type?: unknown; message?: unknown; body?: unknown };
   switch (type) {
     case 'entity.parse.failed':
-      return new AppError('malformed_json', { detail: `The body is not valid JSON: ${String(message)}.` });
+      // Never V8's message as it is: for an unexpected token it quotes the body (personal data).
+      return new AppError('malformed_json', {
+        detail: `The body is not valid JSON: ${jsonSyntaxErrorMessage(String(message), typeof body === 'string' ? body : undefined)}.`,
+      });
     case 'entity.too.large':
       return new AppError('payload_too_large', {
         detail: `The body is larger than the limit of ${context.bodyLimitBytes} bytes.`,

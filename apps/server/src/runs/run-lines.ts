@@ -16,6 +16,7 @@ import {
   nestsDeeperThan,
   parsedMemberCount,
 } from '../transport/duplicate-members.js';
+import { jsonSyntaxErrorMessage } from '../transport/json-syntax-error.js';
 import { collectTextViolations } from '../transport/text-policy.js';
 
 /** A line of an NDJSON run as stored (`run_inputs` without its run and index): the item, or why it fails. */
@@ -88,13 +89,16 @@ export function lineReader(
       ]);
     }
     let value: unknown;
+    const json = text.toString('utf8');
     try {
-      value = JSON.parse(text.toString('utf8'));
+      value = JSON.parse(json);
     } catch (error) {
+      // Never V8's message as it is: for an unexpected token it quotes the line (personal data), which the
+      // run's results would keep.
       const detail =
         text.length === 0
           ? `Line ${line} is empty.`
-          : `Line ${line} is not JSON: ${(error as Error).message}`;
+          : `Line ${line} is not JSON: ${jsonSyntaxErrorMessage((error as Error).message, json)}`;
       return fail(null, problem('malformed_json', { detail }));
     }
     // The rules a JSON body is held to (transport/json-body.ts, text-policy.ts): no member named twice (JSON.parse

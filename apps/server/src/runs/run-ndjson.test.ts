@@ -84,6 +84,8 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
     // The rules of a JSON body hold for a line: a member named twice, a lone surrogate.
     lines[70] = '{"subject":"nd-70","subject":"other","context":{"jurisdiction":"DE"}}';
     lines[80] = '{"subject":"nd-80\\ud800","context":{"jurisdiction":"DE"}}';
+    // Not JSON around a subject: the item's problem says where, never what (V8's message quotes the text).
+    lines[90] = '{"subject":JaneSECRETDoe,"context":{"jurisdiction":"DE"}}';
     const failing = new Map([
       [3, 'malformed_json'],
       [10, 'malformed_json'],
@@ -93,6 +95,7 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
       [60, 'validation_failed'],
       [70, 'malformed_json'],
       [80, 'validation_failed'],
+      [90, 'malformed_json'],
     ]);
     // No newline after the last line.
     const created = await post(lines.join('\n'));
@@ -102,9 +105,9 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
     expect(queued.progress).toEqual({ attempted: 0, failed: 0, items_per_second: null });
 
     const run = await waitForRunEnd(server, key, queued.id);
-    expect(run).toMatchObject({ status: 'completed', counts: { succeeded: 112, failed: 8 } });
+    expect(run).toMatchObject({ status: 'completed', counts: { succeeded: 111, failed: 9 } });
     expect(run.progress.attempted).toBe(120);
-    expect(run.progress.failed).toBe(8);
+    expect(run.progress.failed).toBe(9);
     expect(run.progress.items_per_second).toBeGreaterThan(0);
     // Every line was consumed in the transaction that committed its item.
     expect(await inputRows()).toBe(0);
@@ -128,6 +131,9 @@ forEachDatabase('runs submitted as NDJSON', ({ storage }) => {
       expect(failed.error.detail).toContain(`ine ${item.index + 1}`);
     }
     expect((page.data[20] as RunItemError).subject).toBe('nd-20');
+    expect((page.data[90] as RunItemError).error.detail).toBe(
+      'Line 91 is not JSON: Unexpected character in JSON at position 11 (line 1 column 12)',
+    );
     expect((page.data[3] as RunItemError).subject).toBeUndefined();
     expect((page.data[20] as RunItemError).error.errors?.[0]?.path).toBe('/line/21/context/utilization');
 
