@@ -21,7 +21,36 @@ export interface TranslationContext {
 export function translateError(error: unknown, context: TranslationContext): AppError | undefined {
   if (error instanceof AppError) return error;
   if (typeof error !== 'object' || error === null) return undefined;
-  return fromBodyParser(error, context) ?? fromDecompression(error) ?? fromValidator(error, context);
+  return (
+    fromBodyParser(error, context) ??
+    fromDecompression(error) ??
+    fromValidator(error, context) ??
+    fromBusyStorage(error)
+  );
+}
+
+/** SQLite's primary result codes for a database another connection holds (`SQLITE_BUSY`, `SQLITE_LOCKED`). */
+const SQLITE_BUSY_CODES = new Set([5, 6]);
+/**
+ * PostgreSQL's SQLSTATEs for a database that cannot take the write now: a lock not granted in time, a
+ * deadlock's victim, too many connections, a server shutting down or not yet accepting connections.
+ */
+const POSTGRES_BUSY_STATES = new Set(['55P03', '40P01', '53300', '57P01', '57P03']);
+
+/**
+ * A write the database could not take now (another writer held it past the wait, or the server is going
+ * away): `503 storage_unavailable` with Retry-After, as a scoring whose record waited too long is answered,
+ * never `500`. Nothing was stored: the transaction was rolled back.
+ */
+function fromBusyStorage(error: object): AppError | undefined {
+  const { errcode, code } = error as { errcode?: unknown; code?: unknown };
+  const sqliteBusy = typeof errcode === 'number' && SQLITE_BUSY_CODES.has(errcode % 256);
+  const postgresBusy = typeof code === 'string' && POSTGRES_BUSY_STATES.has(code);
+  if (!sqliteBusy && !postgresBusy) return undefined;
+  return new AppError('storage_unavailable', {
+    detail: 'The database could not take the write now (another writer held it); nothing was stored: retry.',
+    headers: { 'Retry-After': '1' },
+  });
 }
 
 // body-parser tags its errors with a `type`; see its README's "Errors" section.

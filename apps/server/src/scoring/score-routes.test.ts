@@ -1,4 +1,6 @@
 import { connect } from 'node:net';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { Problem, ScoreResponse } from '@scenario-scoring/api-types';
 import {
   buildLogRecordV2,
@@ -14,6 +16,7 @@ import { rawExchange } from '../../test/support/raw-http.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
+import { SQLITE_FILE_NAME } from '../storage/sqlite-database.js';
 
 const FULL_FILE = {
   subject: 'applicant-8841',
@@ -51,7 +54,7 @@ function expectScoreAnswer(body: ScoreResponse, context: ScoreContext): void {
   });
 }
 
-forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
+forEachDatabase('POST /v1/scoring/score', ({ storage, kind, database }) => {
   let server: TestServer;
   let key: string;
   beforeAll(async () => {
@@ -62,6 +65,41 @@ forEachDatabase('POST /v1/scoring/score', ({ storage }) => {
 
   const score = (body: unknown, headers?: Record<string, string>) =>
     server.request('/v1/scoring/score', { key, body, ...(headers && { headers }) });
+
+  it.runIf(kind === 'sqlite')(
+    'when another writer holds the database past the wait, then 503 storage_unavailable with Retry-After, and nothing is stored',
+    async () => {
+      const records = async () =>
+        Number(
+          (
+            await storage()
+              .db.selectFrom('log_records')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      expect((await score(FULL_FILE)).status).toBe(200); // the key is looked up and kept
+      const before = await records();
+      // Another process's connection (a backup tool, an operator's shell) takes the write lock and keeps it
+      // past the server's busy timeout (5 s).
+      const holder = new DatabaseSync(join(database().options.dataDir, SQLITE_FILE_NAME));
+      holder.exec('begin immediate');
+      let response: Response;
+      try {
+        response = await score(FULL_FILE);
+      } finally {
+        holder.exec('rollback');
+        holder.close();
+      }
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('1');
+      const problem = (await response.json()) as Problem;
+      expect(problem).toMatchObject({ code: 'storage_unavailable', status: 503 });
+      expect(await records()).toBe(before);
+      expect((await score(FULL_FILE)).status).toBe(200);
+    },
+    20_000,
+  );
 
   describe('when the request is valid', () => {
     it('answers the seed shape exactly: the engine result, a req_ id and the CID of its own score-log/2 record', async () => {
