@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { cidOfBytes, scoreAndLog } from '@scenario-scoring/engine';
+import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { logRecords, testRecord } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
@@ -8,6 +11,7 @@ import { createTestWebhook } from '../../test/support/test-webhooks.js';
 import { newEvent, OutboxSignal } from '../events/event-outbox.js';
 import { readTenantUsage, rowBytes } from '../quota/tenant-usage.js';
 import { packRecord, RECORD_CODEC_1, recordLeafHash, unpackRecord } from '../storage/record-codec.js';
+import { SQLITE_FILE_NAME } from '../storage/sqlite-database.js';
 import { openStorage, type Storage } from '../storage/storage.js';
 import { SecretBox } from '../webhooks/outbound/secret-box.js';
 import {
@@ -259,7 +263,50 @@ forEachDatabase("the score log's events", ({ storage }) => {
   });
 });
 
-forEachDatabase('the score log with a small batch cap', ({ storage }) => {
+forEachDatabase('the score log with a small batch cap', ({ storage, kind, database }) => {
+  it('refuses a record whose commit took the write lock past the commit age bound (503, nothing stored): the bound holds while its commit waits', async () => {
+    const logs = createScoreLogStore(storage(), { maxCommitAgeMs: 1_000 });
+    const tenant = 'tenant_held';
+    // The tenant's usage row exists (the lock PostgreSQL's insert waits for).
+    await logs.append(record(tenant));
+    const late = record(tenant);
+    // Another writer holds what the commit needs for 2 s: SQLite's write lock (another process's
+    // connection), PostgreSQL's row of the tenant's usage.
+    let released: Promise<unknown>;
+    if (kind === 'sqlite') {
+      const holder = new DatabaseSync(join(database().options.dataDir, SQLITE_FILE_NAME));
+      holder.exec('begin immediate');
+      released = new Promise((resolve) =>
+        setTimeout(() => {
+          holder.exec('rollback');
+          holder.close();
+          resolve(undefined);
+        }, 2_000),
+      );
+    } else {
+      released = storage()
+        .db.transaction()
+        .execute(async (trx) => {
+          await sql`select 1 from tenant_usage where tenant_id = ${tenant} for update`.execute(trx);
+          await new Promise((resolve) => setTimeout(resolve, 2_000));
+        });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const outcome = await Promise.allSettled([logs.append(late)]);
+    await released;
+    expect(outcome[0]?.status).toBe('rejected');
+    expect((outcome[0] as PromiseRejectedResult).reason).toMatchObject({
+      code: 'storage_unavailable',
+      detail: expect.stringMatching(/within 1 s of its start, so it was not stored/),
+    });
+    expect(await logs.get(tenant, late.cid)).toBeUndefined();
+    // Once the writer is gone, the next commits.
+    const next = record(tenant);
+    await logs.append(next);
+    expect(await logs.get(tenant, next.cid)).toBeDefined();
+    await logs.close();
+  }, 20_000);
+
   it('refuses a record appended longer ago than the commit age bound (503, nothing stored) while its batch commits', async () => {
     let clock = 0;
     const logs = createScoreLogStore(storage(), { maxCommitAgeMs: 15_000, now: () => clock });

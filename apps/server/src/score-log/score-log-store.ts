@@ -28,6 +28,7 @@ import {
 } from '../storage/record-codec.js';
 import { type RowInsert, rowInsertQuery, usesNumberedParameters } from '../storage/row-insert.js';
 import type { Storage } from '../storage/storage.js';
+import { COMMIT_DEADLINE_CODE } from '../storage/transaction-steps.js';
 import { traced } from '../tracing/tracing.js';
 
 /**
@@ -136,7 +137,9 @@ export async function insertLogRecords(
   storage: Pick<Storage, 'db' | 'transact'>,
   records: readonly StoredLogRecord[],
   subjectKey?: SubjectKey,
+  lockBy?: number,
 ): Promise<number> {
+  const options = lockBy === undefined ? {} : { lockBy };
   const events: OutboxEvent[] = [];
   const postgres = usesNumberedParameters(storage.db);
   const rows = records.map((record) => {
@@ -165,15 +168,15 @@ export async function insertLogRecords(
   if (postgres && events.length <= SUBSCRIBED_EVENTS_PER_STATEMENT) {
     const statements =
       events.length === 0
-        ? logRowInserts(storage.db, rows, now)
-        : traced('outbox.enqueue', () => logRowInserts(storage.db, rows, now, events), {
+        ? logRowInserts(storage.db, rows, now, undefined, lockBy)
+        : traced('outbox.enqueue', () => logRowInserts(storage.db, rows, now, events, lockBy), {
             'outbox.events': events.length,
           });
-    const [first] = await storage.transact(statements);
+    const [first] = await storage.transact(statements, options);
     if (events.length === 0) return 0;
     return Number((first?.rows[0] as { events?: unknown } | undefined)?.events ?? 0);
   }
-  const inserts = logRowInserts(storage.db, rows, now);
+  const inserts = logRowInserts(storage.db, rows, now, undefined, lockBy);
   // One transaction known up front (one message on SQLite). One multi-row insert of the events for the
   // whole group, so escalations do not cost the group commit a statement each; an event is written only
   // for a tenant with a webhook that takes it (subscribedEventInserts), and counted only if written.
@@ -183,15 +186,18 @@ export async function insertLogRecords(
           'outbox.events': events.length,
         })
       : [];
-  const results = await storage.transact([
-    ...inserts,
-    ...eventInserts,
-    ...writtenEventsUsage(
-      storage.db,
-      events.map((event) => event.id),
-      now,
-    ),
-  ]);
+  const results = await storage.transact(
+    [
+      ...inserts,
+      ...eventInserts,
+      ...writtenEventsUsage(
+        storage.db,
+        events.map((event) => event.id),
+        now,
+      ),
+    ],
+    options,
+  );
   // The events written, not raised: a tenant with no webhook taking them has none written, and waking the
   // delivery workers for nothing costs each of them a claim (a write on SQLite's one connection).
   return eventInserts.reduce(
@@ -226,6 +232,7 @@ export function logRowInserts(
   rows: readonly LogRow[],
   usageAt?: Date,
   events?: readonly OutboxEvent[],
+  lockBy?: number,
 ): CompiledQuery[] {
   if (
     events !== undefined &&
@@ -252,6 +259,7 @@ export function logRowInserts(
           chunk,
           usageAt,
           statements.length === 0 ? events : undefined,
+          lockBy,
         ),
       );
       continue;
@@ -275,6 +283,7 @@ function queuedLogInsert(
   rows: readonly LogRow[],
   usageAt?: Date,
   events?: readonly OutboxEvent[],
+  lockBy?: number,
 ): CompiledQuery {
   const tenants: string[] = [];
   const cids: string[] = [];
@@ -293,7 +302,16 @@ function queuedLogInsert(
   const n = insert.parameters.length;
   if (usageAt) parameters.push(usageAt.toISOString());
   // A data-modifying WITH runs whether or not the statement reads it: the queue rows are written either way.
-  let result = usageAt ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`, true)}` : LOG_INSERT_RESULT;
+  // With `lockBy`, each tenant's usage row, once locked, checks the clock: a statement that got it past the
+  // deadline fails whole (division by zero, COMMIT_DEADLINE_SQLSTATE), so nothing it wrote commits.
+  let inTime = 'returning 1';
+  if (usageAt && lockBy !== undefined) {
+    parameters.push(lockBy);
+    inTime = `returning 1 / (case when clock_timestamp() <= to_timestamp($${parameters.length}::bigint / 1000.0) then 1 else 0 end)`;
+  }
+  let result = usageAt
+    ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`, true)}${lockBy === undefined ? '' : ` ${inTime}`}`
+    : LOG_INSERT_RESULT;
   if (events !== undefined && events.length > 0 && usageAt) {
     // The events a webhook takes (subscribedEventInsert), written by the same statement, and one upsert of
     // the tenants' usage for the records and the events written together (two upserts of one row in one
@@ -305,7 +323,7 @@ function queuedLogInsert(
       `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum("stored"), $${n + 4} from (` +
       `select "tenant_id", length("bytes") + ${ROW_OVERHEAD_BYTES} as "stored" from "inserted" union all ` +
       `select "tenant_id", ${textBytesSql('"payload"', true)} + ${ROW_OVERHEAD_BYTES} from "events_written") as "rows" ` +
-      `group by "tenant_id" ${USAGE_LOCK_ORDER} ${USAGE_ON_CONFLICT} returning 1) select count(*) as "events" from "events_written"`;
+      `group by "tenant_id" ${USAGE_LOCK_ORDER} ${USAGE_ON_CONFLICT} ${inTime}) select count(*) as "events" from "events_written"`;
   }
   return CompiledQuery.raw(
     `with "inserted" as (${insert.sql}), "queued" as (` +
@@ -379,6 +397,18 @@ export interface LogStoreOptions {
   subjectKey?: SubjectKey;
 }
 
+/**
+ * The SQLSTATE a PostgreSQL log insert fails with when it locked a tenant's usage row past its `lockBy`
+ * (`queuedLogInsert`: a division by zero is the error plain SQL can raise; no other division is in it).
+ */
+const COMMIT_DEADLINE_SQLSTATE = '22012';
+
+/** Whether a log insert failed because it took its lock past its `lockBy` (SQLite's thread, or PostgreSQL). */
+function isCommitDeadline(error: unknown): boolean {
+  const { code } = (error ?? {}) as { code?: unknown };
+  return code === COMMIT_DEADLINE_CODE || code === COMMIT_DEADLINE_SQLSTATE;
+}
+
 /** A ScoreLogStore whose appends go through a GroupCommitter over `insertLogRecords`. */
 export function createScoreLogStore(
   storage: Pick<Storage, 'db' | 'transact'>,
@@ -398,11 +428,26 @@ export function createScoreLogStore(
           headers: { 'Retry-After': '1' },
         });
       }
-      const events = await insertLogRecords(
-        storage,
-        batch.map((pending) => pending.record),
-        options.subjectKey,
+      // And the commit must take the write lock by then too (waits for another writer, messages queued
+      // ahead on SQLite's thread): checked where the lock is taken, on both databases.
+      const lockBy = Math.floor(
+        Date.now() + (Math.min(...batch.map((pending) => pending.appendedAt)) + maxAgeMs - now()),
       );
+      let events: number;
+      try {
+        events = await insertLogRecords(
+          storage,
+          batch.map((pending) => pending.record),
+          options.subjectKey,
+          lockBy,
+        );
+      } catch (error) {
+        if (!isCommitDeadline(error)) throw error;
+        throw new AppError('storage_unavailable', {
+          detail: `The scoring could not be logged within ${maxAgeMs / 1000} s of its start, so it was not stored; retry it.`,
+          headers: { 'Retry-After': '1' },
+        });
+      }
       if (events > 0) options.outbox?.notify();
     },
     options.maxBatch,

@@ -10,6 +10,7 @@ import type {
   ThreadRequest,
   TransactionStatement,
 } from './sqlite-thread-messages.js';
+import { COMMIT_DEADLINE_CODE } from './transaction-steps.ts';
 
 /*
  * The thread that owns the SQLite connection (see SqliteThreadDialect). It opens the file, registers
@@ -181,7 +182,13 @@ function rollbackIfOpen(db: DatabaseSync): void {
  * with onlyIfChanged runs only when that earlier statement changed a row (its result is null otherwise):
  * see TransactionStep.
  */
-function runTransaction(db: DatabaseSync, id: number, statements: TransactionStatement[], lease: boolean) {
+function runTransaction(
+  db: DatabaseSync,
+  id: number,
+  statements: TransactionStatement[],
+  lease: boolean,
+  lockBy: number | undefined,
+) {
   // A lease write's commit is not flushed to disk (see leaseWrite); FULL is set back whatever happens.
   if (lease) {
     try {
@@ -192,7 +199,7 @@ function runTransaction(db: DatabaseSync, id: number, statements: TransactionSta
     }
   }
   try {
-    runStatements(db, id, statements);
+    runStatements(db, id, statements, lockBy);
   } finally {
     if (lease) {
       // runStatements rolled back on a failure; should that rollback itself have failed, once more, since
@@ -204,11 +211,28 @@ function runTransaction(db: DatabaseSync, id: number, statements: TransactionSta
   }
 }
 
-function runStatements(db: DatabaseSync, id: number, statements: TransactionStatement[]): void {
+function runStatements(
+  db: DatabaseSync,
+  id: number,
+  statements: TransactionStatement[],
+  lockBy: number | undefined,
+): void {
   try {
     prepare(db, 'begin immediate').statement.run();
   } catch (error) {
     parentPort.postMessage({ id, error: describe(error) });
+    return;
+  }
+  // The write lock came too late (busy_timeout waits, messages queued ahead): nothing runs (TransactOptions).
+  if (lockBy !== undefined && Date.now() > lockBy) {
+    rollbackIfOpen(db);
+    parentPort.postMessage({
+      id,
+      error: {
+        message: `the write lock was taken ${Date.now() - lockBy} ms past the transaction's deadline`,
+        code: COMMIT_DEADLINE_CODE,
+      },
+    });
     return;
   }
   const results: (StatementResult | null)[] = [];
@@ -250,7 +274,7 @@ if (database !== undefined) {
       return;
     }
     if ('transaction' in message) {
-      runTransaction(db, message.id, message.transaction, message.lease);
+      runTransaction(db, message.id, message.transaction, message.lease, message.lockBy);
       return;
     }
     const { id, sql, parameters, begin } = message;

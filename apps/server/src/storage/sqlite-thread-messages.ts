@@ -46,7 +46,7 @@ export interface TransactionStatement {
 /** What the driver sends: one statement (with the transaction's `begin` when it is its first), a whole transaction, or close. */
 export type ThreadRequest =
   | { close: true }
-  | { id: number; transaction: TransactionStatement[]; lease: boolean }
+  | { id: number; transaction: TransactionStatement[]; lease: boolean; lockBy?: number }
   | { id: number; sql: string; parameters: unknown[]; begin: boolean };
 
 /** What one statement gave: its rows, or its changes. */

@@ -147,6 +147,7 @@ class SqliteThreadConnection implements DatabaseConnection {
     if (this.#beginPending) throw new Error('executeTransaction inside a transaction');
     const reply = await this.#post({
       lease: options.durability === 'lease',
+      ...(options.lockBy !== undefined && { lockBy: options.lockBy }),
       transaction: steps.map((step) => {
         const { query, onlyIfChanged } = stepParts(step);
         return { sql: query.sql, parameters: query.parameters.map(compactBytes), onlyIfChanged };

@@ -16,7 +16,18 @@ export type TransactionStep = CompiledQuery | { statement: CompiledQuery; onlyIf
  */
 export interface TransactOptions {
   durability?: 'full' | 'lease';
+  /**
+   * The latest time (epoch ms, `Date.now()`) at which the transaction may take the write lock (SQLite): one
+   * that only got it later (another writer held the database, messages queued ahead of it waited) is rolled
+   * back unrun and fails with `COMMIT_DEADLINE_CODE`, so what is committed started in time (a scoring's
+   * record within 15 s of its stamp, which an erasure relies on). PostgreSQL's writers check it in their
+   * statements (score-log-store.ts).
+   */
+  lockBy?: number;
 }
+
+/** The `code` of the error a transaction fails with when it took the write lock past its `lockBy`. */
+export const COMMIT_DEADLINE_CODE = 'ERR_COMMIT_DEADLINE';
 
 /** One result per step, in order: undefined for a fenced step that did not run. */
 export type TransactionResults = (QueryResult<unknown> | undefined)[];
