@@ -357,7 +357,7 @@ async function step(
       const last = events.at(-1);
       return move(events.length < limit || !last ? nextPhase(phase) : `events:${last.id}`, async (trx) => ({
         events: chosen.length,
-        delivery_attempts: await eraseEvents(trx, chosen, erasure.id, context.now()),
+        delivery_attempts: await eraseEvents(trx, tenantId, chosen, erasure.id, context.now()),
       }));
     }
     case 'idempotency': {

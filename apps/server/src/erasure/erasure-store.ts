@@ -1,6 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
-import { usageUpserts } from '../quota/tenant-usage.js';
+import { textBytesSql, usageUpserts } from '../quota/tenant-usage.js';
 import type { Database, ErasuresTable } from '../storage/database.js';
+import { usesNumberedParameters } from '../storage/row-insert.js';
 import {
   CID_PREFIX_LENGTH,
   cidAfter,
@@ -343,15 +344,34 @@ export async function eraseRunItems(
 
 /**
  * Erases events (their payload becomes `{"id","type","timestamp","erasure_id"}`), cancels their pending
- * deliveries and drops the receivers' answers stored for their attempts; returns the attempts cleared.
+ * deliveries and drops the receivers' answers stored for their attempts; returns the attempts cleared. What
+ * that frees (the payloads' bytes beyond the erased form's, the answers' bytes) is credited back to the
+ * tenant's storage usage in the same transaction, as `rowBytes` counted it (UTF-8 bytes; the rows stay).
  */
 export async function eraseEvents(
   trx: Transaction<Database>,
+  tenantId: string,
   events: readonly { id: string; type: string; created_at: string }[],
   erasureId: string,
   now: Date,
 ): Promise<number> {
   if (events.length === 0) return 0;
+  const ids = events.map((event) => event.id);
+  const numbered = usesNumberedParameters(trx);
+  const bytesOf = (column: string) =>
+    sql<number | string>`coalesce(sum(${sql.raw(textBytesSql(column, numbered))}), 0)`;
+  const payloadsBefore = await trx
+    .selectFrom('events')
+    .select(bytesOf('payload').as('bytes'))
+    .where('id', 'in', ids)
+    .executeTakeFirst();
+  const answers = await trx
+    .selectFrom('delivery_attempts')
+    .select(bytesOf('response_body').as('bytes'))
+    .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('event_id', 'in', ids))
+    .where('response_body', 'is not', null)
+    .executeTakeFirst();
+  let payloadsAfter = 0;
   for (const event of events) {
     const payload = JSON.stringify({
       id: event.id,
@@ -359,13 +379,13 @@ export async function eraseEvents(
       timestamp: event.created_at,
       erasure_id: erasureId,
     });
+    payloadsAfter += Buffer.byteLength(payload);
     await trx
       .updateTable('events')
       .set({ payload, subject_key: null, dispatched_at: sql`coalesce(dispatched_at, ${now.toISOString()})` })
       .where('id', '=', event.id)
       .execute();
   }
-  const ids = events.map((event) => event.id);
   await trx
     .updateTable('deliveries')
     .set({ status: 'cancelled', next_attempt_at: null, updated_at: now.toISOString() })
@@ -378,6 +398,8 @@ export async function eraseEvents(
     .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('event_id', 'in', ids))
     .where('response_body', 'is not', null)
     .executeTakeFirst();
+  const freed = Number(payloadsBefore?.bytes ?? 0) - payloadsAfter + Number(answers?.bytes ?? 0);
+  for (const statement of usageUpserts(trx, tenantId, -freed, now)) await trx.executeQuery(statement);
   return Number(attempts.numUpdatedRows);
 }
 

@@ -19,6 +19,7 @@ import { testFeatures } from '../../test/support/test-features.js';
 import { testRunWorker, waitForRunEnd } from '../../test/support/test-run-worker.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import type { Clock } from '../common/clock.js';
+import { newId } from '../common/ids.js';
 import { EnvReader } from '../config/env-reader.js';
 import { OutboxSignal } from '../events/event-outbox.js';
 import { readTenantUsage } from '../quota/tenant-usage.js';
@@ -338,9 +339,21 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
     });
   });
 
-  it("credits the erased records' bytes back to the tenant's storage usage", async () => {
-    const { key: carol } = await testFeatures(storage()).keys.create(`carol-${kind}`);
-    const cids = [await score(carol, 'credited', PLAIN), await score(carol, 'credited', PLAIN)];
+  it("credits the erased records' bytes, and what erasing their events frees, back to the tenant's storage usage", async () => {
+    const tenant = `carol-${kind}`;
+    const { key: carol } = await testFeatures(storage()).keys.create(tenant);
+    const hook = await server.request('/v1/webhooks/register', {
+      key: carol,
+      body: { url: 'http://127.0.0.1:9/hook', events: ['policy.escalated'] },
+    });
+    const webhookId = ((await hook.json()) as { id: string }).id;
+    // An accented subject: its escalation's payload counts more bytes than characters.
+    const credited = 'Åsa Öberg-Erasé';
+    const cids = [
+      await score(carol, credited, PLAIN),
+      await score(carol, credited, PLAIN),
+      await score(carol, credited, ESCALATED),
+    ];
     await score(carol, 'kept', PLAIN);
     const records = await storage()
       .db.selectFrom('log_records')
@@ -349,13 +362,60 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
       .execute();
     const recordBytes = records.reduce((sum, row) => sum + row.bytes.byteLength, 0);
     expect(recordBytes).toBeGreaterThan(0);
-    const before = await readTenantUsage(storage().db, `carol-${kind}`);
-    expect((await server.request('/v1/erasures', { key: carol, body: { subject: 'credited' } })).status).toBe(
+    const event = await storage()
+      .db.selectFrom('events')
+      .select(['id', 'type', 'payload', 'created_at'])
+      .where('tenant_id', '=', tenant)
+      .where('type', '=', 'policy.escalated')
+      .executeTakeFirstOrThrow();
+    // A receiver's answer stored for an attempt of its delivery.
+    const deliveryId = newId('dlv');
+    await storage()
+      .db.insertInto('deliveries')
+      .values({
+        id: deliveryId,
+        tenant_id: tenant,
+        webhook_id: webhookId,
+        event_id: event.id,
+        event_type: event.type,
+        status: 'failed',
+        next_attempt_at: null,
+        created_at: event.created_at,
+        updated_at: event.created_at,
+      })
+      .execute();
+    const answer = `réponse ${credited}`;
+    await storage()
+      .db.insertInto('delivery_attempts')
+      .values({
+        id: newId('att'),
+        delivery_id: deliveryId,
+        attempted_at: event.created_at,
+        status_code: 500,
+        duration_ms: 3,
+        error: 'HTTP 500',
+        response_body: answer,
+        trigger: 'scheduled',
+      })
+      .execute();
+    const before = await readTenantUsage(storage().db, tenant);
+    expect((await server.request('/v1/erasures', { key: carol, body: { subject: credited } })).status).toBe(
       202,
     );
     expect(await erasureWorker().runOnce()).toBe(1);
+    const erasedPayload = (
+      await storage()
+        .db.selectFrom('events')
+        .select('payload')
+        .where('id', '=', event.id)
+        .executeTakeFirstOrThrow()
+    ).payload;
+    expect(erasedPayload).not.toContain('Åsa');
+    const eventBytes = Buffer.byteLength(event.payload) - Buffer.byteLength(erasedPayload);
     // The erasure's own erasure-log/1 record is the operator's proof, not the tenant's data: not counted.
-    expect(await readTenantUsage(storage().db, `carol-${kind}`)).toBe(before - recordBytes);
+    expect(await readTenantUsage(storage().db, tenant)).toBe(
+      before - recordBytes - eventBytes - Buffer.byteLength(answer),
+    );
   });
 
   it("answers another tenant's erasure 404, and refuses an erased record's rewrite", async () => {
