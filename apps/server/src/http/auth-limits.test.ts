@@ -96,6 +96,37 @@ describe('the limits on unknown keys and requests without a key', () => {
     expect(store.lookups).toBe(300);
   });
 
+  it('looks a key up once for a burst of its requests, and charges its address nothing (a restart, then a client at full rate)', async () => {
+    const store = fakeStore();
+    const key = store.add();
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const find = store.find;
+    store.find = async (k) => {
+      await gate;
+      return find(k);
+    };
+    // Each request asks the cache twice (the fast path, then the slow one) before it waits for a lookup.
+    let asked = 0;
+    const findCached = store.findCached;
+    store.findCached = (k) => {
+      asked++;
+      return findCached(k);
+    };
+    const request = await serve(store);
+    // 100 requests of one valid key, none cached, all waiting for one lookup: past the address's 20.
+    const burst = Array.from({ length: 100 }, () => request(key));
+    await vi.waitFor(() => expect(asked).toBe(200), { timeout: 10_000 });
+    release();
+    expect(await Promise.all(burst)).toEqual(Array(100).fill(200));
+    expect(store.lookups).toBe(1);
+    // The address's allowance is whole: 20 unknown keys are still looked up.
+    const unknown = await Promise.all(Array.from({ length: 20 }, () => request(generateApiKey())));
+    expect(unknown).toEqual(Array(20).fill(401));
+  });
+
   it('bounds the lookups of unknown keys from many addresses together', async () => {
     const store = fakeStore();
     const request = await serve(store, ['127.0.0.1/32']);

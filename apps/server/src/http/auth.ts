@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors/app-error.js';
 import { API_KEY_PATTERN } from '../keys/api-key.js';
-import type { ApiKeyStore } from '../keys/api-key-store.js';
+import type { ApiKeyOwner, ApiKeyStore } from '../keys/api-key-store.js';
 import { clientAddress } from './client-address.js';
 import { secondsLeft } from './rate-limit.js';
 
@@ -69,6 +69,8 @@ export function authenticate(
     });
   };
   const unknownFromAddress = `unknown API keys from this address (at most ${perAddress} a second)`;
+  /** The lookups under way, by key: a request whose key is being looked up waits for that lookup. */
+  const lookingUp = new Map<string, Promise<ApiKeyOwner | undefined>>();
   const refuseKeyless = async (address: string) => {
     const taken = await take(keyless, address);
     if (!refused(keyless, taken)) return undefined;
@@ -82,6 +84,29 @@ export function authenticate(
       detail: 'The API key is not valid: mistyped, revoked or from another deployment.',
       headers: CHALLENGE,
     });
+
+  /**
+   * A key not cached: takes from the instance's and the address's allowances (so concurrent lookups are
+   * bounded too), refuses past them, else looks the key up; a key that exists costs no allowance.
+   */
+  const chargeAndFind = async (key: string, address: string): Promise<ApiKeyOwner | undefined> => {
+    const instance = await take(lookups, INSTANCE);
+    if (refused(lookups, instance))
+      throw refuse(instance, `unknown API keys (at most ${perInstance} a second are looked up)`);
+    const own = await take(allowances, address);
+    const ownTurn = !refused(allowances, own);
+    // Past its own allowance, an address is still looked up while more than half the instance's is left.
+    if (!ownTurn && instance.remainingPoints < perInstance / 2) {
+      await lookups.reward(INSTANCE);
+      throw refuse(own, unknownFromAddress);
+    }
+    const owner = await keys.find(key);
+    if (owner !== undefined) {
+      await lookups.reward(INSTANCE);
+      if (ownTurn) await allowances.reward(address);
+    }
+    return owner;
+  };
 
   /** Every case but a cached key: a limit, a lookup or a refusal, each of which may wait. */
   const authenticateSlowly = async (
@@ -103,24 +128,19 @@ export function authenticate(
     const key = header.slice(BEARER_PREFIX_LENGTH);
     let owner = keys.findCached(key);
     if (owner === undefined) {
-      // Only a lookup can tell: take from both allowances first, so concurrent lookups are bounded too.
-      const address = clientAddress(req);
-      const instance = await take(lookups, INSTANCE);
-      if (refused(lookups, instance))
-        throw refuse(instance, `unknown API keys (at most ${perInstance} a second are looked up)`);
-      const own = await take(allowances, address);
-      const ownTurn = !refused(allowances, own);
-      // Past its own allowance, an address is still looked up while more than half the instance's is left.
-      if (!ownTurn && instance.remainingPoints < perInstance / 2) {
-        await lookups.reward(INSTANCE);
-        throw refuse(own, unknownFromAddress);
+      // One lookup at a time per key: a request whose key is being looked up already (a client's first
+      // burst after a restart) waits for that lookup and its answer (a refusal included), and costs its
+      // address no allowance more. Registered before anything is awaited, so a burst finds it.
+      let lookup = lookingUp.get(key);
+      if (lookup === undefined) {
+        lookup = chargeAndFind(key, clientAddress(req));
+        lookingUp.set(key, lookup);
+        const settled = () => {
+          if (lookingUp.get(key) === lookup) lookingUp.delete(key);
+        };
+        lookup.then(settled, settled);
       }
-      owner = await keys.find(key);
-      if (owner !== undefined) {
-        // A key that exists costs no allowance.
-        await lookups.reward(INSTANCE);
-        if (ownTurn) await allowances.reward(address);
-      }
+      owner = await lookup;
     } else if (owner === null) {
       // Known to be unknown (or not shaped like a key): no lookup, but the address pays for it.
       const address = clientAddress(req);
