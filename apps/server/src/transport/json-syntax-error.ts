@@ -52,11 +52,16 @@ export function jsonSyntaxErrorOffset(text: string): number | undefined {
       if (code < 0x20) fail();
       if (code === 0x5c) {
         i++;
-        const escape = text[i];
-        if (escape === 'u') {
-          for (let k = 1; k <= 4; k++) if (!/[0-9a-fA-F]/.test(text[i + k] ?? '')) (i += k), fail();
+        const escaped = text[i];
+        if (escaped === 'u') {
+          for (let k = 1; k <= 4; k++) {
+            if (!/[0-9a-fA-F]/.test(text[i + k] ?? '')) {
+              i += k;
+              fail();
+            }
+          }
           i += 5;
-        } else if (escape !== undefined && '"\\/bfnrt'.includes(escape)) i++;
+        } else if (escaped !== undefined && '"\\/bfnrt'.includes(escaped)) i++;
         else fail();
       } else i++;
     }
@@ -112,12 +117,12 @@ export function jsonSyntaxErrorOffset(text: string): number | undefined {
         fail();
       }
     }
-    if (char === '"') return string();
-    if (char === 't') return literal('true');
-    if (char === 'f') return literal('false');
-    if (char === 'n') return literal('null');
-    if (char === '-' || /[0-9]/.test(char ?? '')) return number();
-    fail();
+    if (char === '"') string();
+    else if (char === 't') literal('true');
+    else if (char === 'f') literal('false');
+    else if (char === 'n') literal('null');
+    else if (char === '-' || /[0-9]/.test(char ?? '')) number();
+    else fail();
   };
   try {
     value(0);

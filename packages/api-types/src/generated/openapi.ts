@@ -2349,6 +2349,17 @@ export type components = {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The write could not be made durable in time (the database was held by another writer past the wait, or a scoring's log record could not be committed within 15 s of its start); nothing was stored. Retry after `Retry-After` seconds. */
+        StorageUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A path or query parameter is invalid; `errors` lists the problems found (at most 100). */
         BadRequest: {
             headers: {
@@ -2635,6 +2646,7 @@ export type ResponseUnsupportedMediaType = components['responses']['UnsupportedM
 export type ResponseUnknownJurisdiction = components['responses']['UnknownJurisdiction'];
 export type ResponseTooManyRequests = components['responses']['TooManyRequests'];
 export type ResponseInternalServerError = components['responses']['InternalServerError'];
+export type ResponseStorageUnavailable = components['responses']['StorageUnavailable'];
 export type ResponseBadRequest = components['responses']['BadRequest'];
 export type ResponseInsufficientScope = components['responses']['InsufficientScope'];
 export type ResponseNotFound = components['responses']['NotFound'];
@@ -2732,6 +2744,7 @@ export interface operations {
             422: components["responses"]["UnknownJurisdiction"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     getPolicy: {
@@ -2919,6 +2932,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     getRun: {
@@ -3528,6 +3542,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     createErasure: {
@@ -3577,6 +3592,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     getErasure: {
@@ -3809,6 +3825,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     updateWebhook: {
@@ -3863,6 +3880,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     rotateWebhookSecret: {
@@ -3907,6 +3925,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     sendWebhookTest: {
@@ -3945,6 +3964,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     listWebhookDeliveries: {
@@ -4073,6 +4093,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     replayWebhookEvents: {
@@ -4137,6 +4158,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["StorageUnavailable"];
         };
     };
     getHealth: {
