@@ -127,6 +127,35 @@ describe('the limits on unknown keys and requests without a key', () => {
     expect(unknown).toEqual(Array(20).fill(401));
   });
 
+  it("shares a key's lookup only between requests of one address, so one address's refusal is never another's", async () => {
+    const store = fakeStore();
+    const key = store.add();
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const find = store.find;
+    store.find = async (k) => {
+      await gate;
+      return find(k);
+    };
+    let asked = 0;
+    const findCached = store.findCached;
+    store.findCached = (k) => {
+      asked++;
+      return findCached(k);
+    };
+    const request = await serve(store, ['127.0.0.1']);
+    const burst = [
+      ...Array.from({ length: 5 }, () => request(key, '203.0.113.1')),
+      ...Array.from({ length: 5 }, () => request(key, '203.0.113.2')),
+    ];
+    await vi.waitFor(() => expect(asked).toBe(20), { timeout: 10_000 });
+    release();
+    expect(await Promise.all(burst)).toEqual(Array(10).fill(200));
+    expect(store.lookups).toBe(2);
+  });
+
   it('bounds the lookups of unknown keys from many addresses together', async () => {
     const store = fakeStore();
     const request = await serve(store, ['127.0.0.1/32']);

@@ -69,7 +69,7 @@ export function authenticate(
     });
   };
   const unknownFromAddress = `unknown API keys from this address (at most ${perAddress} a second)`;
-  /** The lookups under way, by key: a request whose key is being looked up waits for that lookup. */
+  /** The lookups under way, by address and key: a request whose key is being looked up waits for that lookup. */
   const lookingUp = new Map<string, Promise<ApiKeyOwner | undefined>>();
   const refuseKeyless = async (address: string) => {
     const taken = await take(keyless, address);
@@ -128,15 +128,18 @@ export function authenticate(
     const key = header.slice(BEARER_PREFIX_LENGTH);
     let owner = keys.findCached(key);
     if (owner === undefined) {
-      // One lookup at a time per key: a request whose key is being looked up already (a client's first
-      // burst after a restart) waits for that lookup and its answer (a refusal included), and costs its
-      // address no allowance more. Registered before anything is awaited, so a burst finds it.
-      let lookup = lookingUp.get(key);
+      // One lookup at a time per key and address: a request whose key is being looked up already for its
+      // address (a client's first burst after a restart) waits for that lookup and its answer (a refusal
+      // of that address included), and costs the address no allowance more. Per address, so one address's
+      // refusal is never another's. Registered before anything is awaited, so a burst finds it.
+      const address = clientAddress(req);
+      const pending = `${address}\n${key}`;
+      let lookup = lookingUp.get(pending);
       if (lookup === undefined) {
-        lookup = chargeAndFind(key, clientAddress(req));
-        lookingUp.set(key, lookup);
+        lookup = chargeAndFind(key, address);
+        lookingUp.set(pending, lookup);
         const settled = () => {
-          if (lookingUp.get(key) === lookup) lookingUp.delete(key);
+          if (lookingUp.get(pending) === lookup) lookingUp.delete(pending);
         };
         lookup.then(settled, settled);
       }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { cidOfBytes, scoreAndLog } from '@scenario-scoring/engine';
 import { sql } from 'kysely';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { logRecords, testRecord } from '../../test/support/log-fixtures.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
@@ -306,6 +306,25 @@ forEachDatabase('the score log with a small batch cap', ({ storage, kind, databa
     expect(await logs.get(tenant, next.cid)).toBeDefined();
     await logs.close();
   }, 20_000);
+
+  it.runIf(kind === 'postgres')(
+    "measures the commit bound on the database's clock: this host's clock 20 s behind or ahead of it changes nothing",
+    async () => {
+      const logs = createScoreLogStore(storage(), { maxCommitAgeMs: 1_000 });
+      const real = Date.now;
+      for (const shift of [-20_000, 20_000]) {
+        const skewed = vi.spyOn(Date, 'now').mockImplementation(() => real() + shift);
+        try {
+          const skew = record('tenant_skew');
+          await logs.append(skew);
+          expect(await logs.get('tenant_skew', skew.cid)).toBeDefined();
+        } finally {
+          skewed.mockRestore();
+        }
+      }
+      await logs.close();
+    },
+  );
 
   it('refuses a record appended longer ago than the commit age bound (503, nothing stored) while its batch commits', async () => {
     let clock = 0;

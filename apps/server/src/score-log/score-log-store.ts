@@ -303,11 +303,13 @@ function queuedLogInsert(
   if (usageAt) parameters.push(usageAt.toISOString());
   // A data-modifying WITH runs whether or not the statement reads it: the queue rows are written either way.
   // With `lockBy`, each tenant's usage row, once locked, checks the clock: a statement that got it past the
-  // deadline fails whole (division by zero, COMMIT_DEADLINE_SQLSTATE), so nothing it wrote commits.
+  // deadline fails whole (division by zero, COMMIT_DEADLINE_SQLSTATE), so nothing it wrote commits. The
+  // time left is measured on one clock, the database's (from the statement's start), never this host's
+  // against the database's: the two may disagree by seconds.
   let inTime = 'returning 1';
   if (usageAt && lockBy !== undefined) {
-    parameters.push(lockBy);
-    inTime = `returning 1 / (case when clock_timestamp() <= to_timestamp($${parameters.length}::bigint / 1000.0) then 1 else 0 end)`;
+    parameters.push(Math.floor(lockBy - Date.now()));
+    inTime = `returning 1 / (case when clock_timestamp() <= statement_timestamp() + $${parameters.length}::bigint * interval '1 millisecond' then 1 else 0 end)`;
   }
   let result = usageAt
     ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`, true)}${lockBy === undefined ? '' : ` ${inTime}`}`

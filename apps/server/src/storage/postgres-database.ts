@@ -17,5 +17,12 @@ export function openPostgresDialect(databaseUrl: string): PostgresDialect {
   // An idle client losing its connection emits 'error' on the pool; unhandled, it would crash the process.
   // The next query gets a fresh client, and its own error if the database is still down.
   pool.on('error', () => {});
+  // A client checked out when its connection dies (the backend terminated, PostgreSQL restarted or failed
+  // over) emits 'error' on itself: unhandled, that too would crash the process. Its query rejects with the
+  // error (a write answers 503 storage_unavailable, http/error-translation.ts), and the pool drops the
+  // client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return new PostgresDialect({ pool });
 }

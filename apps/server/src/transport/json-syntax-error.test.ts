@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonSyntaxErrorMessage, jsonSyntaxErrorOffset } from './json-syntax-error.js';
+import { jsonSyntaxErrorMessage, jsonSyntaxErrorOffset, lineAndColumn } from './json-syntax-error.js';
 
 /** V8's message for `text`, which must not be JSON. */
 function v8Message(text: string): string {
@@ -36,7 +36,26 @@ describe('a JSON syntax error', () => {
       .tuple(
         fc.json(),
         fc.nat(),
-        fc.constantFrom('x', ',', '}', ']', '"', ':', '\u0001', '-', '0', ' ', '\\', 'tru', '1e'),
+        fc.constantFrom(
+          'x',
+          ',',
+          '}',
+          ']',
+          '"',
+          ':',
+          '\u0001',
+          '-',
+          '0',
+          ' ',
+          '\\',
+          'tru',
+          '1e',
+          '\r',
+          '\r\n',
+          '\n',
+          '\n\r',
+          '\\u12',
+        ),
       )
       .map(([json, at, junk]) => {
         const cut = at % (json.length + 1);
@@ -53,15 +72,32 @@ describe('a JSON syntax error', () => {
         const offset = jsonSyntaxErrorOffset(text);
         if (parsed) return offset === undefined;
         expect(offset).not.toBeUndefined();
-        const reported = /at position (\d+)/.exec(v8Message(text));
-        if (reported) expect(offset).toBe(Number(reported[1]));
-        else if (v8Message(text) === 'Unexpected end of JSON input') expect(offset).toBe(text.length);
+        const reported = /at position (\d+) \(line (\d+) column (\d+)\)/.exec(v8Message(text));
+        if (reported) {
+          expect(offset).toBe(Number(reported[1]));
+          expect(lineAndColumn(text, offset as number)).toEqual({
+            line: Number(reported[2]),
+            column: Number(reported[3]),
+          });
+        } else if (v8Message(text) === 'Unexpected end of JSON input') expect(offset).toBe(text.length);
         // The rewritten message quotes nothing of the text.
         expect(jsonSyntaxErrorMessage(v8Message(text), text)).not.toMatch(/"/);
         return true;
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('counts lines as V8 does: CR LF, CR and LF each end one', () => {
+    const body = '{"subject":"a",\r"context":\r x}';
+    expect(jsonSyntaxErrorMessage(v8Message(body), body)).toBe(
+      'Unexpected character in JSON at position 28 (line 3 column 2)',
+    );
+  });
+
+  it('scans a malformed body of 1 MiB in one pass of its characters', () => {
+    const body = `[${'1234567890,'.repeat(95_000)}x]`;
+    expect(jsonSyntaxErrorOffset(body)).toBe(body.length - 2);
   });
 
   it('gives no position, and does not overflow, for a body nested past its depth', () => {
