@@ -29,6 +29,31 @@ function fakeStore() {
   return store;
 }
 
+/**
+ * A fake store with one valid key whose lookups wait until `release()`, and how often the cache was asked:
+ * each request asks it twice (the fast path, then the slow one) before it waits for a lookup.
+ */
+function gatedStore() {
+  const store = fakeStore();
+  const key = store.add();
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const find = store.find;
+  store.find = async (k) => {
+    await gate;
+    return find(k);
+  };
+  let asked = 0;
+  const findCached = store.findCached;
+  store.findCached = (k) => {
+    asked++;
+    return findCached(k);
+  };
+  return { store, key, release: () => release(), asked: () => asked };
+}
+
 describe('the limits on unknown keys and requests without a key', () => {
   // The allowances are rate-limiter-flexible's one-second windows, timed by Date.now() and ended by a
   // timer: both are faked, so the requests below happen at the instants the tests say, however slow the
@@ -97,28 +122,11 @@ describe('the limits on unknown keys and requests without a key', () => {
   });
 
   it('looks a key up once for a burst of its requests, and charges its address nothing (a restart, then a client at full rate)', async () => {
-    const store = fakeStore();
-    const key = store.add();
-    let release = () => {};
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const find = store.find;
-    store.find = async (k) => {
-      await gate;
-      return find(k);
-    };
-    // Each request asks the cache twice (the fast path, then the slow one) before it waits for a lookup.
-    let asked = 0;
-    const findCached = store.findCached;
-    store.findCached = (k) => {
-      asked++;
-      return findCached(k);
-    };
+    const { store, key, release, asked } = gatedStore();
     const request = await serve(store);
     // 100 requests of one valid key, none cached, all waiting for one lookup: past the address's 20.
     const burst = Array.from({ length: 100 }, () => request(key));
-    await vi.waitFor(() => expect(asked).toBe(200), { timeout: 10_000 });
+    await vi.waitFor(() => expect(asked()).toBe(200), { timeout: 10_000 });
     release();
     expect(await Promise.all(burst)).toEqual(Array(100).fill(200));
     expect(store.lookups).toBe(1);
@@ -128,29 +136,13 @@ describe('the limits on unknown keys and requests without a key', () => {
   });
 
   it("shares a key's lookup only between requests of one address, so one address's refusal is never another's", async () => {
-    const store = fakeStore();
-    const key = store.add();
-    let release = () => {};
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const find = store.find;
-    store.find = async (k) => {
-      await gate;
-      return find(k);
-    };
-    let asked = 0;
-    const findCached = store.findCached;
-    store.findCached = (k) => {
-      asked++;
-      return findCached(k);
-    };
+    const { store, key, release, asked } = gatedStore();
     const request = await serve(store, ['127.0.0.1']);
     const burst = [
       ...Array.from({ length: 5 }, () => request(key, '203.0.113.1')),
       ...Array.from({ length: 5 }, () => request(key, '203.0.113.2')),
     ];
-    await vi.waitFor(() => expect(asked).toBe(20), { timeout: 10_000 });
+    await vi.waitFor(() => expect(asked()).toBe(20), { timeout: 10_000 });
     release();
     expect(await Promise.all(burst)).toEqual(Array(10).fill(200));
     expect(store.lookups).toBe(2);
