@@ -365,10 +365,12 @@ export async function eraseEvents(
     .select(bytesOf('payload').as('bytes'))
     .where('id', 'in', ids)
     .executeTakeFirst();
+  // The receivers' answers stored for the events' deliveries' attempts.
+  const deliveriesOf = trx.selectFrom('deliveries').select('id').where('event_id', 'in', ids);
   const answers = await trx
     .selectFrom('delivery_attempts')
     .select(bytesOf('response_body').as('bytes'))
-    .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('event_id', 'in', ids))
+    .where('delivery_id', 'in', deliveriesOf)
     .where('response_body', 'is not', null)
     .executeTakeFirst();
   let payloadsAfter = 0;
@@ -395,7 +397,7 @@ export async function eraseEvents(
   const attempts = await trx
     .updateTable('delivery_attempts')
     .set({ response_body: null })
-    .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('event_id', 'in', ids))
+    .where('delivery_id', 'in', deliveriesOf)
     .where('response_body', 'is not', null)
     .executeTakeFirst();
   const freed = Number(payloadsBefore?.bytes ?? 0) - payloadsAfter + Number(answers?.bytes ?? 0);

@@ -1,7 +1,7 @@
 import type { CompiledQuery, Insertable, Kysely } from 'kysely';
 import { eventInserts, type OutboxSignal, subscribedEventInserts } from '../events/event-outbox.js';
 import { releasedInputsUsage, rowBytes, runUsageUpsert, writtenEventsUsage } from '../quota/tenant-usage.js';
-import { logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
+import { compare, logRowInserts, type SubjectKey } from '../score-log/score-log-store.js';
 import { chunks } from '../storage/chunks.js';
 import type { Database, RunItemsTable } from '../storage/database.js';
 import { type GroupCommitStats, GroupCommitter } from '../storage/group-committer.js';
@@ -225,17 +225,7 @@ function batchSteps(
     });
   }
   // Bytewise, as USAGE_LOCK_ORDER and UsageTally order tenant names.
-  usage.sort((a, b) =>
-    a.tenant !== b.tenant
-      ? a.tenant < b.tenant
-        ? -1
-        : 1
-      : a.runId < b.runId
-        ? -1
-        : a.runId > b.runId
-          ? 1
-          : 0,
-  );
+  usage.sort((a, b) => compare(a.tenant, b.tenant) || compare(a.runId, b.runId));
   for (const { statements, onlyIfChanged } of usage) {
     for (const statement of statements) steps.push({ statement, onlyIfChanged });
   }

@@ -306,13 +306,13 @@ function queuedLogInsert(
   // deadline fails whole (division by zero, COMMIT_DEADLINE_SQLSTATE), so nothing it wrote commits. The
   // time left is measured on one clock, the database's (from the statement's start), never this host's
   // against the database's: the two may disagree by seconds.
-  let inTime = 'returning 1';
+  let inTime = '';
   if (usageAt && lockBy !== undefined) {
     parameters.push(Math.floor(lockBy - Date.now()));
-    inTime = `returning 1 / (case when clock_timestamp() <= statement_timestamp() + $${parameters.length}::bigint * interval '1 millisecond' then 1 else 0 end)`;
+    inTime = ` returning 1 / (case when clock_timestamp() <= statement_timestamp() + $${parameters.length}::bigint * interval '1 millisecond' then 1 else 0 end)`;
   }
   let result = usageAt
-    ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`, true)}${lockBy === undefined ? '' : ` ${inTime}`}`
+    ? ` ${storedBytesUsage('"inserted"', 'true', `$${n + 4}`, true)}${inTime}`
     : LOG_INSERT_RESULT;
   if (events !== undefined && events.length > 0 && usageAt) {
     // The events a webhook takes (subscribedEventInsert), written by the same statement, and one upsert of
@@ -325,7 +325,7 @@ function queuedLogInsert(
       `insert into "tenant_usage" ("tenant_id", "bytes", "updated_at") select "tenant_id", sum("stored"), $${n + 4} from (` +
       `select "tenant_id", length("bytes") + ${ROW_OVERHEAD_BYTES} as "stored" from "inserted" union all ` +
       `select "tenant_id", ${textBytesSql('"payload"', true)} + ${ROW_OVERHEAD_BYTES} from "events_written") as "rows" ` +
-      `group by "tenant_id" ${USAGE_LOCK_ORDER} ${USAGE_ON_CONFLICT} ${inTime}) select count(*) as "events" from "events_written"`;
+      `group by "tenant_id" ${USAGE_LOCK_ORDER} ${USAGE_ON_CONFLICT}${inTime}) select count(*) as "events" from "events_written"`;
   }
   return CompiledQuery.raw(
     `with "inserted" as (${insert.sql}), "queued" as (` +
@@ -341,7 +341,8 @@ function queuedLogInsert(
 /** The log columns a run batch's rows share, each then bound once per statement. */
 const SHARED_LOG_COLUMNS = ['tenant_id', 'request_id', 'created_at'] as const;
 
-function compare(a: string, b: string): number {
+/** Strings by UTF-16 code units (bytewise for ASCII), for sort. */
+export function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
@@ -420,16 +421,16 @@ export function createScoreLogStore(
   // Isolated: a record that cannot be stored fails its own request only, never the others of its batch.
   const maxAgeMs = options.maxCommitAgeMs ?? SCORE_LOG_MAX_COMMIT_AGE_MS;
   const now = options.now ?? (() => performance.now());
+  const tooLate = () =>
+    new AppError('storage_unavailable', {
+      detail: `The scoring could not be logged within ${maxAgeMs / 1000} s of its start, so it was not stored; retry it.`,
+      headers: { 'Retry-After': '1' },
+    });
   const committer = new GroupCommitter<{ record: StoredLogRecord; appendedAt: number }>(
     async (batch) => {
       // A record stamped too long ago fails alone (the committer isolates it): see SCORE_LOG_MAX_COMMIT_AGE_MS.
       const oldest = now() - maxAgeMs;
-      if (batch.some((pending) => pending.appendedAt < oldest)) {
-        throw new AppError('storage_unavailable', {
-          detail: `The scoring could not be logged within ${maxAgeMs / 1000} s of its start, so it was not stored; retry it.`,
-          headers: { 'Retry-After': '1' },
-        });
-      }
+      if (batch.some((pending) => pending.appendedAt < oldest)) throw tooLate();
       // And the commit must take the write lock by then too (waits for another writer, messages queued
       // ahead on SQLite's thread): checked where the lock is taken, on both databases.
       const lockBy = Math.floor(
@@ -444,11 +445,7 @@ export function createScoreLogStore(
           lockBy,
         );
       } catch (error) {
-        if (!isCommitDeadline(error)) throw error;
-        throw new AppError('storage_unavailable', {
-          detail: `The scoring could not be logged within ${maxAgeMs / 1000} s of its start, so it was not stored; retry it.`,
-          headers: { 'Retry-After': '1' },
-        });
+        throw isCommitDeadline(error) ? tooLate() : error;
       }
       if (events > 0) options.outbox?.notify();
     },
