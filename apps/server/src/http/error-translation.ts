@@ -2,6 +2,7 @@ import type { ValidationError } from '@scenario-scoring/api-types';
 import { error as validatorErrors } from 'express-openapi-validator';
 import { AppError } from '../errors/app-error.js';
 import { validationDetail } from '../errors/validation-detail.js';
+import { isStorageBusy } from '../storage/storage-busy.js';
 import { fromDecompression } from '../transport/content-encoding.js';
 import { jsonSyntaxErrorMessage } from '../transport/json-syntax-error.js';
 
@@ -29,24 +30,13 @@ export function translateError(error: unknown, context: TranslationContext): App
   );
 }
 
-/** SQLite's primary result codes for a database another connection holds (`SQLITE_BUSY`, `SQLITE_LOCKED`). */
-const SQLITE_BUSY_CODES = new Set([5, 6]);
-/**
- * PostgreSQL's SQLSTATEs for a database that cannot take the write now: a lock not granted in time, a
- * deadlock's victim, too many connections, a server shutting down or not yet accepting connections.
- */
-const POSTGRES_BUSY_STATES = new Set(['55P03', '40P01', '53300', '57P01', '57P03']);
-
 /**
  * A write the database could not take now (another writer held it past the wait, or the server is going
  * away): `503 storage_unavailable` with Retry-After, as a scoring whose record waited too long is answered,
  * never `500`. Nothing was stored: the transaction was rolled back.
  */
 function fromBusyStorage(error: object): AppError | undefined {
-  const { errcode, code } = error as { errcode?: unknown; code?: unknown };
-  const sqliteBusy = typeof errcode === 'number' && SQLITE_BUSY_CODES.has(errcode % 256);
-  const postgresBusy = typeof code === 'string' && POSTGRES_BUSY_STATES.has(code);
-  if (!sqliteBusy && !postgresBusy) return undefined;
+  if (!isStorageBusy(error)) return undefined;
   return new AppError('storage_unavailable', {
     detail: 'The database could not take the write now (another writer held it); nothing was stored: retry.',
     headers: { 'Retry-After': '1' },

@@ -13,7 +13,7 @@ export interface RunConfig {
   concurrency: number;
   /** Retries of a batch commit that failed, before the run ends `failed` with `storage_unavailable`. */
   storageRetries: number;
-  /** The wait before the first retry; it doubles on each retry. */
+  /** The wait before the first retry; it doubles on each retry, up to 5 s (or this wait, when longer). */
   storageRetryBackoffMs: number;
   /** Worker threads that score batches; 0 scores on the event loop. */
   scoringThreads: number;

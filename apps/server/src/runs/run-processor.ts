@@ -3,6 +3,7 @@ import type { Clock } from '../common/clock.js';
 import { problem } from '../errors/problem.js';
 import { newEvent, type OutboxSignal } from '../events/event-outbox.js';
 import type { Logger } from '../request-logging/logger.js';
+import { isStorageBusy } from '../storage/storage-busy.js';
 import type { BackgroundPacer } from '../workers/background-pacer.js';
 import type { ScoredBatch } from './run-batch.js';
 import type { RunConfig } from './run-config.js';
@@ -45,7 +46,8 @@ export type RunOutcome = 'completed' | 'failed' | 'released' | 'lost';
  * committed twice even when a lease expired and another worker took the run over. The last batch ends the
  * run `completed`, its `run.completed` left to be raised once every item's record is in a signed
  * checkpoint (run-log-completion.ts). A passed deadline, or a batch whose
- * commit still fails after `storageRetries` retries, ends the run `failed` with `run.failed`.
+ * commit still fails after `storageRetries` retries (a busy database's: for `BUSY_RETRY_SLEEP_MS` of backoff),
+ * ends the run `failed` with `run.failed`.
  */
 export async function processRun(run: ClaimedRun, context: RunProcessorContext): Promise<RunOutcome> {
   const { store, config, clock } = context;
@@ -126,9 +128,13 @@ export async function processRun(run: ClaimedRun, context: RunProcessorContext):
       discard(window);
       return 'lost';
     }
-    if (committed === 'failed') {
+    if (committed === 'failed' || committed === 'busy') {
       discard(window);
-      const detail = `Storage kept failing after ${config.storageRetries} retries; ${next} of ${itemCount} items were attempted.`;
+      const failing =
+        committed === 'busy'
+          ? `The database stayed busy (another writer held it) through ${BUSY_RETRY_SLEEP_MS / 1000} s of retries`
+          : `Storage kept failing after ${config.storageRetries} retries`;
+      const detail = `${failing}; ${next} of ${itemCount} items were attempted.`;
       return failRun(run, context, counts, problem('storage_unavailable', { detail }));
     }
     // The delivery workers were woken by the commit if it wrote events (RunBatchCommitter).
@@ -160,19 +166,35 @@ function discard(batches: readonly PendingBatch[]): void {
   for (const batch of batches) batch.scored.catch(() => {});
 }
 
+/**
+ * How long (in backoff slept) a batch commit the database refused as busy is retried past `storageRetries`:
+ * another connection holding SQLite's write lock fails a wait after 100 ms once one has run out (not 5 s:
+ * storage/sqlite-thread.ts), so without this a lock held a few seconds would fail the run.
+ */
+export const BUSY_RETRY_SLEEP_MS = 30_000;
+
+/** The longest backoff between two attempts of a batch commit (unless `storageRetryBackoffMs` is longer). */
+const MAX_RETRY_BACKOFF_MS = 5_000;
+
 async function commitWithRetries(
   commit: () => Promise<boolean>,
   context: RunProcessorContext,
   runId: string,
-): Promise<'committed' | 'lost' | 'failed'> {
+): Promise<'committed' | 'lost' | 'failed' | 'busy'> {
   const { storageRetries, storageRetryBackoffMs } = context.config;
+  const maxBackoff = Math.max(MAX_RETRY_BACKOFF_MS, storageRetryBackoffMs);
+  let slept = 0;
   for (let attempt = 0; ; attempt++) {
     try {
       return (await commit()) ? 'committed' : 'lost';
     } catch (error) {
       context.logger.error('run batch commit failed', { runId, attempt, error: String(error) });
-      if (attempt >= storageRetries) return 'failed';
-      await context.sleep(storageRetryBackoffMs * 2 ** attempt);
+      const busy = isStorageBusy(error);
+      if (attempt >= storageRetries && !(busy && slept < BUSY_RETRY_SLEEP_MS))
+        return busy ? 'busy' : 'failed';
+      const backoff = Math.min(storageRetryBackoffMs * 2 ** Math.min(attempt, 30), maxBackoff);
+      slept += backoff;
+      await context.sleep(backoff);
     }
   }
 }

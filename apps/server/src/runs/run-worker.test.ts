@@ -136,6 +136,60 @@ forEachDatabase('the run worker', ({ storage }) => {
     expect(await runEvents(tenant, 'run.failed')).toHaveLength(1);
   });
 
+  /** SQLite's error when another connection kept the write lock through the wait (SQLITE_BUSY). */
+  const databaseBusy = () =>
+    Object.assign(new Error('database is locked'), { code: 'ERR_SQLITE_ERROR', errcode: 5 });
+
+  it('when the database is busy (another writer holds its lock) past the retries, then the run waits up to 30 s of backoff for it, and completes', async () => {
+    const tenant = 'storage-busy-briefly';
+    // 8 refusals: 100 + 200 + … + 3,200 + 5,000 + 5,000 ms of backoff (16.3 s), past storageRetries (2).
+    const { store, state } = failingCommits(createRunStore(storage()), 8, databaseBusy);
+    const id = await queueRun(tenant, 5);
+    const slept: number[] = [];
+    const worker = testRunWorker(storage(), {
+      store,
+      config: { storageRetries: 2, storageRetryBackoffMs: 100 },
+      sleep: async (ms) => {
+        slept.push(ms);
+      },
+    });
+    worker.start();
+    await waitUntil(() => ended(id), 15_000);
+    await worker.stop();
+
+    expect(state.attempts).toBe(9);
+    expect(slept.slice(0, 8)).toEqual([100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+    expect(await runRow(id)).toMatchObject({ status: 'completed', next_index: 5, succeeded: 5 });
+    expect(await count('run_items', 'run_id', id)).toBe(5);
+  });
+
+  it('when the database stays busy through 30 s of backoff, then the run ends failed with storage_unavailable saying so', async () => {
+    const tenant = 'storage-busy-long';
+    const { store, state } = failingCommits(
+      createRunStore(storage()),
+      Number.POSITIVE_INFINITY,
+      databaseBusy,
+    );
+    const id = await queueRun(tenant, 5);
+    const worker = testRunWorker(storage(), {
+      store,
+      config: { storageRetries: 2, storageRetryBackoffMs: 100 },
+    });
+    worker.start();
+    await waitUntil(() => ended(id), 15_000);
+    await worker.stop();
+
+    // Backoff 100 … 3,200, then 5,000 each: past 30 s after the 11th retry.
+    expect(state.attempts).toBe(12);
+    const run = await runRow(id);
+    expect(run).toMatchObject({ status: 'failed', next_index: 0, succeeded: 0 });
+    const error = JSON.parse(run.error ?? 'null') as Problem;
+    expect(error).toMatchObject({ code: 'storage_unavailable', status: 503 });
+    expect(error.detail).toMatch(
+      /^The database stayed busy \(another writer held it\) through 30 s of retries; 0 of 5 items/,
+    );
+  });
+
   it('when batch commits fail fewer times than the retries, then the run completes with every item once', async () => {
     const tenant = 'storage-flaky';
     const { store, state } = failingCommits(createRunStore(storage()), 2);

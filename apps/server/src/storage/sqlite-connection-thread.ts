@@ -119,6 +119,7 @@ function open(): DatabaseSync | undefined {
       return packed(bytes);
     });
     for (const pragma of data.pragmas) opened.exec(pragma);
+    if (data.busyTimeoutMs !== undefined) setBusyTimeout(opened, data.busyTimeoutMs);
     // Freed content is overwritten with zeros, so an erased record's bytes (and any deleted personal data)
     // leave the file, not only the b-tree (docs/personal-data.md).
     opened.exec('PRAGMA secure_delete = ON');
@@ -132,6 +133,51 @@ function open(): DatabaseSync | undefined {
     parentPort.close();
     return undefined;
   }
+}
+
+/** SQLite's result code for a lock another connection holds (an extended code keeps it in its low byte). */
+const SQLITE_BUSY = 5;
+
+/** The wait for another connection's lock once one wait ran out (see SqliteThreadOptions.busyTimeoutMs). */
+const CONTENDED_BUSY_TIMEOUT_MS = 100;
+
+/**
+ * A statement waited the whole busy timeout for another connection's lock in vain, and no write transaction
+ * has begun here since: later statements wait `contendedBusyTimeoutMs` at most, not the whole timeout each.
+ */
+let contended = false;
+
+function setBusyTimeout(db: DatabaseSync, ms: number): void {
+  db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+}
+
+/** After a statement's failure: SQLITE_BUSY after the whole wait means another connection keeps the lock. */
+function noteFailure(db: DatabaseSync, error: unknown): void {
+  const { busyTimeoutMs } = data;
+  if (contended || busyTimeoutMs === undefined) return;
+  const { errcode } = (error ?? {}) as { errcode?: unknown };
+  if (typeof errcode !== 'number' || errcode % 256 !== SQLITE_BUSY) return;
+  contended = true;
+  setBusyTimeout(db, Math.min(busyTimeoutMs, data.contendedBusyTimeoutMs ?? CONTENDED_BUSY_TIMEOUT_MS));
+}
+
+/** After a write transaction began: the lock is this connection's, so the next wait may be the whole one. */
+function noteWriteLockTaken(db: DatabaseSync): void {
+  if (!contended || data.busyTimeoutMs === undefined) return;
+  contended = false;
+  setBusyTimeout(db, data.busyTimeoutMs);
+}
+
+/** `begin immediate`: the write lock taken, or the error that kept it (noted, see `contended`). */
+function beginImmediate(db: DatabaseSync): { error: unknown } | undefined {
+  try {
+    prepare(db, 'begin immediate').statement.run();
+  } catch (error) {
+    noteFailure(db, error);
+    return { error };
+  }
+  noteWriteLockTaken(db);
+  return undefined;
 }
 
 const database = open();
@@ -217,10 +263,9 @@ function runStatements(
   statements: TransactionStatement[],
   lockBy: number | undefined,
 ): void {
-  try {
-    prepare(db, 'begin immediate').statement.run();
-  } catch (error) {
-    parentPort.postMessage({ id, error: describe(error) });
+  const notBegun = beginImmediate(db);
+  if (notBegun !== undefined) {
+    parentPort.postMessage({ id, error: describe(notBegun.error) });
     return;
   }
   // The write lock came too late (busy_timeout waits, messages queued ahead): nothing runs (TransactOptions).
@@ -248,6 +293,7 @@ function runStatements(
     index = -1;
     prepare(db, 'commit').statement.run();
   } catch (error) {
+    noteFailure(db, error);
     rollbackIfOpen(db);
     parentPort.postMessage({ id, error: describe(error), ...(index >= 0 && { statement: index }) });
     return;
@@ -280,15 +326,15 @@ if (database !== undefined) {
     const { id, sql, parameters, begin } = message;
     try {
       if (begin) {
-        try {
-          prepare(db, 'begin immediate').statement.run();
-        } catch (error) {
-          parentPort.postMessage({ id, error: describe(error), notBegun: true });
+        const notBegun = beginImmediate(db);
+        if (notBegun !== undefined) {
+          parentPort.postMessage({ id, error: describe(notBegun.error), notBegun: true });
           return;
         }
       }
       parentPort.postMessage({ id, ...execute(db, sql, parameters) });
     } catch (error) {
+      noteFailure(db, error);
       parentPort.postMessage({ id, error: describe(error) });
     }
   }

@@ -35,7 +35,6 @@ export function openSqliteDialect(dataDir: string): SqliteThreadDialect {
     pragmas: [
       'PRAGMA journal_mode = WAL',
       'PRAGMA synchronous = FULL',
-      `PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`,
       'PRAGMA foreign_keys = ON',
       `PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`,
       // Statement journals in memory: a multi-row INSERT in a transaction (every group commit) journals
@@ -47,6 +46,7 @@ export function openSqliteDialect(dataDir: string): SqliteThreadDialect {
       'PRAGMA temp_store = MEMORY',
     ],
     statementCacheSize: STATEMENT_CACHE_SIZE,
+    busyTimeoutMs: BUSY_TIMEOUT_MS,
     // The -wal and -shm files exist now; any left looser by an older version are tightened.
     onOpened: () => secureDataDir(dataDir),
   });

@@ -11,6 +11,10 @@ export interface SqliteThreadData {
   pragmas: string[];
   /** Prepared statements kept per SQL text. */
   statementCacheSize: number;
+  /** How long a statement waits for another connection's lock (see SqliteThreadOptions). */
+  busyTimeoutMs?: number;
+  /** The wait once a statement waited `busyTimeoutMs` in vain, until this connection takes the lock again. */
+  contendedBusyTimeoutMs?: number;
   /**
    * The inflate options of each record codec by its first byte (storage/record-codec.ts), so that
    * `log_leaf_hash` hashes a packed record's own bytes: this thread imports only Node's modules (and

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { CompiledQuery, Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteThreadDialect } from './sqlite-thread.js';
+import { SqliteThreadDialect, type SqliteThreadOptions } from './sqlite-thread.js';
 
 interface Tables {
   t: { n: number; label: string | null };
@@ -20,11 +20,15 @@ function openDb(file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.s
 }
 
 /** A database on a fresh file (or `file`), with its dialect, whose `executeTransaction` bypasses Kysely. */
-function openDialect(file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite')) {
+function openDialect(
+  file = join(mkdtempSync(join(tmpdir(), 'sqlite-thread-')), 'db.sqlite'),
+  waits: Pick<SqliteThreadOptions, 'busyTimeoutMs' | 'contendedBusyTimeoutMs'> = {},
+) {
   const dialect = new SqliteThreadDialect({
     file,
     pragmas: ['PRAGMA journal_mode = WAL', 'PRAGMA synchronous = FULL'],
     statementCacheSize: 2,
+    ...waits,
   });
   const db = new Kysely<Tables>({ dialect });
   open.push(db);
@@ -226,6 +230,44 @@ describe('the SQLite connection in its own thread', () => {
     expect(failure).toMatchObject({ code: 'ERR_SQLITE_ERROR', errcode: 1555 });
     await expect(sql`select nope from t`.execute(db)).rejects.toThrow(/no such column: nope/);
     expect(await db.selectFrom('t').select('label').execute()).toEqual([{ label: 'one' }]);
+  });
+
+  it('waits the whole busy timeout once while another connection keeps the write lock, then briefly, until it takes the lock again', async () => {
+    const { file, db } = openDialect(undefined, { busyTimeoutMs: 1500, contendedBusyTimeoutMs: 50 });
+    await sql`create table t (n integer primary key, label text)`.execute(db);
+    const busyTimeout = async () =>
+      (await sql<{ timeout: number }>`pragma busy_timeout`.execute(db)).rows[0]?.timeout;
+    expect(await busyTimeout()).toBe(1500);
+    // Another process (an operator's shell, a tool) takes the write lock and keeps it.
+    const holder = new DatabaseSync(file);
+    holder.exec('begin immediate');
+    try {
+      const started = performance.now();
+      // Three writers queued on the one connection (two transactions, one statement on its own), and a read.
+      const writes = await Promise.allSettled([
+        db.transaction().execute((trx) => trx.insertInto('t').values({ n: 1, label: 'a' }).execute()),
+        db.insertInto('t').values({ n: 2, label: 'b' }).execute(),
+        db.transaction().execute((trx) => trx.insertInto('t').values({ n: 3, label: 'c' }).execute()),
+      ]);
+      const read = await db.selectFrom('t').selectAll().execute();
+      const elapsed = performance.now() - started;
+      for (const write of writes) {
+        expect(write.status).toBe('rejected');
+        expect((write as PromiseRejectedResult).reason).toMatchObject({ errcode: 5 });
+      }
+      expect(read).toEqual([]);
+      // The first waited 1.5 s; the others 50 ms each, not 1.5 s in turn (4.5 s in all).
+      expect(elapsed).toBeGreaterThanOrEqual(1400);
+      expect(elapsed).toBeLessThan(2900);
+      expect(await busyTimeout()).toBe(50);
+    } finally {
+      holder.exec('rollback');
+      holder.close();
+    }
+    // The lock is free again: the next write transaction takes it, and the whole wait is back.
+    await db.transaction().execute((trx) => trx.insertInto('t').values({ n: 4, label: 'd' }).execute());
+    expect(await busyTimeout()).toBe(1500);
+    expect(await db.selectFrom('t').select('n').execute()).toEqual([{ n: 4 }]);
   });
 
   it('leaves the event loop free while a statement runs', async () => {

@@ -71,6 +71,16 @@ export interface SqliteThreadOptions {
   pragmas: readonly string[];
   /** Prepared statements kept per SQL text. */
   statementCacheSize: number;
+  /**
+   * How long a statement waits for another connection's lock (SQLite's `busy_timeout`; none when absent):
+   * another process (an operator's shell, a tool) holding the write lock. Once a statement waited this long
+   * in vain, the lock is taken to be held, and every later statement waits `contendedBusyTimeoutMs` at most
+   * (default 100 ms), until this connection takes the write lock again: the thread runs one statement at a
+   * time, so each write queued behind the first would otherwise wait the whole timeout in turn, and every read
+   * behind them (a key's lookup, a proof) as long.
+   */
+  busyTimeoutMs?: number;
+  contendedBusyTimeoutMs?: number;
   /** Called once the file is open and its pragmas applied (the -wal and -shm files exist then). */
   onOpened?: () => void;
 }
@@ -245,6 +255,10 @@ class SqliteThreadDriver implements Driver {
       file: this.#options.file,
       pragmas: [...this.#options.pragmas],
       statementCacheSize: this.#options.statementCacheSize,
+      ...(this.#options.busyTimeoutMs !== undefined && { busyTimeoutMs: this.#options.busyTimeoutMs }),
+      ...(this.#options.contendedBusyTimeoutMs !== undefined && {
+        contendedBusyTimeoutMs: this.#options.contendedBusyTimeoutMs,
+      }),
       recordCodecs: RECORD_CODECS,
       recordPacking: RECORD_PACKING,
     };

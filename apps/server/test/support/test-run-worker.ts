@@ -28,14 +28,21 @@ export function testRunWorker(
   });
 }
 
-/** A RunStore whose batch commits throw `failures` times (all of them by default) before passing through. */
-export function failingCommits(store: RunStore, failures = Number.POSITIVE_INFINITY) {
+/**
+ * A RunStore whose batch commits throw `failures` times (all of them by default) before passing through: the
+ * error `fault` makes (by default a plain one, not a busy database's).
+ */
+export function failingCommits(
+  store: RunStore,
+  failures = Number.POSITIVE_INFINITY,
+  fault: () => Error = () => new Error('injected fault: the disk is gone'),
+) {
   const state = { attempts: 0 };
   const wrapped: RunStore = {
     ...store,
     async commitBatch(batch) {
       state.attempts += 1;
-      if (state.attempts <= failures) throw new Error('injected fault: the disk is gone');
+      if (state.attempts <= failures) throw fault();
       return store.commitBatch(batch);
     },
   };
