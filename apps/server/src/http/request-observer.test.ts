@@ -9,7 +9,10 @@ describe('the request log', () => {
     info: (_: string, fields?: Record<string, unknown>) => lines.push({ level: 'info', fields }),
     error: (_: string, fields?: Record<string, unknown>) => lines.push({ level: 'error', fields }),
   };
-  const metrics = { httpRequestDuration: { observe: () => {} } };
+  const observed: Record<string, string>[] = [];
+  const metrics = {
+    httpRequestDuration: { observe: (labels: Record<string, string>) => observed.push(labels) },
+  };
   let base = '';
   let close = () => {};
   beforeAll(async () => {
@@ -26,6 +29,10 @@ describe('the request log', () => {
     app.get('/boom', (_req, res) => {
       res.locals.operationId = 'scoreSubject';
       res.status(500).end();
+    });
+    // Never answered: the client leaves first (or a shutdown's grace cuts it).
+    app.get('/hang', (_req, res) => {
+      res.locals.operationId = 'scoreSubject';
     });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
@@ -51,6 +58,22 @@ describe('the request log', () => {
     expect(await logOf('/boom')).toEqual([
       { level: 'error', fields: expect.objectContaining({ operation: 'scoreSubject', status: 500 }) },
     ]);
+  });
+
+  it('logs and counts a request whose connection closed before any answer as 499 aborted, not 200', async () => {
+    lines.length = 0;
+    observed.length = 0;
+    const leaving = new AbortController();
+    const request = fetch(`${base}/hang`, { signal: leaving.signal }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    leaving.abort();
+    await request;
+    await expect.poll(() => lines.length).toBe(1);
+    expect(lines[0]).toEqual({
+      level: 'info',
+      fields: expect.objectContaining({ operation: 'scoreSubject', status: 499, aborted: true }),
+    });
+    expect(observed).toEqual([expect.objectContaining({ http_response_status_code: '499' })]);
   });
 
   it('samples the lines of requests refused before a key was found, saying how many it left out', async () => {

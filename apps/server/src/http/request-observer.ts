@@ -3,6 +3,7 @@ import { ERROR_CODES } from '../errors/error-codes.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../request-logging/logger.js';
 import type { RequestLine } from '../request-logging/request-line.js';
+import { CLIENT_CLOSED_REQUEST } from '../transport/client-abort.js';
 import { requestTimedOut } from '../transport/client-error.js';
 import { requestMethod } from './head-requests.js';
 
@@ -77,7 +78,13 @@ export function observeRequests(
       const operation = res.locals.operationId;
       // Cut off by Node's request timeout, the request was answered 408 on its socket, not by Express.
       const timedOut = requestTimedOut(req.socket);
-      const status = timedOut ? ERROR_CODES.request_timeout.status : res.statusCode;
+      // The connection closed before an answer was sent (the client left, or a shutdown's grace ran out):
+      // 499, as for a client gone while its body was read, not the 200 Node's response starts with.
+      const status = timedOut
+        ? ERROR_CODES.request_timeout.status
+        : res.headersSent
+          ? res.statusCode
+          : CLIENT_CLOSED_REQUEST;
       const method = requestMethod(req, res);
       metrics.httpRequestDuration.observe(
         {
