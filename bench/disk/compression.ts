@@ -10,13 +10,15 @@
  *   node disk/compression.ts [--records 20000]
  */
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import zlib from 'node:zlib';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { packRecord, unpackRecord } from '@scenario-scoring/server';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchContext } from '../lib/bench-inputs.ts';
 
-const { values: args } = parseArgs({ options: { records: { type: 'string', default: '20000' } } });
+const { values: args } = benchArgs(import.meta.url, {
+  options: { records: { type: 'string', default: '20000' } },
+});
 const N = Number(args.records);
 const records: Buffer[] = [];
 for (let i = 0; i < N; i++) {

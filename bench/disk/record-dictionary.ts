@@ -17,13 +17,15 @@
  * come last.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import zlib from 'node:zlib';
 import { type ScoreContext, scoreAndLog } from '@scenario-scoring/engine';
 import { newId } from '@scenario-scoring/server';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchContext } from '../lib/bench-inputs.ts';
 
-const { values: args } = parseArgs({ options: { window: { type: 'string', default: '8192' } } });
+const { values: args } = benchArgs(import.meta.url, {
+  options: { window: { type: 'string', default: '8192' } },
+});
 const WINDOW = Number(args.window);
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 

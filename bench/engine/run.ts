@@ -9,7 +9,6 @@
  *   npm run bench:engine -- [--time 1000] [--records 1024] [--compare <index.js>]
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import {
   buildLogRecordV2,
   canonicalBytes,
@@ -23,9 +22,10 @@ import {
   scoreScorecard2,
 } from '@scenario-scoring/engine';
 import { Bench } from 'tinybench';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchContext } from '../lib/bench-inputs.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     time: { type: 'string', default: '1000' },
     records: { type: 'string', default: '1024' },

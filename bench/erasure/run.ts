@@ -9,7 +9,6 @@
  *   npm run bench:erasure -- [--db sqlite|postgres|both] [--records 100000] [--subject-records 1000]
  */
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import {
   ErasureWorker,
@@ -20,9 +19,10 @@ import {
   silentLogger,
   TenantKeyedHash,
 } from '@scenario-scoring/server';
+import { benchArgs } from '../lib/bench-args.ts';
 import { freshBenchDatabase } from '../lib/bench-server.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     db: { type: 'string', default: 'sqlite' },
     records: { type: 'string', default: '100000' },

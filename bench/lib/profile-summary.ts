@@ -6,7 +6,7 @@
  *   node bench/lib/profile-summary.ts <file.cpuprofile> [--top 30]
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './bench-args.ts';
 
 interface ProfileNode {
   id: number;
@@ -19,7 +19,7 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const { values, positionals } = parseArgs({
+const { values, positionals } = benchArgs(import.meta.url, {
   allowPositionals: true,
   options: { top: { type: 'string', default: '30' } },
 });

@@ -16,7 +16,7 @@
  *                           [--rounds 3] [--compare <dist dir>]
  */
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchContext } from '../lib/bench-inputs.ts';
 import {
   type BenchDatabase,
@@ -30,7 +30,7 @@ import {
 import { median, pairedRatios, type Round, roundOrder, settle } from '../lib/load-report.ts';
 import { sequentialGets } from '../lib/sequential-get.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     db: { type: 'string', default: 'both' },
     records: { type: 'string', default: '5000' },

@@ -22,13 +22,13 @@
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { cidOfBytes } from '@scenario-scoring/engine';
 import * as thisBuild from '@scenario-scoring/server';
+import { benchArgs } from '../lib/bench-args.ts';
 import { freshBenchDatabase, startBenchServer } from '../lib/bench-server.ts';
 import { measure, median, printSummary, type Round } from '../lib/load-report.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     db: { type: 'string', default: 'sqlite' },
     records: { type: 'string', default: '200000' },

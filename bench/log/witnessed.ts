@@ -17,14 +17,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { startNodeProcess, type WatchedProcess } from '@scenario-scoring/testkit';
 import { NoteSigner } from '@scenario-scoring/tlog';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchContext } from '../lib/bench-inputs.ts';
 import { type BenchServer, createApiKey, freshBenchDatabase, startServerOn } from '../lib/bench-server.ts';
 import { measure, median, printSummary, type Round } from '../lib/load-report.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     db: { type: 'string', default: 'sqlite' },
     seconds: { type: 'string', default: '15' },

@@ -10,11 +10,11 @@
  *   npm run bench:ndjson-isolation -- [--db sqlite|postgres|both] [--uploads 4] [--lines 1000000] [--seconds 40] [--rate 50]
  */
 
-import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
+import { benchArgs } from '../lib/bench-args.ts';
 import { type BenchServer, createApiKey, freshBenchDatabase, startServerOn } from '../lib/bench-server.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     db: { type: 'string', default: 'sqlite' },
     uploads: { type: 'string', default: '4' },

@@ -24,13 +24,13 @@ import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { createClient, readRunResults, uploadRunNdjson, waitForRun } from '@scenario-scoring/client';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchItemContext } from '../lib/bench-inputs.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
 import { cpuTimes } from '../lib/load-report.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     items: { type: 'string', default: '20000' },
     db: { type: 'string', default: 'sqlite' },

@@ -10,12 +10,13 @@
  *
  *   npm run bench:runs -- [--rounds 3] [--db both|sqlite|postgres] [--runs 10] [--duration 3] [--connections 50]
  */
-import { parseArgs } from 'node:util';
+
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchItemContext } from '../lib/bench-inputs.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
 import { cpuTimes, measure, median } from '../lib/load-report.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     rounds: { type: 'string', default: '3' },
     db: { type: 'string', default: 'both' },

@@ -35,7 +35,6 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import {
   insertLogRecords,
@@ -48,6 +47,7 @@ import {
   TenantKeyedHash,
 } from '@scenario-scoring/server';
 import pg from 'pg';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchContext, benchItemContext } from '../lib/bench-inputs.ts';
 import {
   type BenchDatabase,
@@ -61,7 +61,7 @@ import { cpuTimes, measure } from '../lib/load-report.ts';
 import { sequentialGets } from '../lib/sequential-get.ts';
 import { printSizing, type ScaleResult, type SizeResult } from './sizing.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     sizes: { type: 'string', default: '0,20000' },
     db: { type: 'string', default: 'both' },

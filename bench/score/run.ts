@@ -29,9 +29,9 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { scoreAndLog } from '@scenario-scoring/engine';
 import { freePort, prismCli } from '@scenario-scoring/testkit';
+import { benchArgs } from '../lib/bench-args.ts';
 import { benchItemContext } from '../lib/bench-inputs.ts';
 import { type BenchServer, startBenchServer } from '../lib/bench-server.ts';
 import { type RunningProcess, startProcess } from '../lib/child-process.ts';
@@ -45,7 +45,7 @@ import {
   settle,
 } from '../lib/load-report.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     rounds: { type: 'string', default: '2' },
     duration: { type: 'string', default: '3' },

@@ -5,13 +5,13 @@
  *
  *   npm run bench:soak -- [--duration 300] [--probe 10] [--load 0.8] [--sample 10] [--connections 50] [--db sqlite|postgres]
  */
-import { parseArgs } from 'node:util';
 import { freePort } from '@scenario-scoring/testkit';
 import autocannon from 'autocannon';
+import { benchArgs } from '../lib/bench-args.ts';
 import { startBenchServer } from '../lib/bench-server.ts';
 import { heapUsedBytes, rssBytes } from './server-memory.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     duration: { type: 'string', default: '300' },
     probe: { type: 'string', default: '10' },

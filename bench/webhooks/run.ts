@@ -15,7 +15,6 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import {
   createMetrics,
   createWorkers,
@@ -37,10 +36,11 @@ import {
 } from '@scenario-scoring/server';
 import { freePort } from '@scenario-scoring/testkit';
 import { Agent, request } from 'undici';
+import { benchArgs } from '../lib/bench-args.ts';
 import { freshBenchDatabase } from '../lib/bench-server.ts';
 import { startProcess } from '../lib/child-process.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs(import.meta.url, {
   options: {
     events: { type: 'string', default: '20000' },
     rate: { type: 'string', default: '1000' },
