@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exitUnlessNodeIsSupported } from './config/node-version.js';
 import { API_KEY_CACHE_TTL_MS, type ApiKeyStore } from './keys/api-key-store.js';
@@ -129,6 +131,18 @@ async function run(argv: string[]): Promise<number> {
   const config = loadConfig();
   // Imported only now: storage loads node:sqlite, which an older Node cannot even link.
   const { openStorage } = await import('./storage/storage.js');
+  // Only create-key may make the database (a first start's key): the other commands read or change what a
+  // server made, so a mistyped DATA_DIR (or a run from another directory) is said, not met with an empty one.
+  if (config.databaseUrl === undefined && request.command !== 'create-key') {
+    const { SQLITE_FILE_NAME } = await import('./storage/sqlite-database.js');
+    const file = resolve(config.dataDir, SQLITE_FILE_NAME);
+    if (!existsSync(file)) {
+      console.error(
+        `error: no database at ${file}: no server has run with DATA_DIR=${config.dataDir} (set DATA_DIR to the server's, or DATABASE_URL for PostgreSQL). Nothing was created.`,
+      );
+      return 1;
+    }
+  }
   const { wireFeatures } = await import('./features.js');
   const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   // The key store as the server wires it (features.ts), not queries of the CLI's own.

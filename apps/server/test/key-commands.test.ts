@@ -101,3 +101,25 @@ forEachServerDatabase('the key commands of the built CLI', (env) => {
     expect((await runBuiltCli(['revoke-key'], env())).code).toBe(2);
   });
 });
+
+it('refuses every command but create-key where no server has made a database, creating nothing', async () => {
+  const { mkdtempSync, readdirSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const parent = mkdtempSync(join(tmpdir(), 'cli-no-database-'));
+  const dataDir = join(parent, 'data');
+  for (const args of [['list-keys'], ['revoke-key', 'key_01'], ['usage'], ['log-faults']]) {
+    const ran = await runBuiltCli(args, { DATA_DIR: dataDir, NODE_ENV: 'production' });
+    expect(ran, args[0]).toMatchObject({ code: 1, stdout: '' });
+    expect(ran.stderr, args[0]).toBe(
+      `error: no database at ${join(dataDir, 'scenario-scoring.sqlite')}: no server has run with DATA_DIR=${dataDir} (set DATA_DIR to the server's, or DATABASE_URL for PostgreSQL). Nothing was created.\n`,
+    );
+  }
+  // Not even the directory, nor a secrets key.
+  expect(readdirSync(parent)).toEqual([]);
+  // create-key makes the database (a first key before the first start), and then the others work.
+  expect(await runBuiltCli(['create-key', '--tenant', 'acme'], { DATA_DIR: dataDir })).toMatchObject({
+    code: 0,
+  });
+  expect(await runBuiltCli(['list-keys'], { DATA_DIR: dataDir })).toMatchObject({ code: 0, stderr: '' });
+}, 60_000);
