@@ -16,7 +16,7 @@ describe('an NDJSON line with members the contract does not define', () => {
     const problem = problemOf(read3.error);
     expect(problem.code).toBe('validation_failed');
     expect(problem.detail).toMatch(
-      /^Line 3 is not a valid item\. The request has 6500 invalid fields: \/line\/3\/context must NOT have additional properties: k0;/,
+      /^Line 3 is not a valid item\. The request has 6500 invalid fields: \/line\/3\/context\/k0 must NOT have additional properties;/,
     );
     expect(problem.errors).toHaveLength(100);
   });
@@ -30,7 +30,8 @@ describe('an NDJSON line with members the contract does not define', () => {
     expect(problem.detail).toMatch(/^Line 1 is not a valid item\. The request has 2 invalid fields/);
     expect(problem.errors).toEqual(
       expect.arrayContaining([
-        { path: '/line/1/context', message: 'must NOT have additional properties: utilisation' },
+        // As a JSON run's /body/items/0/context/utilisation: the path names the member.
+        { path: '/line/1/context/utilisation', message: 'must NOT have additional properties' },
         expect.objectContaining({ path: '/line/1/context/on_time_ratio' }),
       ]),
     );

@@ -17,7 +17,7 @@ import {
   parsedMemberCount,
 } from '../transport/duplicate-members.js';
 import { jsonSyntaxErrorMessage } from '../transport/json-syntax-error.js';
-import { collectTextViolations } from '../transport/text-policy.js';
+import { collectTextViolations, pointerToken } from '../transport/text-policy.js';
 
 /** A line of an NDJSON run as stored (`run_inputs` without its run and index): the item, or why it fails. */
 export interface RunLine {
@@ -119,20 +119,22 @@ export function lineReader(
     const found = shapeViolations(value, itemShape);
     if (found.unknownCount > MAX_PROBLEM_ERRORS) {
       const errors = found.unknown.map(({ at, name }) => ({
-        path: `/line/${line}${at}`,
-        message: `${UNKNOWN_MEMBER}: ${name}`,
+        path: `/line/${line}${at}/${pointerToken(name)}`,
+        message: UNKNOWN_MEMBER,
       }));
       return invalid(subjectOf(value), line, errors, found.unknownCount);
     }
     if (!validItem(value)) {
       const all = validItem.errors ?? [];
-      const errors = all.slice(0, MAX_PROBLEM_ERRORS).map((e: ErrorObject) => ({
-        path: `/line/${line}${e.instancePath}`,
-        message:
-          e.keyword === 'additionalProperties'
-            ? `${UNKNOWN_MEMBER}: ${String(e.params.additionalProperty)}`
-            : (e.message ?? 'is invalid'),
-      }));
+      // As a JSON body's errors are written (the validator's): an unknown member's path names it.
+      const errors = all.slice(0, MAX_PROBLEM_ERRORS).map((e: ErrorObject) =>
+        e.keyword === 'additionalProperties'
+          ? {
+              path: `/line/${line}${e.instancePath}/${pointerToken(String(e.params.additionalProperty))}`,
+              message: UNKNOWN_MEMBER,
+            }
+          : { path: `/line/${line}${e.instancePath}`, message: e.message ?? 'is invalid' },
+      );
       return invalid(subjectOf(value), line, errors, all.length);
     }
     const item = value as ScoreRequest;
