@@ -61,7 +61,36 @@ export async function start(onSignals: (handler: (signal: NodeJS.Signals) => voi
       error instanceof ServerLockError
     )
       console.error(error.message);
-    else logger.error('the server failed to start', { error: describeError(error) });
+    else {
+      const plain = plainStartFailure(error);
+      if (plain !== undefined) console.error(plain);
+      else logger.error('the server failed to start', { error: describeError(error) });
+    }
     process.exit(1);
   }
+}
+
+/**
+ * What an operator can fix outside the server, said in plain words instead of a stack: its port taken or
+ * forbidden, a PostgreSQL database that does not exist, a database nothing listens for. Undefined otherwise.
+ */
+export function plainStartFailure(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, syscall, address, port, message } = error as Record<string, unknown>;
+  const where = address === undefined ? `port ${String(port)}` : `${String(address)} port ${String(port)}`;
+  if (syscall === 'listen' && code === 'EADDRINUSE')
+    return `Cannot listen on ${where}: another process is using it. Stop it, or start this server on another PORT (and HOST). Nothing was served.`;
+  if (syscall === 'listen' && code === 'EACCES')
+    return `Cannot listen on ${where}: this user may not open it (ports below 1024 need privileges). Use PORT=3000 or another port above 1023, behind a reverse proxy if it must answer on 80 or 443.`;
+  // PostgreSQL's invalid_catalog_name: DATABASE_URL names a database the server has not got.
+  if (code === '3D000')
+    return `PostgreSQL says: ${String(message)}. Create it first (createdb, or CREATE DATABASE): the server makes its tables, not the database named in DATABASE_URL.`;
+  if (code === '28P01' || code === '28000')
+    return `PostgreSQL refused the login: ${String(message)}. Check the user and password in DATABASE_URL.`;
+  if (
+    (syscall === 'connect' || syscall === 'getaddrinfo') &&
+    (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT')
+  )
+    return `Cannot reach the database at ${String(address ?? (error as { hostname?: unknown }).hostname)}${port === undefined ? '' : ` port ${String(port)}`} (${String(code)}): is PostgreSQL running there, and is DATABASE_URL right?`;
+  return undefined;
 }

@@ -115,6 +115,30 @@ describe('the built server with a bad environment', () => {
   });
 });
 
+describe('the built server on a port another process holds', () => {
+  it('says so in plain words and exits 1, with no stack', async () => {
+    const { createServer } = await import('node:net');
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = taken.address() as { port: number };
+      const server = new BuiltServer({
+        PORT: String(port),
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'port-taken-')),
+      });
+      expect((await server.exited).code).toBe(1);
+      expect(server.output).toContain(
+        `Cannot listen on 127.0.0.1 port ${port}: another process is using it. Stop it, or start this server on another PORT (and HOST). Nothing was served.`,
+      );
+      expect(server.output).not.toMatch(/"stack"|EADDRINUSE/);
+    } finally {
+      taken.close();
+    }
+  });
+});
+
 describe('the built server on an older Node', () => {
   it('says it needs Node 24 and how to get it, instead of dying on node:sqlite', async () => {
     const { execFileSync, spawnSync } = await import('node:child_process');

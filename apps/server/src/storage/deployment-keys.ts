@@ -33,8 +33,9 @@ const MISMATCH: Record<'secrets_key' | 'log_verifier_key', string> = {
     "SECRETS_KEY (the first instance's; with the embedded database, the DATA_DIR it was created in). " +
     'Nothing was changed.',
   log_verifier_key:
-    "LOG_SIGNING_KEY does not match the key this database's log is signed with (or LOG_KEY_NAME differs): " +
-    "start every instance with the same LOG_SIGNING_KEY and LOG_KEY_NAME (the first instance's; with the " +
+    "LOG_SIGNING_KEY does not match the key this database's log is signed with, or its key name differs " +
+    '(LOG_KEY_NAME, which defaults to LOG_ORIGIN): ' +
+    "start every instance with the same LOG_SIGNING_KEY, LOG_ORIGIN and LOG_KEY_NAME (the first instance's; with the " +
     'embedded database, the DATA_DIR it was created in). Nothing was changed.',
 };
 
