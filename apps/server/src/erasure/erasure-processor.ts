@@ -55,9 +55,10 @@ export type ErasureOutcome = 'completed' | 'waiting' | 'stopped';
  *
  * - `wait` (subject): until `settleMs` after the erasure began (a scoring stamped before it may still be
  *   committing), and while a run of the tenant created before the erasure began, and holding the subject,
- *   is queued or running (an NDJSON run: uploading too, with a line of the subject not scored yet, read
- *   from `run_inputs` without an index of the subject: a scan of the lines waiting), the erasure waits, so
- *   the run's items are erased when they land.
+ *   is queued or running (an NDJSON run: with a line of the subject not scored yet, read from `run_inputs`
+ *   without an index of the subject: a scan of the lines waiting), and while an NDJSON upload of the tenant
+ *   begun before it is still coming (its lines so far, or still to come, may hold the subject), the erasure
+ *   waits, so the run's items are erased when they land.
  * - `records`: the subject's scorings' records created up to the erasure's start (by `subject_key`; a run
  *   item's record goes with its item, next); for retention, the records created before the cutoff (by the
  *   leaves' time order).
@@ -161,14 +162,26 @@ async function step(
           .where('status', 'in', ['queued', 'running'])
           .execute();
         if (open.some((run) => holdsSubject(run.items, subject))) return 'waiting';
-        // An NDJSON run keeps its lines not yet scored in run_inputs (an upload not finished included).
+        // An NDJSON upload still coming may hold the subject in lines not yet written (a batch in memory, or
+        // not yet sent): waited for whatever its lines so far hold, until it is queued (then its lines are
+        // in run_inputs, below), refused, or swept once its server is gone (run-upload-sweep.ts).
+        const uploading = await db
+          .selectFrom('runs')
+          .select('id')
+          .where('tenant_id', '=', tenantId)
+          .where('created_at', '<=', began)
+          .where('status', '=', 'uploading')
+          .limit(1)
+          .executeTakeFirst();
+        if (uploading) return 'waiting';
+        // An NDJSON run keeps its lines not yet scored in run_inputs.
         const pendingLine = await db
           .selectFrom('run_inputs')
           .innerJoin('runs', 'runs.id', 'run_inputs.run_id')
           .select('run_inputs.run_id')
           .where('runs.tenant_id', '=', tenantId)
           .where('runs.created_at', '<=', began)
-          .where('runs.status', 'in', ['uploading', 'queued', 'running'])
+          .where('runs.status', 'in', ['queued', 'running'])
           .where('run_inputs.subject', '=', subject)
           .limit(1)
           .executeTakeFirst();

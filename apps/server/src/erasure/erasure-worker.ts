@@ -72,32 +72,34 @@ export class ErasureWorker implements BackgroundWorker {
       if (!(await compact(storage))) this.#markCompactionPending();
     }
     let completed = 0;
-    const waiting = new Set<string>();
-    for (;;) {
-      if (!this.#running && this.#loop !== undefined) break;
-      const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), config.leaseMs);
-      if (!erasure) break;
-      if (waiting.has(erasure.id)) {
-        await releaseErasure(storage.db, erasure.id, this.#workerId);
-        break;
+    // Erasures that wait for a run stay claimed until the round ends, so the next claim reaches the ones
+    // behind them (one tenant's erasure waiting for its hour-long upload held back every other tenant's).
+    const waiting: string[] = [];
+    try {
+      for (;;) {
+        if (!this.#running && this.#loop !== undefined) break;
+        const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), config.leaseMs);
+        if (!erasure) break;
+        const outcome = await processErasure(erasure, {
+          storage,
+          subjectKey: this.#options.subjectKey,
+          outbox: this.#options.outbox,
+          now: () => clock.now(),
+          batchSize: config.batchSize,
+          lease: { workerId: this.#workerId, ms: config.leaseMs },
+          stopping: () => this.#stopping.signal.aborted,
+          compactionPending: () => this.#markCompactionPending(),
+          settleMs: config.settleMs,
+        });
+        if (outcome === 'completed') completed += 1;
+        else if (outcome === 'waiting') waiting.push(erasure.id);
+        else {
+          await releaseErasure(storage.db, erasure.id, this.#workerId);
+          break;
+        }
       }
-      const outcome = await processErasure(erasure, {
-        storage,
-        subjectKey: this.#options.subjectKey,
-        outbox: this.#options.outbox,
-        now: () => clock.now(),
-        batchSize: config.batchSize,
-        lease: { workerId: this.#workerId, ms: config.leaseMs },
-        stopping: () => this.#stopping.signal.aborted,
-        compactionPending: () => this.#markCompactionPending(),
-        settleMs: config.settleMs,
-      });
-      if (outcome === 'completed') completed += 1;
-      else {
-        await releaseErasure(storage.db, erasure.id, this.#workerId);
-        if (outcome === 'stopped') break;
-        waiting.add(erasure.id);
-      }
+    } finally {
+      for (const id of waiting) await releaseErasure(storage.db, id, this.#workerId);
     }
     return completed;
   }

@@ -321,6 +321,63 @@ forEachDatabase('erasure by subject', ({ storage, database, kind }) => {
     }
   });
 
+  it("waits for a tenant's NDJSON upload begun before it, whatever its lines so far hold, and erases the subject's item once the run lands; another tenant's erasure does not wait behind it", async () => {
+    const { request } = await import('node:http');
+    const who = `uploading-${randomBytes(4).toString('hex')}`;
+    // An upload begun before the erasure: one line written so far (of someone else), the subject's still to come.
+    const upload = request(`${server.url}/v1/scoring/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/x-ndjson' },
+    });
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      upload.on('response', (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      });
+      upload.on('error', reject);
+    });
+    upload.write(`${JSON.stringify({ subject: 'someone-else', context: PLAIN })}\n`);
+    const begun = async () =>
+      (await storage()
+        .db.selectFrom('runs')
+        .select('id')
+        .where('status', '=', 'uploading')
+        .executeTakeFirst()) !== undefined;
+    await expect.poll(begun, { timeout: 10_000 }).toBe(true);
+    const accepted = await server.request('/v1/erasures', { key: alice, body: { subject: who } });
+    const { id } = (await accepted.json()) as Erasure;
+    const other = await server.request('/v1/erasures', { key: bob, body: { subject: 'bobs-subject' } });
+    const { id: otherId } = (await other.json()) as Erasure;
+    const worker = erasureWorker();
+    // Alice's waits for the upload; Bob's, behind it, completes.
+    expect(await worker.runOnce()).toBe(1);
+    expect(await getErasure(id)).toMatchObject({ status: 'pending' });
+    expect(
+      (await (await server.request(`/v1/erasures/${otherId}`, { key: bob })).json()) as Erasure,
+    ).toMatchObject({ status: 'completed' });
+    // The subject's line comes after the erasure began; the upload ends and the run is scored.
+    upload.end(`${JSON.stringify({ subject: who, context: PLAIN })}\n`);
+    const { status, body } = await answered;
+    expect(status).toBe(202);
+    const runId = (JSON.parse(body) as Run).id;
+    expect(await worker.runOnce()).toBe(0);
+    const runWorker = testRunWorker(storage());
+    runWorker.start();
+    try {
+      await waitForRunEnd(server, alice, runId);
+    } finally {
+      await runWorker.stop();
+    }
+    expect(await worker.runOnce()).toBe(1);
+    expect(await getErasure(id)).toMatchObject({ status: 'completed', counts: { run_items: 1 } });
+    const records = await server.request('/v1/subjects/records', { key: alice, body: { subject: who } });
+    expect(((await records.json()) as SubjectRecordList).data).toEqual([]);
+  });
+
   it('completes an erasure of a subject with no records, with zero counts', async () => {
     const accepted = await server.request('/v1/erasures', { key: alice, body: { subject: 'never-scored' } });
     const { id } = (await accepted.json()) as Erasure;
