@@ -5,6 +5,7 @@ import { AppError } from '../../errors/app-error.js';
 import { validationDetail } from '../../errors/validation-detail.js';
 import { isErasedEventPayload } from '../../events/event-outbox.js';
 import { type IdempotentResult, idempotentCreate } from '../../idempotency/idempotent-create.js';
+import { DELIVERY_ROW_BYTES, usageUpserts } from '../../quota/tenant-usage.js';
 import { chunks } from '../../storage/chunks.js';
 import { ALL_EVENTS } from '../event-filter.js';
 import { type Caller, requireWebhook, type WebhookServiceDeps } from './webhook-service.js';
@@ -129,6 +130,8 @@ export async function replayEvents(
           .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
           .executeTakeFirst();
         inserted = Number(result.numInsertedOrUpdatedRows ?? 0);
+        for (const query of usageUpserts(trx, caller.tenantId, inserted * DELIVERY_ROW_BYTES, now))
+          await trx.executeQuery(query);
       }
       queued += again.length + inserted;
     }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { commitTestEvents, createTestWebhook } from '../../../test/support/test-webhooks.js';
+import { DELIVERY_ROW_BYTES, readTenantUsage } from '../../quota/tenant-usage.js';
 import { openStorage } from '../../storage/storage.js';
 import { webhookWants } from '../event-filter.js';
 import { SecretBox } from '../outbound/secret-box.js';
@@ -69,6 +70,28 @@ forEachDatabase('the event dispatcher', ({ kind, storage, database }) => {
       .where('id', '=', eventId)
       .executeTakeFirstOrThrow();
     expect(event.dispatched_at).not.toBeNull();
+  });
+
+  it("counts each delivery it makes in its tenant's storage usage, once (a fan-out again after a crash adds none)", async () => {
+    const now = new Date(Date.now() - 1000);
+    for (let n = 0; n < 3; n++)
+      await createTestWebhook(storage(), secretBox, { tenantId: 'fan-usage', url: URL, now });
+    await createTestWebhook(storage(), secretBox, { tenantId: 'fan-usage-other', url: URL, now });
+    const before = await readTenantUsage(storage().db, 'fan-usage');
+    const otherBefore = await readTenantUsage(storage().db, 'fan-usage-other');
+    const eventIds = await commitTestEvents(storage(), 'fan-usage', { count: 2 });
+    const otherIds = await commitTestEvents(storage(), 'fan-usage-other');
+    await dispatchAll();
+    expect((await readTenantUsage(storage().db, 'fan-usage')) - before).toBe(2 * 3 * DELIVERY_ROW_BYTES);
+    expect((await readTenantUsage(storage().db, 'fan-usage-other')) - otherBefore).toBe(DELIVERY_ROW_BYTES);
+    // Fanned out again (as after a crash before the events were marked): the deliveries exist, nothing more counts.
+    await storage()
+      .db.updateTable('events')
+      .set({ dispatched_at: null })
+      .where('id', 'in', [...eventIds, ...otherIds])
+      .execute();
+    await dispatchAll();
+    expect((await readTenantUsage(storage().db, 'fan-usage')) - before).toBe(2 * 3 * DELIVERY_ROW_BYTES);
   });
 
   it('creates the first deliveries already leased to the worker that asks for them', async () => {

@@ -1,4 +1,5 @@
 import { newId } from '../../common/ids.js';
+import { DELIVERY_ROW_BYTES, UsageTally } from '../../quota/tenant-usage.js';
 import { chunks } from '../../storage/chunks.js';
 import { type RowInsert, rowInsertQuery } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
@@ -150,6 +151,10 @@ export async function dispatchEvents(
       const done = await trx.executeQuery<{ id: string }>(rowInsertQuery(trx, DELIVERY_INSERT, chunk));
       for (const row of done.rows) inserted.add(row.id);
     }
+    // The deliveries count in their tenants' storage (the quota), in the transaction that made them.
+    const usage = new UsageTally();
+    for (const row of rows) if (inserted.has(row.id)) usage.add(row.tenant_id, DELIVERY_ROW_BYTES);
+    for (const query of usage.upserts(trx, now)) await trx.executeQuery(query);
     await trx
       .updateTable('events')
       .set({ dispatched_at: nowIso })
