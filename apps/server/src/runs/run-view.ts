@@ -41,13 +41,13 @@ interface LoggedResult {
 /**
  * An attempted item as the contract's `RunItemResult` or `RunItemError`; a result is its log record's. An
  * item of an NDJSON run that failed names its line (`lines`); one whose line had no valid subject (stored
- * as '') has none.
+ * as ''), or an erased one, has none.
  */
 export function runItemView(item: RunItemRecord, lines = false): RunItemResult | RunItemError {
   if (item.erasure_id !== null && item.erasure_id !== undefined) {
+    // No subject: the stored one is a placeholder once erased (ERASED_SUBJECT), not anyone's.
     return {
       index: item.item_index,
-      subject: item.subject,
       status: 'error',
       error: problem('log_record_erased', {
         detail: `Item ${item.item_index} was erased by ${item.erasure_id}.`,
