@@ -1,4 +1,11 @@
-import express, { type Response } from 'express';
+import { gzip } from 'node:zlib';
+import express, { type Request, type Response } from 'express';
+
+/**
+ * A JSON answer at least this long (characters) is sent gzip-compressed to a client whose Accept-Encoding
+ * takes gzip (`sendJsonCompressible`): a page of 1,000 run results is about 1.4 MB, a tenth of that gzipped.
+ */
+export const COMPRESS_FROM_CHARS = 16 * 1024;
 
 /** Express's own `res.json`, as the prototype has it. */
 const EXPRESS_JSON = express.response.json;
@@ -37,4 +44,35 @@ export function sendJsonUtf8(res: Response, utf8: string, value: unknown): void 
   if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', utf8.length);
   res.end(utf8, 'latin1');
+}
+
+/**
+ * Sends `value` as `res.json` does, gzip-compressed (in libuv's pool, off the event loop) when its JSON is
+ * at least `COMPRESS_FROM_CHARS` long and the client's Accept-Encoding takes gzip; `Vary: Accept-Encoding`
+ * either way. For answers that can be large (a page of a run's results). Through `res.json`, so the
+ * contract's response validation (outside production) still checks it: only the final send is replaced.
+ */
+export function sendJsonCompressible(req: Request, res: Response, value: unknown): void {
+  res.vary('Accept-Encoding');
+  if (req.acceptsEncodings(['identity', 'gzip']) !== 'gzip') {
+    sendJson(res, value);
+    return;
+  }
+  const send = res.send;
+  res.send = function compressing(this: Response, body?: unknown) {
+    res.send = send;
+    if (typeof body !== 'string' || body.length < COMPRESS_FROM_CHARS || res.statusCode !== 200)
+      return send.call(this, body);
+    gzip(body, (error, compressed) => {
+      if (error) {
+        res.destroy(error);
+        return;
+      }
+      res.setHeader('Content-Encoding', 'gzip');
+      res.setHeader('Content-Length', compressed.length);
+      res.end(compressed);
+    });
+    return this;
+  };
+  res.json(value);
 }

@@ -70,6 +70,24 @@ forEachDatabase('batch scoring runs over HTTP', ({ storage }) => {
       cursor = page.next_cursor;
     } while (cursor !== null);
     expect(seen.map((r) => r.index)).toEqual(items.map((_, i) => i));
+    // A large page goes gzip-compressed to a client taking it, the same JSON; a small one as it is.
+    const pageOf = (limit: number, encoding: string) =>
+      server.request(`/v1/scoring/runs/${queued.id}/results?limit=${limit}`, {
+        key,
+        headers: { 'accept-encoding': encoding },
+      });
+    const plain = await pageOf(1000, 'identity');
+    const zipped = await pageOf(1000, 'gzip');
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(zipped.headers.get('content-encoding')).toBe('gzip');
+    expect(zipped.headers.get('vary')).toMatch(/Accept-Encoding/);
+    expect(Number(zipped.headers.get('content-length'))).toBeLessThan(
+      Number(plain.headers.get('content-length')) / 5,
+    );
+    expect(await zipped.json()).toEqual(await plain.json());
+    const small = await pageOf(1, 'gzip');
+    expect(small.headers.get('content-encoding')).toBeNull();
+    expect(small.headers.get('vary')).toMatch(/Accept-Encoding/);
     for (const [i, result] of seen.entries()) {
       expect(result.status).toBe('ok');
       expect(result.subject).toBe(items[i]?.subject);

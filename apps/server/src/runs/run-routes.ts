@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Clock } from '../common/clock.js';
 import { replyCreated } from '../http/created-reply.js';
+import { sendJsonCompressible } from '../http/json-answer.js';
 import type { OperationHandler } from '../http/operation-route.js';
 import { scoringPolicy, type UnknownJurisdictionMode } from '../policies/scoring-policy.js';
 import {
@@ -84,6 +85,10 @@ export function listRunResultsRoute(
       after: req.query.cursor === undefined ? from - 1 : decodeResultsCursor(req.query.cursor),
       limit: req.query.limit ?? DEFAULT_RESULTS_LIMIT,
     };
-    res.json(await listRunResults(deps, res.locals.apiKey.tenantId, req.params.id, page));
+    sendJsonCompressible(
+      req,
+      res,
+      await listRunResults(deps, res.locals.apiKey.tenantId, req.params.id, page),
+    );
   };
 }

@@ -1485,7 +1485,7 @@ export type components = {
         RunItemError: {
             /** @description The item's position in the submitted `items` (or NDJSON lines), from 0. */
             index: number;
-            /** @description The item's subject; absent when an NDJSON line held no valid subject. */
+            /** @description The item's subject; absent when an NDJSON line held no valid subject, and once the item was erased (`log_record_erased`). */
             subject?: components["schemas"]["Subject"];
             /** @description For a run submitted as NDJSON, the item's line in the body (1-based; always `index + 1`). */
             line?: number;
