@@ -52,7 +52,11 @@ export function sendJsonUtf8(res: Response, utf8: string, value: unknown): void 
  * either way. For answers that can be large (a page of a run's results). Through `res.json`, so the
  * contract's response validation (outside production) still checks it: only the final send is replaced.
  */
-export function sendJsonCompressible(req: Request, res: Response, value: unknown): void {
+export function sendJsonCompressible(
+  req: Pick<Request, 'acceptsEncodings'>,
+  res: Response,
+  value: unknown,
+): void {
   res.vary('Accept-Encoding');
   if (req.acceptsEncodings(['identity', 'gzip']) !== 'gzip') {
     sendJson(res, value);

@@ -202,7 +202,8 @@ export type paths = {
          *     scenarios, levers and `log_cid`, or its own error. A result is read from the item's log record, so
          *     it is exactly what `GET /v1/logs/{cid}` returns for its `log_cid`. Items not yet attempted are not
          *     listed: once a run has completed, every item is; a failed run lists the items attempted before it
-         *     failed. Cursors are opaque.
+         *     failed. Cursors are opaque. A page of 16 KiB or more (a page of 1,000 results is about 1.4 MB) is
+         *     gzip-compressed when `Accept-Encoding` takes gzip.
          *
          *     **As NDJSON.** With `Accept: application/x-ndjson` the results come as one item per line (each line
          *     is what a page's `data` holds), streamed in item order from item `from` (0 by default) up to the
