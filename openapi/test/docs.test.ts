@@ -198,6 +198,7 @@ describe('the offline API reference (dist/docs/index.html)', () => {
   it.each([
     ['Scoring model', 'A worked example', 'factor:payment_history⇈'],
     ['Versioning', 'Deprecation', 'Sunset: <HTTP date>'],
+    ['Personal data guide', 'The erasure event', 'rather than starting a second erasure'],
   ])('renders the %s guide: every heading, and its content', async (name, lastHeading, text) => {
     const guide = bundle.tags?.find((tag) => tag.name === name);
     expect(guide?.['x-traitTag'], `the contract has a "${name}" trait tag`).toBe(true);

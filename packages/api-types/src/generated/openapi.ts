@@ -124,8 +124,8 @@ export type paths = {
         put?: never;
         /**
          * Start a batch scoring run
-         * @description Accepts 1 to 1000 items, each exactly like the body of `POST /v1/scoring/score`, and scores them
-         *     asynchronously. Every item is validated before the run is accepted: an invalid item refuses the whole
+         * @description Accepts 1 to 1000 items as JSON (up to 5,000,000 as NDJSON, below), each exactly like the body of
+         *     `POST /v1/scoring/score`, and scores them asynchronously. Every item is validated before the run is accepted: an invalid item refuses the whole
          *     run, and the error names the item's index and path. Each scored item is logged like a synchronous
          *     scoring. When the run ends, a `run.completed` or `run.failed` event is sent to your webhooks; you can
          *     also poll `GET /v1/scoring/runs/{id}`.
