@@ -188,7 +188,11 @@ async function startHoldingLock(options: RuntimeOptions): Promise<Runtime> {
     // Before anything is written: an instance whose keys are not the database's refuses to start.
     await checkDeploymentKeys(
       storage.db,
-      { secretsKey, logVerifierKey: await logSigner.verifierKey() },
+      {
+        secretsKey,
+        logVerifierKey: await logSigner.verifierKey(),
+        logOrigin: config.verifiableLog.origin,
+      },
       systemClock.now(),
     );
     if ((await features.keys.countActive()) === 0) {

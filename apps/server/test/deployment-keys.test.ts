@@ -10,7 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => database.dispose());
 
-it("an instance with another SECRETS_KEY or LOG_SIGNING_KEY than the shared PostgreSQL's refuses to start, naming it; the first keeps working", async () => {
+it("an instance with another SECRETS_KEY, LOG_SIGNING_KEY or LOG_ORIGIN than the shared PostgreSQL's refuses to start, naming it; the first keeps working", async () => {
   const env = databaseEnv(database);
   const first = new BuiltServer(env);
   try {
@@ -32,8 +32,15 @@ it("an instance with another SECRETS_KEY or LOG_SIGNING_KEY than the shared Post
         /SECRETS_KEY does not match the key this database was set up with: start every instance with the same SECRETS_KEY/,
       ],
       ['LOG_SIGNING_KEY', /LOG_SIGNING_KEY does not match the key this database's log is signed with/],
+      // Another origin with the same key name: the verifier key is the same, the origin is checked apart.
+      ['LOG_ORIGIN', /LOG_ORIGIN is not the origin this database's log is signed under/],
     ] as const) {
-      const wrong = new BuiltServer({ ...env, [variable]: randomBytes(32).toString('base64') });
+      const wrong = new BuiltServer({
+        ...env,
+        ...(variable === 'LOG_ORIGIN'
+          ? { LOG_ORIGIN: 'example.com/another-log', LOG_KEY_NAME: 'localhost/scenario-scoring' }
+          : { [variable]: randomBytes(32).toString('base64') }),
+      });
       const { code } = await wrong.exited;
       expect(code, wrong.output).not.toBe(0);
       expect(wrong.output).toMatch(told);

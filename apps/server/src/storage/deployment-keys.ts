@@ -15,6 +15,11 @@ export interface DeploymentKeys {
   secretsKey: Uint8Array;
   /** The log's public verifier key (from `LOG_SIGNING_KEY` and `LOG_KEY_NAME`, or DATA_DIR's generated key). */
   logVerifierKey: string;
+  /**
+   * The origin its checkpoints are signed under (`LOG_ORIGIN`): one log, one origin. With `LOG_KEY_NAME`
+   * set apart from it the verifier key does not hold it, so it is checked on its own.
+   */
+  logOrigin?: string;
 }
 
 /** Thrown when an instance's key differs from the one the database was set up with; it names the variable. */
@@ -27,7 +32,7 @@ export function secretsKeyCheck(key: Uint8Array): string {
   return createHmac('sha256', key).update(SECRETS_KEY_CHECK_LABEL).digest('base64');
 }
 
-const MISMATCH: Record<'secrets_key' | 'log_verifier_key', string> = {
+const MISMATCH: Record<'secrets_key' | 'log_verifier_key' | 'log_origin', string> = {
   secrets_key:
     'SECRETS_KEY does not match the key this database was set up with: start every instance with the same ' +
     "SECRETS_KEY (the first instance's; with the embedded database, the DATA_DIR it was created in). " +
@@ -37,6 +42,9 @@ const MISMATCH: Record<'secrets_key' | 'log_verifier_key', string> = {
     '(LOG_KEY_NAME, which defaults to LOG_ORIGIN): ' +
     "start every instance with the same LOG_SIGNING_KEY, LOG_ORIGIN and LOG_KEY_NAME (the first instance's; with the " +
     'embedded database, the DATA_DIR it was created in). Nothing was changed.',
+  log_origin:
+    "LOG_ORIGIN is not the origin this database's log is signed under: start every instance with the same " +
+    "LOG_ORIGIN (the first instance's), or its checkpoints would name another log. Nothing was changed.",
 };
 
 /**
@@ -51,10 +59,11 @@ export async function checkDeploymentKeys(
   keys: DeploymentKeys,
   now: Date,
 ): Promise<void> {
-  const mine = {
+  const mine: Partial<Record<keyof typeof MISMATCH, string>> = {
     secrets_key: secretsKeyCheck(keys.secretsKey),
     log_verifier_key: keys.logVerifierKey,
-  } as const;
+    ...(keys.logOrigin !== undefined && { log_origin: keys.logOrigin }),
+  };
   const createdAt = now.toISOString();
   await db
     .insertInto('deployment_keys')
@@ -62,10 +71,10 @@ export async function checkDeploymentKeys(
     .onConflict((conflict) => conflict.column('name').doNothing())
     .execute();
   const stored = await db.selectFrom('deployment_keys').select(['name', 'value']).execute();
-  const problems = (Object.keys(mine) as (keyof typeof mine)[])
+  const problems = (Object.keys(mine) as (keyof typeof MISMATCH)[])
     .filter((name) => {
       const value = stored.find((row) => row.name === name)?.value;
-      return value === undefined || !sameText(value, mine[name]);
+      return value === undefined || !sameText(value, mine[name] as string);
     })
     .map((name) => MISMATCH[name]);
   if (problems.length > 0) throw new KeyMismatchError(problems.join('\n'));
