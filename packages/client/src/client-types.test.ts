@@ -1,9 +1,16 @@
 import type { paths as ContractPaths, Problem as ContractProblem } from '@scenario-scoring/api-types';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { API_KEY, BASE_URL, jsonResponse, SCORE_RESPONSE } from '../test/scripted-fetch.js';
-import type { LogRecord, Policy, paths, Run, ScoreResponse } from './api-types.js';
+import type { Erasure, LogRecord, Policy, paths, Run, ScoreResponse } from './api-types.js';
+import type { CallResult } from './call-result.js';
 import { createClient } from './client-factory.js';
+import { type ErasureCallResult, eraseSubject, waitForErasure } from './erasure-calls.js';
 import type { Problem, ProblemCode } from './problem-guard.js';
+import { getNotice } from './reasons.js';
+import { uploadRunNdjson } from './run-ndjson.js';
+import { type RunCallResult, submitRun } from './run-polling.js';
+import { getPolicy, scoreSubject } from './typed-calls.js';
+import { fetchVerifiedLogRecord } from './verified-log-fetch.js';
 
 /** Type tests: `tsc` (npm run typecheck) checks them; running them only proves they are well-formed. */
 describe('types', () => {
@@ -33,6 +40,31 @@ describe('types', () => {
       expectTypeOf(result.error).toEqualTypeOf<Problem>();
     }
     expect(result.data?.status).toBe('ok');
+  });
+
+  it("types every helper's result as data or error, each check narrowing the other", () => {
+    // Compiled, never run: the fake fetch answers every call with a scoring.
+    const typesOnly = async () => {
+      const score = await scoreSubject(client, { subject: 's', context: { jurisdiction: 'DE' } });
+      expectTypeOf(score).toEqualTypeOf<CallResult<ScoreResponse>>();
+      expectTypeOf(await getPolicy(client, 'DE')).toEqualTypeOf<CallResult<Policy>>();
+      expectTypeOf(await submitRun(client, { items: [] })).toEqualTypeOf<CallResult<Run>>();
+      expectTypeOf(await uploadRunNdjson(client, 'items.ndjson')).toEqualTypeOf<CallResult<Run>>();
+      expectTypeOf(await getNotice(client, 'b', { format: 'html' })).toEqualTypeOf<CallResult<string>>();
+      const erasure = await eraseSubject(client, 's');
+      expectTypeOf(erasure).toEqualTypeOf<CallResult<Erasure>>();
+      expectTypeOf(await waitForErasure(client, 'era_1')).toEqualTypeOf<CallResult<Erasure>>();
+      // The old names stay, as aliases.
+      expectTypeOf<RunCallResult<Run>>().toEqualTypeOf<CallResult<Run>>();
+      expectTypeOf<ErasureCallResult<Erasure>>().toEqualTypeOf<CallResult<Erasure>>();
+      // The README's check: error first, then data without `?.`.
+      if (erasure.error) expectTypeOf(erasure.error).toEqualTypeOf<Problem>();
+      else expectTypeOf(erasure.data).toEqualTypeOf<Erasure>();
+      if (!score.data) expectTypeOf(score.error).toEqualTypeOf<Problem>();
+      const verified = await fetchVerifiedLogRecord(client, SCORE_RESPONSE.log_cid);
+      if (!verified.error) expectTypeOf(verified.data.bytes).toEqualTypeOf<Uint8Array>();
+    };
+    expect(typesOnly).toBeTypeOf('function');
   });
 
   it('refuses calls the contract does not allow', async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   API_KEY,
   BASE_URL,
@@ -16,6 +16,7 @@ import {
   listSubjectRecords,
   waitForErasure,
 } from './erasure-calls.js';
+import type { Problem } from './problem-guard.js';
 
 const ERASURE_ID = 'era_01JZ4VB2C4D6E8F0G2H4J6K8M0';
 const CID = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku';
@@ -53,6 +54,22 @@ describe('eraseSubject', () => {
   it('answers a refusal as error', async () => {
     const { fetch } = scriptedFetch(problemResponse(400, 'validation_failed'));
     expect((await eraseSubject(clientWith(fetch), '')).error?.code).toBe('validation_failed');
+  });
+
+  it('narrows data by a check of error (the README example), so error is never empty', async () => {
+    const { fetch } = scriptedFetch(
+      jsonResponse(erasure('pending'), 202),
+      new Response(null, { status: 502, statusText: 'Bad Gateway' }),
+    );
+    const accepted = await eraseSubject(clientWith(fetch), 'applicant-42');
+    if (accepted.error) throw new Error(accepted.error.detail);
+    expectTypeOf(accepted.data).toEqualTypeOf<Erasure>();
+    expect(accepted.data.id).toBe(ERASURE_ID);
+    // A proxy's empty 502 still answers a problem, made from its status.
+    const failed = await eraseSubject(clientWith(fetch), 'applicant-42');
+    expect(failed.data).toBeUndefined();
+    expect(failed.error).toMatchObject({ status: 502, code: 'internal_error', title: 'Bad Gateway' });
+    if (!failed.data) expectTypeOf(failed.error).toEqualTypeOf<Problem>();
   });
 });
 

@@ -1,12 +1,10 @@
 import type { Client } from 'openapi-fetch';
 import type { Erasure, paths, SubjectRecord } from './api-types.js';
-import type { Problem } from './problem-guard.js';
+import { type CallResult, failureOf, resultOf } from './call-result.js';
 import { type PollOptions, pollUntil } from './resource-polling.js';
 
-/** A result of the erasure helpers: data, or the problem the server answered with (never both). */
-export type ErasureCallResult<T> =
-  | { data: T; error?: never; response: Response }
-  | { data?: never; error: Problem | undefined; response: Response };
+/** @deprecated Use {@link CallResult}, the same type under the name every helper's result has. */
+export type ErasureCallResult<T> = CallResult<T>;
 
 /**
  * Erases everything the tenant holds about `subject`: `POST /v1/erasures`, with an `Idempotency-Key` when
@@ -17,13 +15,13 @@ export async function eraseSubject(
   client: Client<paths>,
   subject: string,
   options: { idempotencyKey?: string; signal?: AbortSignal } = {},
-): Promise<ErasureCallResult<Erasure>> {
+): Promise<CallResult<Erasure>> {
   const { data, error, response } = await client.POST('/v1/erasures', {
     body: { subject },
     ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
     ...(options.signal && { signal: options.signal }),
   });
-  return data ? { data, response } : { error, response };
+  return resultOf(data, error, response);
 }
 
 /**
@@ -34,12 +32,12 @@ export async function getErasure(
   client: Client<paths>,
   erasureId: string,
   options: { signal?: AbortSignal } = {},
-): Promise<ErasureCallResult<Erasure>> {
+): Promise<CallResult<Erasure>> {
   const { data, error, response } = await client.GET('/v1/erasures/{id}', {
     params: { path: { id: erasureId } },
     ...(options.signal && { signal: options.signal }),
   });
-  return data ? { data, response } : { error, response };
+  return resultOf(data, error, response);
 }
 
 /** How {@link waitForErasure} polls. Every field has a default. */
@@ -55,7 +53,7 @@ export function waitForErasure(
   client: Client<paths>,
   erasureId: string,
   options: WaitForErasureOptions = {},
-): Promise<ErasureCallResult<Erasure>> {
+): Promise<CallResult<Erasure>> {
   return pollUntil(
     (signal) =>
       client.GET('/v1/erasures/{id}', { params: { path: { id: erasureId } }, ...(signal && { signal }) }),
@@ -73,7 +71,7 @@ export async function listSubjectRecords(
   client: Client<paths>,
   subject: string,
   options: { limit?: number; signal?: AbortSignal } = {},
-): Promise<ErasureCallResult<SubjectRecord[]>> {
+): Promise<CallResult<SubjectRecord[]>> {
   const records: SubjectRecord[] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -81,7 +79,7 @@ export async function listSubjectRecords(
       body: { subject, limit: options.limit ?? 100, ...(cursor && { cursor }) },
       ...(options.signal && { signal: options.signal }),
     });
-    if (!data) return { error, response };
+    if (!data) return failureOf(error, response);
     records.push(...data.data);
     if (data.next_cursor === null) return { data: records, response };
     cursor = data.next_cursor;
@@ -98,7 +96,7 @@ export async function listErasedLogCids(
   client: Client<paths>,
   erasureId: string,
   options: { limit?: number; signal?: AbortSignal } = {},
-): Promise<ErasureCallResult<string[]>> {
+): Promise<CallResult<string[]>> {
   const cids: string[] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -109,7 +107,7 @@ export async function listErasedLogCids(
       },
       ...(options.signal && { signal: options.signal }),
     });
-    if (!data) return { error, response };
+    if (!data) return failureOf(error, response);
     cids.push(...data.data);
     if (data.next_cursor === null) return { data: cids, response };
     cursor = data.next_cursor;

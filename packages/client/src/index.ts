@@ -7,6 +7,7 @@
 export type { Middleware } from 'openapi-fetch';
 export type * from './api-types.js';
 export { API_KEY_PATTERN, assertApiKey, authMiddleware } from './auth-middleware.js';
+export type { CallResult } from './call-result.js';
 export {
   type ClientOptions,
   createClient,

@@ -1,6 +1,6 @@
 import type { Client } from 'openapi-fetch';
 import type { Notice, paths, Reason, ScoreResult } from './api-types.js';
-import type { RunCallResult } from './run-polling.js';
+import { type CallResult, resultOf } from './call-result.js';
 import type { CallOptions } from './typed-calls.js';
 
 /**
@@ -31,17 +31,17 @@ export async function getNotice(
   client: Client<paths>,
   cid: string,
   options?: NoticeOptions & { format?: 'json' },
-): Promise<RunCallResult<Notice>>;
+): Promise<CallResult<Notice>>;
 export async function getNotice(
   client: Client<paths>,
   cid: string,
   options: NoticeOptions & { format: 'html' },
-): Promise<RunCallResult<string>>;
+): Promise<CallResult<string>>;
 export async function getNotice(
   client: Client<paths>,
   cid: string,
   options: NoticeOptions = {},
-): Promise<RunCallResult<Notice | string>> {
+): Promise<CallResult<Notice | string>> {
   const html = options.format === 'html';
   const { data, error, response } = await client.GET('/v1/logs/{cid}/notice', {
     params: { path: { cid } },
@@ -52,5 +52,5 @@ export async function getNotice(
     parseAs: html ? 'text' : 'json',
     ...(options.signal && { signal: options.signal }),
   });
-  return data !== undefined ? { data: data as Notice | string, response } : { error, response };
+  return resultOf(data as Notice | string | undefined, error, response);
 }

@@ -1,3 +1,4 @@
+import { type CallResult, resultOf } from './call-result.js';
 import type { Problem } from './problem-guard.js';
 import { backoffMs, retryAfterMs } from './retry-delay.js';
 
@@ -47,10 +48,7 @@ export async function pollUntil<T>(
   fetchOnce: (signal: AbortSignal | undefined) => Promise<Fetched<T>>,
   done: (data: T) => boolean,
   options: PollOptions = {},
-): Promise<
-  | { data: T; error?: never; response: Response }
-  | { data?: never; error: Problem | undefined; response: Response }
-> {
+): Promise<CallResult<T>> {
   const { signal } = options;
   const initialDelayMs = options.initialDelayMs ?? 250;
   const maxDelayMs = options.maxDelayMs ?? 5000;
@@ -61,7 +59,7 @@ export async function pollUntil<T>(
     signal?.throwIfAborted();
     const { data, error, response } = await fetchOnce(signal);
     if (data !== undefined && done(data)) return { data, response };
-    if (data === undefined && !TRY_AGAIN.has(response.status)) return { error, response };
+    if (data === undefined && !TRY_AGAIN.has(response.status)) return resultOf(data, error, response);
     const asked = retryAfterMs(response.headers.get('Retry-After'), now());
     await sleep(asked ?? backoffMs(poll, initialDelayMs * 2, maxDelayMs, random()), signal);
   }

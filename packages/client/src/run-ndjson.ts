@@ -1,6 +1,8 @@
 import type { Client } from 'openapi-fetch';
 import type { paths, Run } from './api-types.js';
-import type { RunCallResult, RunItem } from './run-polling.js';
+import { type CallResult, resultOf } from './call-result.js';
+import type { Problem } from './problem-guard.js';
+import type { RunItem } from './run-polling.js';
 
 /** How far an NDJSON upload is: bytes and lines sent so far (lines ending in a newline). */
 export interface UploadProgress {
@@ -27,7 +29,7 @@ export async function uploadRunNdjson(
     onProgress?: (progress: UploadProgress) => void;
     signal?: AbortSignal;
   } = {},
-): Promise<RunCallResult<Run>> {
+): Promise<CallResult<Run>> {
   const progress: UploadProgress = { bytes: 0, lines: 0 };
   const encoder = new TextEncoder();
   const chunks = await chunksOf(source);
@@ -58,7 +60,7 @@ export async function uploadRunNdjson(
     duplex: 'half',
     ...(options.signal && { signal: options.signal }),
   } as never);
-  return data ? { data: data as Run, response } : { error, response };
+  return resultOf(data as Run | undefined, error as Problem | undefined, response);
 }
 
 async function chunksOf(source: NdjsonSource): Promise<AsyncIterator<Uint8Array | string>> {

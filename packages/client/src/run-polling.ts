@@ -1,12 +1,13 @@
 import type { Client } from 'openapi-fetch';
 import type { CreateRunRequest, paths, Run, RunItemError, RunItemResult } from './api-types.js';
-import type { Problem } from './problem-guard.js';
+import { type CallResult, failureOf, resultOf } from './call-result.js';
 import { type PollOptions, pollUntil } from './resource-polling.js';
 
-/** A result of the run helpers: data, or the problem the server answered with (never both). */
-export type RunCallResult<T> =
-  | { data: T; error?: never; response: Response }
-  | { data?: never; error: Problem | undefined; response: Response };
+/**
+ * @deprecated Use {@link CallResult}, the same type under a name that fits every helper (it is also what
+ * `scoreSubject`, `getPolicy` and the erasure helpers answer, not only the run helpers).
+ */
+export type RunCallResult<T> = CallResult<T>;
 
 /**
  * Starts a run: `POST /v1/scoring/runs`, with an `Idempotency-Key` when given, so that retrying after a
@@ -17,13 +18,13 @@ export async function submitRun(
   client: Client<paths>,
   body: CreateRunRequest,
   options: { idempotencyKey?: string; signal?: AbortSignal } = {},
-): Promise<RunCallResult<Run>> {
+): Promise<CallResult<Run>> {
   const { data, error, response } = await client.POST('/v1/scoring/runs', {
     body,
     ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
     ...(options.signal && { signal: options.signal }),
   });
-  return data ? { data, response } : { error, response };
+  return resultOf(data, error, response);
 }
 
 /** How {@link waitForRun} polls. Every field has a default. */
@@ -46,7 +47,7 @@ export function waitForRun(
   client: Client<paths>,
   runId: string,
   options: WaitForRunOptions = {},
-): Promise<RunCallResult<Run>> {
+): Promise<CallResult<Run>> {
   const { onProgress, ...polling } = options;
   return pollUntil(
     (signal) =>
@@ -70,7 +71,7 @@ export async function fetchRunResults(
   client: Client<paths>,
   runId: string,
   options: { limit?: number; signal?: AbortSignal } = {},
-): Promise<RunCallResult<RunItem[]>> {
+): Promise<CallResult<RunItem[]>> {
   const items: RunItem[] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -78,7 +79,7 @@ export async function fetchRunResults(
       params: { path: { id: runId }, query: { limit: options.limit ?? 1000, ...(cursor && { cursor }) } },
       ...(options.signal && { signal: options.signal }),
     });
-    if (!data) return { error, response };
+    if (!data) return failureOf(error, response);
     // Asked for JSON (the default Accept), so never the NDJSON form's text.
     const page = data as Exclude<typeof data, string>;
     items.push(...page.data);

@@ -8,7 +8,7 @@ import type {
   ScoreRequest,
   ScoreResponse,
 } from './api-types.js';
-import type { RunCallResult } from './run-polling.js';
+import { type CallResult, resultOf } from './call-result.js';
 import type { WebhookEventType } from './webhook-event-handler.js';
 
 /**
@@ -48,7 +48,7 @@ export async function scoreSubject(
   client: Client<paths>,
   body: ScoreRequest,
   options: ScoreCallOptions = {},
-): Promise<RunCallResult<ScoreResponse>> {
+): Promise<CallResult<ScoreResponse>> {
   const { logInclusion } = options;
   const prefer =
     logInclusion === undefined || logInclusion === false
@@ -61,7 +61,7 @@ export async function scoreSubject(
     ...(prefer !== undefined && { params: { header: { Prefer: prefer } } }),
     ...(options.signal && { signal: options.signal }),
   });
-  return data ? { data, response } : { error, response };
+  return resultOf(data, error, response);
 }
 
 /** `GET /v1/scoring/policies/{jurisdiction}`: the policy that scores a jurisdiction (or `default`). */
@@ -69,12 +69,12 @@ export async function getPolicy(
   client: Client<paths>,
   jurisdiction: string,
   options: CallOptions = {},
-): Promise<RunCallResult<Policy>> {
+): Promise<CallResult<Policy>> {
   const { data, error, response } = await client.GET('/v1/scoring/policies/{jurisdiction}', {
     params: { path: { jurisdiction } },
     ...(options.signal && { signal: options.signal }),
   });
-  return data ? { data, response } : { error, response };
+  return resultOf(data, error, response);
 }
 
 /**
@@ -86,13 +86,13 @@ export async function registerWebhook(
   client: Client<paths>,
   body: RegisterWebhookBody,
   options: CallOptions & { idempotencyKey?: string } = {},
-): Promise<RunCallResult<RegisteredWebhook>> {
+): Promise<CallResult<RegisteredWebhook>> {
   const { data, error, response } = await client.POST('/v1/webhooks/register', {
     body: body as RegisterWebhookRequest,
     ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
     ...(options.signal && { signal: options.signal }),
   });
-  return data ? { data, response } : { error, response };
+  return resultOf(data, error, response);
 }
 
 /**
@@ -105,7 +105,7 @@ export async function replayWebhookEvents(
   webhookId: string,
   range: { since: Date | string; until: Date | string },
   options: CallOptions & { idempotencyKey?: string } = {},
-): Promise<RunCallResult<ReplayQueued>> {
+): Promise<CallResult<ReplayQueued>> {
   const iso = (at: Date | string) => (typeof at === 'string' ? at : at.toISOString());
   const { data, error, response } = await client.POST('/v1/webhooks/{id}/replay', {
     params: { path: { id: webhookId } },
@@ -113,5 +113,5 @@ export async function replayWebhookEvents(
     ...(options.idempotencyKey !== undefined && { headers: { 'Idempotency-Key': options.idempotencyKey } }),
     ...(options.signal && { signal: options.signal }),
   });
-  return data ? { data, response } : { error, response };
+  return resultOf(data, error, response);
 }

@@ -1,5 +1,6 @@
 import type { Client } from 'openapi-fetch';
 import type { LogRecord, paths, ScoreResponse } from './api-types.js';
+import { type CallResult, failureOf } from './call-result.js';
 import {
   LogProofError,
   type VerifiedCheckpoint,
@@ -34,13 +35,10 @@ export interface LogInclusion {
 }
 
 /** The result of {@link fetchVerifiedLogRecord}: verified data, or an error as data (never both). */
-export type VerifiedLogRecordResult =
-  | {
-      data: { bytes: Uint8Array; record: LogRecord; inclusion?: LogInclusion };
-      error?: never;
-      response: Response;
-    }
-  | { data?: never; error: Problem | LogRecordMismatch | LogProofFailure | undefined; response: Response };
+export type VerifiedLogRecordResult = CallResult<
+  { bytes: Uint8Array; record: LogRecord; inclusion?: LogInclusion },
+  Problem | LogRecordMismatch | LogProofFailure
+>;
 
 /**
  * Fetches `GET /v1/logs/{cid}` as raw bytes and checks that they hash to `cid`, which proves the record
@@ -78,7 +76,7 @@ export async function fetchVerifiedLogRecord(
     parseAs: 'arrayBuffer',
     ...init,
   });
-  if (!response.ok) return { error, response };
+  if (!response.ok) return failureOf(error, response);
   const bytes = new Uint8Array(data ?? new ArrayBuffer(0));
   const computed = await computeLogCid(bytes);
   if (!expected.equals(parseCid(computed))) {
@@ -88,7 +86,7 @@ export async function fetchVerifiedLogRecord(
   const record = JSON.parse(new TextDecoder().decode(bytes)) as LogRecord;
   if (verifierKey === undefined) return { data: { bytes, record }, response };
   const proof = await client.GET('/v1/log/proofs/inclusion/{cid}', { params: { path: { cid } }, ...init });
-  if (proof.data === undefined) return { error: proof.error, response: proof.response };
+  if (proof.data === undefined) return failureOf(proof.error, proof.response);
   try {
     const checkpoint = await verifyCheckpoint(proof.data.checkpoint.note, verifierKey, {
       origin: origin as string,
