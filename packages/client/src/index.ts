@@ -80,6 +80,7 @@ export {
   type WebhookEventHandlers,
   type WebhookEventOf,
   type WebhookEventType,
+  type WebhookHandlersResult,
 } from './webhook-event-handler.js';
 export {
   type ReceivedHeaders,

@@ -31,6 +31,32 @@ describe('handleWebhookEvent', () => {
     expect(handleWebhookEvent(TEST_EVENT, {})).toBeUndefined();
   });
 
+  it('takes handlers returning a Promise or nothing in any mix, and answers the union of what they return', async () => {
+    const seen: string[] = [];
+    const mixed = handleWebhookEvent(TEST_EVENT, {
+      'run.completed': async (event) => {
+        seen.push(event.data.run_id);
+      },
+      'webhook.test': (event) => {
+        seen.push(event.data.message);
+      },
+    });
+    expectTypeOf(mixed).toEqualTypeOf<Promise<void> | void | undefined>();
+    await mixed;
+    // A plain otherwise beside async handlers; otherwise's answer replaces the undefined.
+    const withOtherwise = handleWebhookEvent(
+      { ...TEST_EVENT, type: 'run.paused' } as unknown as WebhookEvent,
+      { 'run.completed': async () => 'completed' },
+      (event) => void seen.push(`other: ${event.type}`),
+    );
+    expectTypeOf(withOtherwise).toEqualTypeOf<Promise<string> | undefined>();
+    await withOtherwise;
+    const numbers = handleWebhookEvent(TEST_EVENT, { 'webhook.test': () => 1 }, async () => 'two');
+    expectTypeOf(numbers).toEqualTypeOf<number | Promise<string>>();
+    expect(numbers).toBe(1);
+    expect(seen).toEqual(['hello', 'other: run.paused']);
+  });
+
   it('narrows each handler to its own event type', () => {
     expectTypeOf<WebhookEventType>().toEqualTypeOf<
       | 'run.completed'
