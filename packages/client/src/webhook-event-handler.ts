@@ -1,6 +1,9 @@
 import type { WebhookEvent } from './api-types.js';
 
-/** The type of an event: `run.completed`, `run.failed`, `policy.escalated` or `webhook.test`. */
+/**
+ * The type of an event: `run.completed`, `run.failed`, `policy.escalated`, `subject.erased`,
+ * `webhook.test`, and the operational `webhook.disabled` and `delivery.exhausted`.
+ */
 export type WebhookEventType = WebhookEvent['type'];
 
 /** The event of type `T`, with its `data` typed. */
