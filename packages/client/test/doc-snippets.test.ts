@@ -1,0 +1,81 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type DocBlock, docBlocks, README, SNIPPET_CONTEXT, WEBHOOK_GUIDE } from './doc-snippets.js';
+
+/**
+ * Every TypeScript example of the README and the webhook guide's receiver compile against the built
+ * client (dist/, as the package exports it), with the repository's TypeScript and the README's tsconfig:
+ * an example that drifts from the client's types fails here. (test/pack.test.ts compiles the first
+ * example against the packed tarball with TypeScript 5.x and 7.x.)
+ */
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+
+let workDir = '';
+afterAll(async () => {
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+const keyOf = (block: DocBlock) => `${block.heading}#${block.index}`;
+const fileOf = (block: DocBlock) =>
+  `${basename(block.file, '.md')}-${block.heading.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${block.index}.ts`;
+
+describe('the documentation examples', () => {
+  it('type-check against the built client with the README tsconfig', { timeout: 120_000 }, async () => {
+    if (!existsSync(join(ROOT, 'packages/client/dist/index.d.ts'))) {
+      throw new Error('dist/ is missing: run `npm run build -w @scenario-scoring/client` first');
+    }
+    const readme = await docBlocks(README, 'ts');
+    const guide = await docBlocks(WEBHOOK_GUIDE, 'ts');
+    // The guide's TypeScript receiver is there, and each context still names an example.
+    expect(guide.map(keyOf)).toEqual(['Verifying the signature#0']);
+    const blocks = [...readme, ...guide];
+    expect(Object.keys(SNIPPET_CONTEXT).filter((key) => !blocks.some((b) => keyOf(b) === key))).toEqual([]);
+    expect(readme.length).toBeGreaterThanOrEqual(11);
+
+    // Under the workspace's node_modules, so that '@scenario-scoring/client' resolves to this package's
+    // exports (dist/) and 'express' and @types/node to the workspace's, as in a consumer's project.
+    await mkdir(join(ROOT, 'node_modules/.cache'), { recursive: true });
+    workDir = await mkdtemp(join(ROOT, 'node_modules/.cache/doc-snippets-'));
+    await writeFile(join(workDir, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+    const where = new Map<string, { block: DocBlock; contextLines: number }>();
+    for (const block of blocks) {
+      const context = SNIPPET_CONTEXT[keyOf(block)] ?? '';
+      where.set(fileOf(block), { block, contextLines: context.split('\n').length });
+      await writeFile(join(workDir, fileOf(block)), `${context}\n${block.code}\nexport {};\n`);
+    }
+    const [tsconfig] = await docBlocks(README, 'json');
+    const { compilerOptions } = JSON.parse(tsconfig?.code ?? '{}') as { compilerOptions: object };
+    await writeFile(
+      join(workDir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions, files: [...where.keys()] }),
+    );
+    const version = await run('node', [TSC, '--version']);
+    expect(version.stdout).toMatch(/^Version 5\.9\./);
+    const compiled = await run('node', [TSC, '-p', 'tsconfig.json', '--pretty', 'false'], {
+      cwd: workDir,
+    }).then(
+      () => '',
+      (failed: { stdout: string; stderr: string }) => failed.stdout + failed.stderr,
+    );
+    // Each error with the example it is in: its file, heading and line in the Markdown.
+    const errors = compiled
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => {
+        const at = /^([^(]+)\((\d+),\d+\)/.exec(line);
+        const found = at && where.get(at[1] ?? '');
+        if (!found) return line;
+        const { block, contextLines } = found;
+        const markdownLine = block.line + Number(at[2]) - contextLines;
+        return `${basename(block.file)}:${markdownLine} (${block.heading}): ${line}`;
+      });
+    expect(errors).toEqual([]);
+  });
+});
