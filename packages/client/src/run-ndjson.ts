@@ -10,16 +10,22 @@ export interface UploadProgress {
   lines: number;
 }
 
-/** Where an NDJSON run's items come from: a file's path (Node only), a web stream, or any async iterable of bytes. */
+/**
+ * Where an NDJSON run's items come from: a file's path (Node only; a string is always a path, never the
+ * NDJSON itself), a web stream, or any async iterable of bytes or strings. NDJSON text you hold in memory
+ * goes as `new Blob([text]).stream()`.
+ */
 export type NdjsonSource = string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array | string>;
 
 /**
  * Starts a run from NDJSON (`POST /v1/scoring/runs` as `application/x-ndjson`, one `{subject, context}`
  * per line; see the contract for the rule on bad lines and the limits), streaming `source` without
  * holding it in memory, and calling `onProgress` as chunks are handed to the connection. A path is read
- * with `node:fs` (loaded only then). Answers the queued run, or the problem (413 `payload_too_large` past
- * the limits). The upload is never retried (its body is a stream): with an `idempotencyKey`, calling this
- * again after a network error is safe.
+ * with `node:fs` (loaded only then), and opened before the request: a file that cannot be read rejects at
+ * once with an error naming it (its `code`, such as `ENOENT`, and the system error as `cause`), without
+ * sending anything. Answers the queued run, or the problem (413 `payload_too_large` past the limits). The
+ * upload is never retried (its body is a stream): with an `idempotencyKey`, calling this again after a
+ * network error is safe.
  */
 export async function uploadRunNdjson(
   client: Client<paths>,
@@ -52,14 +58,20 @@ export async function uploadRunNdjson(
   });
   const headers: Record<string, string> = { 'Content-Type': 'application/x-ndjson' };
   if (options.idempotencyKey !== undefined) headers['Idempotency-Key'] = options.idempotencyKey;
-  const { data, error, response } = await client.POST('/v1/scoring/runs', {
-    body: body as never,
-    bodySerializer: (stream: unknown) => stream as never,
-    headers,
-    // fetch sends a stream only half-duplex.
-    duplex: 'half',
-    ...(options.signal && { signal: options.signal }),
-  } as never);
+  const { data, error, response } = await client
+    .POST('/v1/scoring/runs', {
+      body: body as never,
+      bodySerializer: (stream: unknown) => stream as never,
+      headers,
+      // fetch sends a stream only half-duplex.
+      duplex: 'half',
+      ...(options.signal && { signal: options.signal }),
+    } as never)
+    .catch(async (failure: unknown) => {
+      // Close the file this opened, which a failed request may have left unread (a caller's stream is theirs).
+      if (typeof source === 'string') await chunks.return?.(undefined).catch(() => {});
+      throw failure;
+    });
   return resultOf(data as Run | undefined, error as Problem | undefined, response);
 }
 
@@ -67,15 +79,41 @@ async function chunksOf(source: NdjsonSource): Promise<AsyncIterator<Uint8Array 
   if (typeof source === 'string') {
     // A file path exists only in Node: the module name is a value, not a literal, so that a web app's
     // bundler (esbuild, Vite, webpack) leaves the import alone instead of failing to resolve `node:fs`.
-    const fsModule: string = 'node:fs';
-    const { createReadStream } = (await import(
+    const fsModule: string = 'node:fs/promises';
+    const { open } = (await import(
       /* @vite-ignore */ /* webpackIgnore: true */ fsModule
-    )) as typeof import('node:fs');
-    return (createReadStream(source) as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    )) as typeof import('node:fs/promises');
+    // Opened now, so that a missing file fails here, naming it, rather than as fetch's "fetch failed".
+    const file = await open(source, 'r').catch((failure: unknown) => {
+      throw unreadableFile(source, failure);
+    });
+    if (!(await file.stat()).isFile()) {
+      await file.close();
+      const notFile = Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${source}'`), {
+        code: 'EISDIR',
+        path: source,
+      });
+      throw unreadableFile(source, notFile);
+    }
+    return (file.createReadStream() as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   }
   if (source instanceof ReadableStream)
     return (source as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   return source[Symbol.asyncIterator]();
+}
+
+/** The error for an NDJSON file that cannot be read: names the file, keeps the system error's `code` and `path`. */
+function unreadableFile(path: string, cause: unknown): Error {
+  const { code, message } = (cause ?? {}) as { code?: unknown; message?: unknown };
+  // A string is a path: NDJSON passed as a string by mistake is told how to send it.
+  const hint = /[\n{]/.test(path)
+    ? ' A string source is a file path; send NDJSON text as new Blob([text]).stream().'
+    : '';
+  const error = new Error(
+    `uploadRunNdjson cannot read the NDJSON file ${JSON.stringify(path)}: ${typeof message === 'string' ? message : String(cause)}.${hint}`,
+    { cause },
+  );
+  return Object.assign(error, { path, ...(typeof code === 'string' && { code }) });
 }
 
 /**
