@@ -1,10 +1,13 @@
 import { readFile } from 'node:fs/promises';
+import type { Middleware } from 'openapi-fetch';
 import { describe, expect, it } from 'vitest';
 import {
   API_KEY,
   BASE_URL,
   jsonResponse,
+  networkError,
   problemResponse,
+  recordingSleep,
   SCORE_RESPONSE,
   scriptedFetch,
 } from '../test/scripted-fetch.js';
@@ -124,5 +127,102 @@ describe('createClient', () => {
     expect(failed.data).toBeUndefined();
     expect(failed.error?.code).toBe('validation_failed');
     expect(failed.response.status).toBe(400);
+  });
+
+  describe('middleware option', () => {
+    /** A middleware that records what it sees, and tags each attempt's request. */
+    function recorder() {
+      const seen: string[] = [];
+      let attempt = 0;
+      const middleware: Middleware = {
+        onRequest({ request }) {
+          attempt += 1;
+          seen.push(`request ${request.headers.has('Authorization') && request.headers.has('X-Request-Id')}`);
+          const tagged = new Request(request);
+          tagged.headers.set('X-Attempt', String(attempt));
+          return tagged;
+        },
+        onResponse({ response }) {
+          seen.push(`response ${response.status}`);
+        },
+        onError({ error }) {
+          seen.push(`error ${(error as Error).message}`);
+        },
+      };
+      return { seen, middleware };
+    }
+
+    it("runs the caller's middleware around every attempt, retries included, after the client's headers", async () => {
+      const { fetch, sent } = scriptedFetch(
+        problemResponse(503, 'service_unavailable'),
+        jsonResponse(SCORE_RESPONSE),
+      );
+      const { seen, middleware } = recorder();
+      const { sleep } = recordingSleep();
+      const client = createClient({
+        baseUrl: BASE_URL,
+        apiKey: API_KEY,
+        fetch,
+        retries: { sleep, random: () => 0 },
+        middleware: [middleware],
+      });
+
+      const { data } = await client.POST('/v1/scoring/score', { body: SCORE_BODY });
+
+      expect(data?.log_cid).toBe(SCORE_RESPONSE.log_cid);
+      expect(seen).toEqual(['request true', 'response 503', 'request true', 'response 200']);
+      expect(sent.map((request) => request.headers.get('X-Attempt'))).toEqual(['1', '2']);
+      expect(JSON.parse(sent[1]?.body ?? '')).toEqual(SCORE_BODY);
+    });
+
+    it('shows it each network error of a retried GET', async () => {
+      const { fetch } = scriptedFetch(networkError(), jsonResponse({ data: [], next_cursor: null }));
+      const { seen, middleware } = recorder();
+      const { sleep } = recordingSleep();
+      const client = createClient({
+        baseUrl: BASE_URL,
+        apiKey: API_KEY,
+        fetch,
+        retries: { sleep },
+        middleware: [middleware],
+      });
+
+      const { response } = await client.GET('/v1/webhooks');
+
+      expect(response.status).toBe(200);
+      expect(seen).toEqual(['request true', 'error fetch failed', 'request true', 'response 200']);
+    });
+
+    it('installs it without retries too, and refuses what is not middleware', async () => {
+      const { fetch, sent } = scriptedFetch(jsonResponse(SCORE_RESPONSE));
+      const { seen, middleware } = recorder();
+      const client = createClient({
+        baseUrl: BASE_URL,
+        apiKey: API_KEY,
+        fetch,
+        retries: false,
+        middleware: [middleware],
+      });
+      await client.POST('/v1/scoring/score', { body: SCORE_BODY });
+      expect(seen).toEqual(['request true', 'response 200']);
+      expect(sent[0]?.headers.get('X-Attempt')).toBe('1');
+      expect(() =>
+        createClient({ baseUrl: BASE_URL, apiKey: API_KEY, middleware: [() => undefined] as never }),
+      ).toThrow(TypeError);
+    });
+
+    it('client.use, by contrast, sees the first attempt only (as the README says)', async () => {
+      const { fetch } = scriptedFetch(
+        problemResponse(503, 'service_unavailable'),
+        jsonResponse(SCORE_RESPONSE),
+      );
+      const { seen, middleware } = recorder();
+      const { sleep } = recordingSleep();
+      const client = createClient({ baseUrl: BASE_URL, apiKey: API_KEY, fetch, retries: { sleep } });
+      client.use(middleware);
+      const { data } = await client.POST('/v1/scoring/score', { body: SCORE_BODY });
+      expect(data).toBeDefined();
+      expect(seen).toEqual(['request true', 'response 503']);
+    });
   });
 });

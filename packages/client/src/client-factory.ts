@@ -1,4 +1,4 @@
-import createOpenApiClient, { type Client } from 'openapi-fetch';
+import createOpenApiClient, { type Client, type Middleware } from 'openapi-fetch';
 import type { paths } from './api-types.js';
 import { assertApiKey, authMiddleware } from './auth-middleware.js';
 import { CLIENT_VERSION } from './client-version.js';
@@ -24,6 +24,15 @@ export interface ClientOptions {
   userAgent?: string;
   /** Headers sent with every request. */
   headers?: Record<string, string>;
+  /**
+   * openapi-fetch middleware run around every attempt, retries included, after the client's own (the
+   * `Authorization` and `X-Request-Id` headers are set): `onRequest` sees each attempt's request,
+   * `onResponse` each attempt's response (a 503 that is then retried too), `onError` each network error,
+   * before the retry middleware decides whether to retry. For logging, metrics or tracing per attempt. One
+   * added later with `client.use(mw)` runs once per call instead, outside the retries: its `onResponse`
+   * sees only the first attempt's response.
+   */
+  middleware?: readonly Middleware[];
 }
 
 /** The `User-Agent` sent by default where the runtime lets a script choose it. */
@@ -61,6 +70,14 @@ export function createClient(options: ClientOptions): ScoringClient {
   if (options.fetch !== undefined && typeof options.fetch !== 'function') {
     throw new TypeError('fetch must be a function.');
   }
+  if (
+    options.middleware !== undefined &&
+    (!Array.isArray(options.middleware) ||
+      !options.middleware.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m)))
+  ) {
+    throw new TypeError('middleware must be an array of openapi-fetch middleware objects.');
+  }
+  const middleware = options.middleware ?? [];
   const userAgent = options.userAgent ?? (typeof document === 'undefined' ? DEFAULT_USER_AGENT : undefined);
   const client = createOpenApiClient<paths>({
     baseUrl: options.baseUrl,
@@ -69,7 +86,9 @@ export function createClient(options: ClientOptions): ScoringClient {
     headers: { ...(userAgent === undefined ? {} : { 'User-Agent': userAgent }), ...options.headers },
   });
   client.use(authMiddleware(options.apiKey), requestIdMiddleware(options.requestId));
-  // Last, so that it re-sends the request with every header the others set.
-  if (options.retries !== false) client.use(retryMiddleware(options.retries));
+  // Last, so that it re-sends the request with every header the others set; the caller's middleware runs
+  // inside it, around each attempt.
+  if (options.retries !== false) client.use(retryMiddleware(options.retries, middleware));
+  else if (middleware.length > 0) client.use(...middleware);
   return client;
 }

@@ -59,6 +59,9 @@ ${CLIENT}
 declare const baseUrl: string;
 declare const apiKey: string;
 declare const body: CreateRunRequest;`,
+  'Retries#1': `import { createClient } from '@scenario-scoring/client';
+declare const baseUrl: string;
+declare const apiKey: string;`,
   'Batch scoring (runs)#0': `import type { CreateRunRequest } from '@scenario-scoring/client';
 ${CLIENT}
 declare const items: CreateRunRequest['items'];`,
