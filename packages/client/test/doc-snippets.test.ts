@@ -10,8 +10,8 @@ import { type DocBlock, docBlocks, README, SNIPPET_CONTEXT, WEBHOOK_GUIDE } from
 /**
  * Every TypeScript example of the README and the webhook guide's receiver compile against the built
  * client (dist/, as the package exports it), with the repository's TypeScript and the README's tsconfig:
- * an example that drifts from the client's types fails here. (test/pack.test.ts compiles the first
- * example against the packed tarball with TypeScript 5.x and 7.x.)
+ * an example that drifts from the client's types fails here. (test/pack.test.ts compiles them against
+ * the packed tarball with TypeScript 5.x and 7.x.)
  */
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

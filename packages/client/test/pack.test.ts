@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { docBlocks, README, SNIPPET_CONTEXT, WEBHOOK_GUIDE } from './doc-snippets.js';
 
 /**
  * The published shape: `npm pack` the built package (with Node 22's npm run, as a consumer's older Node
@@ -268,7 +269,7 @@ describe('the packed package with each TypeScript the README names', () => {
     if (tsDir) await rm(tsDir, { recursive: true, force: true });
   });
 
-  it("compiles the README's example and a consumer of every export with TypeScript 5.x and 7.x, with the README's tsconfig", {
+  it("compiles the README's examples, the webhook guide's receiver and a consumer of every export with TypeScript 5.x and 7.x, with the README's tsconfig", {
     timeout: 240_000,
   }, async () => {
     if (!existsSync(join(PACKAGE_DIR, 'dist/index.js'))) {
@@ -286,11 +287,13 @@ describe('the packed package with each TypeScript the README names', () => {
       join(project, 'package.json'),
       JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
     );
-    // Both TypeScripts side by side, under aliases; @types/node for the example's process.env.
+    // Both TypeScripts side by side, under aliases; @types/node for the example's process.env, Express
+    // (the server's versions) for the webhook receivers.
     const aliases = Object.entries(TYPESCRIPTS).map(([version, spec]) => `ts${version}@npm:${spec}`);
+    const express = ['express@5.3.0', '@types/express@5.0.6'];
     await run(
       'npm',
-      ['install', '--no-audit', '--no-fund', join(tsDir, filename), '@types/node@24', ...aliases],
+      ['install', '--no-audit', '--no-fund', join(tsDir, filename), '@types/node@24', ...express, ...aliases],
       {
         cwd: project,
         env: cleanEnv,
@@ -306,10 +309,22 @@ describe('the packed package with each TypeScript the README names', () => {
     });
     await writeFile(join(project, 'example.ts'), await readmeBlock('Create a client and score', 'ts'));
     await writeFile(join(project, 'index.ts'), CONSUMER);
+    // The other examples (test/doc-snippets.test.ts compiles them against dist/ too), each with its context.
+    const snippets: string[] = [];
+    const examples = [...(await docBlocks(README, 'ts')), ...(await docBlocks(WEBHOOK_GUIDE, 'ts'))];
+    for (const [n, block] of examples.entries()) {
+      if (n === 0) continue; // example.ts
+      const key = `${block.heading}#${block.index}`;
+      snippets.push(`snippet-${n}.ts`);
+      await writeFile(
+        join(project, `snippet-${n}.ts`),
+        `// ${block.file}:${block.line}\n${SNIPPET_CONTEXT[key] ?? ''}\n${block.code}\nexport {};\n`,
+      );
+    }
     const readmeConfig = JSON.parse(await readmeBlock('TypeScript', 'json')) as {
       compilerOptions: Record<string, unknown>;
     };
-    const files = ['example.ts', 'index.ts'];
+    const files = ['example.ts', 'index.ts', ...snippets];
     const configs: Record<string, unknown> = {
       'tsconfig.readme.json': { ...readmeConfig, files },
       ...Object.fromEntries(
