@@ -73,6 +73,13 @@ export interface RunUploadOptions {
    * `quota_exceeded` (checked before each batch; none: no bound).
    */
   quota?: Pick<StorageQuota, 'check'>;
+  /**
+   * The checks of the request's headers and query that a JSON body gets (the text policy and the contract
+   * validator, app.ts), run before a byte of the body is read, with the body taken as the contract's
+   * `string` for this media type: a bad `Idempotency-Key` or an unknown query parameter is refused with the
+   * same problem as on the JSON form (none: no such checks, in unit tests).
+   */
+  checkRequest?: RequestHandler;
 }
 
 /**
@@ -138,6 +145,7 @@ async function upload(
   const leaseMs = limits.leaseMs ?? 120_000;
   checkCharset(req.headers['content-type'] as string);
   requireDeclaredContentEncoding(req, res, (() => {}) as NextFunction);
+  if (options.checkRequest) await checkHeadersAndQuery(req, res, options.checkRequest);
   const gzip = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() === 'gzip';
   const declared = declaredLength(req);
   if (!gzip && declared !== undefined && declared > limits.maxBytes) throw tooLarge(limits, 'bytes');
@@ -160,6 +168,23 @@ async function upload(
   } finally {
     mine.uploads -= 1;
     inProgress.leave(tenantId);
+  }
+}
+
+/**
+ * Runs `check` on the request with its body stood for by an empty string (the contract's schema of an
+ * NDJSON body is `string`): the body itself is not read, it is streamed to storage after. Rejects with
+ * the check's error, for the error handler to answer as it answers a JSON request's.
+ */
+async function checkHeadersAndQuery(req: Request, res: Response, check: RequestHandler): Promise<void> {
+  req.body = '';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const returned: unknown = check(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
+      if (returned instanceof Promise) returned.catch(reject);
+    });
+  } finally {
+    req.body = undefined;
   }
 }
 
