@@ -85,6 +85,32 @@ forEachDatabase('createApp', ({ storage }) => {
       path: '/query/colour',
       message: "Unknown query parameter 'colour'",
     });
+    expect(problem.errors?.map((error) => error.path)).toContain('/query/limit');
+  });
+
+  // Review: an unknown query parameter was refused alone: the other unknown ones, the missing required
+  // ones and the body's problems went unlisted until it was removed.
+  it('lists every unknown query parameter with every other problem of the request', async () => {
+    const proofs = await problemOf(
+      await server.request('/v1/log/proofs/consistency?first=0&second=1', { key }),
+    );
+    expect(proofs.code).toBe('validation_failed');
+    expect(proofs.errors?.map((error) => error.path).sort()).toEqual([
+      '/query/first',
+      '/query/from',
+      '/query/second',
+      '/query/to',
+    ]);
+    const run = await problemOf(
+      await server.request('/v1/scoring/runs?bogus=1', {
+        key,
+        method: 'POST',
+        body: { items: [{ subject: 'a', context: { jurisdiction: 'DE', utilization: 'high' } }] },
+      }),
+    );
+    expect(run.code).toBe('validation_failed');
+    expect(run.errors).toContainEqual({ path: '/query/bogus', message: "Unknown query parameter 'bogus'" });
+    expect(run.errors?.map((error) => error.path)).toContain('/body/items/0/context/utilization');
   });
 
   it('replaces an X-Request-Id it does not echo, whatever its length, as the guide says', async () => {

@@ -138,7 +138,7 @@ export type paths = {
          *     mark at the very start of the body is skipped, as before a JSON body (RFC 8259 §8.1); anywhere else
          *     it is part of its line, which is then not JSON. The headers and query are checked as the JSON form's,
          *     before the body is read: an invalid `Idempotency-Key` or an unknown query parameter is refused with
-         *     400 `validation_failed`. Up to 5,000,000
+         *     400 `validation_failed`, every problem listed. Up to 5,000,000
          *     lines and 1 GiB (`RUN_NDJSON_MAX_LINES`, `RUN_NDJSON_MAX_BYTES`): past either, the upload is refused
          *     with 413 `payload_too_large` and no run is created. The body is streamed to storage as it arrives, so
          *     it may take as long as it needs, up to `RUN_NDJSON_UPLOAD_TIMEOUT` (1 hour; after `RUN_NDJSON_IDLE_TIMEOUT`,
