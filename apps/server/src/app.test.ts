@@ -111,6 +111,29 @@ forEachDatabase('createApp', ({ storage }) => {
     expect(run.code).toBe('validation_failed');
     expect(run.errors).toContainEqual({ path: '/query/bogus', message: "Unknown query parameter 'bogus'" });
     expect(run.errors?.map((error) => error.path)).toContain('/body/items/0/context/utilization');
+    // The text policy's problems (a query integer not written in decimal, a NUL in the body) are listed
+    // with the contract's, each path once.
+    const both = await problemOf(
+      await server.request('/v1/scoring/runs?deadline=1&limit=0x10', {
+        key,
+        method: 'POST',
+        body: { items: [{ subject: 'a\u0000', context: { jurisdiction: 'DE', utilization: 'high' } }] },
+      }),
+    );
+    expect(both.errors?.map((error) => error.path).sort()).toEqual([
+      '/body/items/0/context/utilization',
+      '/body/items/0/subject',
+      '/query/deadline',
+      '/query/limit',
+    ]);
+    const proofs0x = await problemOf(
+      await server.request('/v1/log/proofs/consistency?from=0x10&second=1', { key }),
+    );
+    expect(proofs0x.errors).toEqual([
+      { path: '/query/from', message: 'must be a decimal integer' },
+      { path: '/query/second', message: "Unknown query parameter 'second'" },
+      { path: '/query/to', message: "must have required property 'to'" },
+    ]);
   });
 
   it('replaces an X-Request-Id it does not echo, whatever its length, as the guide says', async () => {

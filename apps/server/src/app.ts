@@ -19,6 +19,7 @@ import { contractValidation, requestValidationOnly } from './http/contract-valid
 import { deprecationHeaders } from './http/deprecation-headers.js';
 import { createErrorHandler } from './http/error-handler.js';
 import { headAsGet } from './http/head-requests.js';
+import { listedTogether } from './http/listed-together.js';
 import { inSequence } from './http/middleware-sequence.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { expressHandler, type OperationRoutes } from './http/operation-route.js';
@@ -263,7 +264,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
         quota,
         uploads: uploadsInProgress,
         // The JSON form's checks of the headers and query (below), without the body's.
-        checkRequest: inSequence([requestTextPolicy, ...requestValidationOnly(validation)]),
+        checkRequest: listedTogether(requestTextPolicy, requestValidationOnly(validation)),
       },
     ),
   );
@@ -275,9 +276,11 @@ export async function createApp(options: AppOptions): Promise<Express> {
         config.bodyLimitBytes,
       ),
       ...jsonBody(config.bodyLimitBytes),
-      requestTextPolicy,
-      refuseUnknownMembers(requestBodyShapes(operations, contract.document)),
-      ...validation,
+      // Every problem of the request in one answer: the text policy's and the contract's.
+      listedTogether(requestTextPolicy, [
+        refuseUnknownMembers(requestBodyShapes(operations, contract.document)),
+        ...validation,
+      ]),
     ]),
   );
   for (const operation of operations) {
