@@ -85,6 +85,55 @@ forEachDatabase('createApp', ({ storage }) => {
       path: '/query/colour',
       message: "Unknown query parameter 'colour'",
     });
+    expect(problem.errors?.map((error) => error.path)).toContain('/query/limit');
+  });
+
+  // Review: an unknown query parameter was refused alone: the other unknown ones, the missing required
+  // ones and the body's problems went unlisted until it was removed.
+  it('lists every unknown query parameter with every other problem of the request', async () => {
+    const proofs = await problemOf(
+      await server.request('/v1/log/proofs/consistency?first=0&second=1', { key }),
+    );
+    expect(proofs.code).toBe('validation_failed');
+    expect(proofs.errors?.map((error) => error.path).sort()).toEqual([
+      '/query/first',
+      '/query/from',
+      '/query/second',
+      '/query/to',
+    ]);
+    const run = await problemOf(
+      await server.request('/v1/scoring/runs?bogus=1', {
+        key,
+        method: 'POST',
+        body: { items: [{ subject: 'a', context: { jurisdiction: 'DE', utilization: 'high' } }] },
+      }),
+    );
+    expect(run.code).toBe('validation_failed');
+    expect(run.errors).toContainEqual({ path: '/query/bogus', message: "Unknown query parameter 'bogus'" });
+    expect(run.errors?.map((error) => error.path)).toContain('/body/items/0/context/utilization');
+    // The text policy's problems (a query integer not written in decimal, a NUL in the body) are listed
+    // with the contract's, each path once.
+    const both = await problemOf(
+      await server.request('/v1/scoring/runs?deadline=1&limit=0x10', {
+        key,
+        method: 'POST',
+        body: { items: [{ subject: 'a\u0000', context: { jurisdiction: 'DE', utilization: 'high' } }] },
+      }),
+    );
+    expect(both.errors?.map((error) => error.path).sort()).toEqual([
+      '/body/items/0/context/utilization',
+      '/body/items/0/subject',
+      '/query/deadline',
+      '/query/limit',
+    ]);
+    const proofs0x = await problemOf(
+      await server.request('/v1/log/proofs/consistency?from=0x10&second=1', { key }),
+    );
+    expect(proofs0x.errors).toEqual([
+      { path: '/query/from', message: 'must be a decimal integer' },
+      { path: '/query/second', message: "Unknown query parameter 'second'" },
+      { path: '/query/to', message: "must have required property 'to'" },
+    ]);
   });
 
   it('replaces an X-Request-Id it does not echo, whatever its length, as the guide says', async () => {

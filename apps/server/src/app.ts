@@ -15,10 +15,11 @@ import { authenticate } from './http/auth.js';
 import { BodyBudget, boundBodiesInFlight, INSTANCE_BODIES, TENANT_BODIES } from './http/body-budget.js';
 import { TRUSTED_PROXIES_SETTING, trustedProxies } from './http/client-address.js';
 import { allowedMethodsLookup, contractOperations } from './http/contract-routes.js';
-import { contractValidation } from './http/contract-validation.js';
+import { contractValidation, requestValidationOnly } from './http/contract-validation.js';
 import { deprecationHeaders } from './http/deprecation-headers.js';
 import { createErrorHandler } from './http/error-handler.js';
 import { headAsGet } from './http/head-requests.js';
+import { listedTogether } from './http/listed-together.js';
 import { inSequence } from './http/middleware-sequence.js';
 import { identifyOperation, operationLookup } from './http/operation-lookup.js';
 import { expressHandler, type OperationRoutes } from './http/operation-route.js';
@@ -240,6 +241,10 @@ export async function createApp(options: AppOptions): Promise<Express> {
       enforceStorageQuota(quota, quotaOperations(operations)),
     ]),
   );
+  const requestTextPolicy = textPolicy(
+    integerQueryParameters(operations, contract.document.components),
+    integerPathParameters(operations, contract.document.components),
+  );
   // A run's items as NDJSON are streamed to storage here: neither the JSON parser nor the validator reads them.
   app.post(
     '/v1/scoring/runs',
@@ -258,6 +263,8 @@ export async function createApp(options: AppOptions): Promise<Express> {
         pacer: features.backgroundPacer,
         quota,
         uploads: uploadsInProgress,
+        // The JSON form's checks of the headers and query (below), without the body's.
+        checkRequest: listedTogether(requestTextPolicy, requestValidationOnly(validation)),
       },
     ),
   );
@@ -269,12 +276,11 @@ export async function createApp(options: AppOptions): Promise<Express> {
         config.bodyLimitBytes,
       ),
       ...jsonBody(config.bodyLimitBytes),
-      textPolicy(
-        integerQueryParameters(operations, contract.document.components),
-        integerPathParameters(operations, contract.document.components),
-      ),
-      refuseUnknownMembers(requestBodyShapes(operations, contract.document)),
-      ...validation,
+      // Every problem of the request in one answer: the text policy's and the contract's.
+      listedTogether(requestTextPolicy, [
+        refuseUnknownMembers(requestBodyShapes(operations, contract.document)),
+        ...validation,
+      ]),
     ]),
   );
   for (const operation of operations) {

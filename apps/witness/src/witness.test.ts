@@ -125,9 +125,31 @@ describe('add-checkpoint', () => {
     // The fork's own proof from 20 to 30 is consistent with the fork, not with what the witness holds.
     const larger = await witness.addCheckpoint(await forked.request(20));
     expect(larger.status).toBe(422);
-    expect(refusals.map((refusal) => refusal.status)).toEqual([422, 422]);
+    expect(refusals.map((refusal) => [refusal.status, refusal.fork])).toEqual([
+      [422, true],
+      [422, false],
+    ]);
+    expect(refusals[0]?.reason).toMatch(/same size, different roots/);
     await honest.append(10);
     expect((await witness.addCheckpoint(await honest.request(20))).status).toBe(200);
+  });
+
+  // Review: the genuine cosigned checkpoint sent again with a junk proof line was refused as a fork ("same
+  // size, different roots"), logged as the evidence of one.
+  it('refuses a proof sent between equal sizes as a proof that does not verify, not as a fork', async () => {
+    const { witness, refusals } = await newWitness();
+    const log = new TestLog();
+    await log.append(7);
+    expect((await witness.addCheckpoint(await log.request(0))).status).toBe(200);
+    const checkpoint = await log.checkpoint();
+    const junk = `old 7\n${Buffer.alloc(32, 1).toString('base64')}\n\n${checkpoint}`;
+    const answer = await witness.addCheckpoint(junk);
+    expect(answer.status).toBe(422);
+    expect(answer.body).toMatch(/a proof between trees of the same size must be empty/);
+    expect(answer.body).not.toMatch(/different roots/);
+    expect(refusals).toMatchObject([{ status: 422, fork: false }]);
+    // The same checkpoint with the empty proof is cosigned again.
+    expect((await witness.addCheckpoint(`old 7\n\n${checkpoint}`)).status).toBe(200);
   });
 
   it('refuses a rollback: an older checkpoint, with its true old size or with the held one', async () => {

@@ -31,6 +31,12 @@ export interface WitnessRefusal {
   status: number;
   reason: string;
   checkpoint: string;
+  /**
+   * Evidence of a fork on its own: the checkpoint has the size of the one the witness cosigned and another
+   * root, both signed by the log. Any other refusal may be anyone's doing (a signed checkpoint is public, and
+   * a proof that does not verify, or one sent between equal sizes, says nothing of the log).
+   */
+  fork: boolean;
 }
 
 /** What a {@link Witness} needs: its cosigner, the logs it witnesses and its state. */
@@ -67,7 +73,8 @@ export class Witness {
    * for an origin it does not witness; 403 when no trusted key signed it or a trusted key's line does not
    * verify; 409 (`text/x.tlog.size`, the size it holds) when the old size is not the size it last cosigned
    * (a rollback or a lagging client); 422 for a size-0 checkpoint without the empty root, a proof given
-   * from size 0, a consistency proof that does not verify or, at an equal size, a different root (a fork).
+   * from size 0, a consistency proof that does not verify (a proof given between equal sizes included)
+   * or, at an equal size, a different root (a fork, the only refusal marked `fork`).
    */
   async addCheckpoint(body: string): Promise<WitnessAnswer> {
     const request = parseRequest(body);
@@ -88,8 +95,8 @@ export class Witness {
       return error.reason === 'malformed' ? text(400, error.message) : text(403, error.message);
     }
     if (oldSize > checkpoint.treeSize) return text(400, 'the old size is above the checkpoint size');
-    const refuse = (status: number, reason: string) => {
-      this.#options.onRefusal?.({ origin: checkpoint.origin, status, reason, checkpoint: note });
+    const refuse = (status: number, reason: string, fork = false) => {
+      this.#options.onRefusal?.({ origin: checkpoint.origin, status, reason, checkpoint: note, fork });
       return text(status, reason);
     };
     const stored = this.#options.store.latest(checkpoint.origin);
@@ -100,6 +107,7 @@ export class Witness {
         status: 409,
         reason: `old size ${oldSize}, the witness holds ${storedSize}`,
         checkpoint: note,
+        fork: false,
       });
       return { status: 409, contentType: 'text/x.tlog.size', body: `${storedSize}\n` };
     }
@@ -112,7 +120,9 @@ export class Witness {
         await checkTree(proof, checkpoint.treeSize, checkpoint.rootHash, stored.treeSize, stored.rootHash);
       } catch (error) {
         if (!(error instanceof ProofError)) throw error;
-        return refuse(422, error.message);
+        // A proof between equal sizes is not empty: 422 as any proof that does not verify (C2SP
+        // tlog-witness: the RFC 6962 proof between equal sizes is empty), and no fork, whatever the roots.
+        return refuse(422, error.message, error.reason === 'same size, different roots');
       }
     }
     const { signer } = this.#options;

@@ -126,7 +126,10 @@ export async function checkTree(
   if (oldSize > treeSize) throw fail('the newer tree is smaller');
   if (!proof.every(isHash)) throw fail(`a proof hash is not ${HASH_SIZE} bytes`);
   if (oldSize === treeSize) {
-    if (proof.length !== 0 || !equalHashes(oldHash, treeHash)) throw fail('same size, different roots');
+    // Two failures, told apart: a proof sent where none can be (RFC 9162's proof between equal sizes is
+    // empty) says nothing about the roots, which may be identical; only different roots are a fork.
+    if (proof.length !== 0) throw fail('a proof between trees of the same size must be empty');
+    if (!equalHashes(oldHash, treeHash)) throw fail('same size, different roots');
     return;
   }
   if (oldSize === 0) return;

@@ -268,6 +268,18 @@ describe('proveTree / checkTree', () => {
     await expect(checkTree(path.slice(0, -1), 17, h17, 7, h7)).rejects.toThrow(ProofError);
     await expect(checkTree([], 17, h17, 17, h8)).rejects.toThrow(/same size, different roots/);
   });
+
+  // Review: a junk proof line with the same size and identical roots was called a fork.
+  it('tells a proof sent between equal sizes from different roots', async () => {
+    const h7 = root(7);
+    await checkTree([], 7, h7, 7, h7);
+    const junk = [new Uint8Array(32).fill(1)];
+    await expect(checkTree(junk, 7, h7, 7, h7)).rejects.toMatchObject({
+      name: 'ProofError',
+      reason: 'a proof between trees of the same size must be empty',
+    });
+    await expect(checkTree(junk, 7, h7, 7, h7)).rejects.not.toThrow(/different roots/);
+  });
 });
 
 describe('checkpoints and signed notes', () => {

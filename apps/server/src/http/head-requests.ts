@@ -5,6 +5,9 @@ import type { Request, RequestHandler, Response } from 'express';
  * GET): a HEAD request goes on as its GET, through the same operation lookup, authentication, validation
  * and handler, so it gets the same status and headers. It never carries a body: Node decided that when the
  * request arrived as HEAD, whatever the method says later. The request log still says HEAD.
+ * A handler whose answer is costly to make and has no length known beforehand checks `res.locals.head`
+ * and answers the headers alone (a run's NDJSON results, runs/run-routes.ts); the other GETs answer one
+ * bounded page or record, built for its Content-Length.
  */
 export const headAsGet: RequestHandler = (req, res, next) => {
   if (req.method === 'HEAD') {

@@ -21,7 +21,9 @@ import { loadContract } from '../common/contract.js';
  * (`cursor[__proto__]=b`) stood for nothing and was dropped; it stands for an empty object, so it is refused
  * as `cursor[a]=b` is (tested in app.test.ts). Nor is the path of an error about a named member: the name is
  * written as a JSON Pointer token (`a/b` as `a~1b`, as ajv writes every other path), and an empty name is a
- * member too, not none (tested in unknown-members.test.ts). These tests fail when an upgrade makes the patch moot (another version is installed:
+ * member too, not none (tested in unknown-members.test.ts). Nor is the listing of unknown (or empty) query
+ * parameters: they were thrown at the first one, before anything else was validated, and are now listed with
+ * every other problem of the request (tested in app.test.ts). These tests fail when an upgrade makes the patch moot (another version is installed:
  * check whether upstream fixed it, then regenerate or drop the patch) or wrong (it is not applied, or the
  * patched validator matches routes, path parameters or queries differently).
  */

@@ -51,7 +51,8 @@ export function getRunRoute(deps: Pick<RunServiceDeps, 'storage'>, clock: Clock)
 /**
  * `GET /v1/scoring/runs/{id}/results`: attempted items in item order, a page at a time from `cursor` (or
  * from item `from`); with `Accept: application/x-ndjson`, all of them from item `from` as NDJSON, streamed
- * with backpressure (gzip when Accept-Encoding takes it), a page of rows in memory at a time.
+ * with backpressure (gzip when Accept-Encoding takes it), a page of rows in memory at a time. A HEAD
+ * answers the stream's headers once the run is found, without reading a result.
  */
 export function listRunResultsRoute(
   deps: Pick<RunServiceDeps, 'storage'>,
@@ -63,6 +64,13 @@ export function listRunResultsRoute(
       const gzip = req.acceptsEncodings(['identity', 'gzip']) === 'gzip';
       res.status(200).type(NDJSON_MEDIA_TYPE).set('Vary', 'Accept, Accept-Encoding');
       if (gzip) res.set('Content-Encoding', 'gzip');
+      // HEAD (served as its GET, http/head-requests.ts) gets these headers and no body: the results are
+      // not read. Node sends neither Content-Length nor Transfer-Encoding for it, as the GET's length is
+      // not known before its last line.
+      if (res.locals.head) {
+        res.end();
+        return;
+      }
       const lines = Readable.from(
         (async function* () {
           for await (const item of streamRunResults(deps, run, from)) yield `${JSON.stringify(item)}\n`;

@@ -73,6 +73,13 @@ export interface RunUploadOptions {
    * `quota_exceeded` (checked before each batch; none: no bound).
    */
   quota?: Pick<StorageQuota, 'check'>;
+  /**
+   * The checks of the request's headers and query that a JSON body gets (the text policy and the contract
+   * validator, app.ts), run before a byte of the body is read, with the body taken as the contract's
+   * `string` for this media type: a bad `Idempotency-Key` or an unknown query parameter is refused with the
+   * same problem as on the JSON form (none: no such checks, in unit tests).
+   */
+  checkRequest?: RequestHandler;
 }
 
 /**
@@ -138,6 +145,7 @@ async function upload(
   const leaseMs = limits.leaseMs ?? 120_000;
   checkCharset(req.headers['content-type'] as string);
   requireDeclaredContentEncoding(req, res, (() => {}) as NextFunction);
+  if (options.checkRequest) await checkHeadersAndQuery(req, res, options.checkRequest);
   const gzip = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() === 'gzip';
   const declared = declaredLength(req);
   if (!gzip && declared !== undefined && declared > limits.maxBytes) throw tooLarge(limits, 'bytes');
@@ -162,6 +170,26 @@ async function upload(
     inProgress.leave(tenantId);
   }
 }
+
+/**
+ * Runs `check` on the request with its body stood for by an empty string (the contract's schema of an
+ * NDJSON body is `string`): the body itself is not read, it is streamed to storage after. Rejects with
+ * the check's error, for the error handler to answer as it answers a JSON request's.
+ */
+async function checkHeadersAndQuery(req: Request, res: Response, check: RequestHandler): Promise<void> {
+  req.body = '';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const returned: unknown = check(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
+      if (returned instanceof Promise) returned.catch(reject);
+    });
+  } finally {
+    req.body = undefined;
+  }
+}
+
+/** The UTF-8 encoding of U+FEFF, the byte order mark. */
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** Retry-After of an upload refused because its tenant has as many in progress as it may. */
 const UPLOAD_RETRY_AFTER_S = 5;
@@ -382,12 +410,25 @@ async function storeLines(
         );
       }),
     ]).finally(() => clearTimeout(idle));
+  // A UTF-8 byte order mark at the very start of the body is skipped, as the JSON form's parser skips it
+  // (RFC 8259 §8.1 lets a parser ignore it): the first bytes are held until they show whether one is there.
+  let head: Buffer | undefined = Buffer.alloc(0);
   try {
     for (let next = await nextChunk(); !next.done; next = await nextChunk()) {
-      const chunk = next.value;
+      let chunk = next.value;
       bytes += chunk.length;
       if (bytes > limits.maxBytes) throw tooLarge(limits, 'bytes');
+      // The hash is of the bytes sent, the mark included: a repeat with the same Idempotency-Key must match them.
       hash.update(chunk);
+      if (head !== undefined) {
+        chunk = Buffer.concat([head, chunk]);
+        if (chunk.length < UTF8_BOM.length && UTF8_BOM.subarray(0, chunk.length).equals(chunk)) {
+          head = chunk;
+          continue;
+        }
+        head = undefined;
+        if (chunk.subarray(0, UTF8_BOM.length).equals(UTF8_BOM)) chunk = chunk.subarray(UTF8_BOM.length);
+      }
       let start = 0;
       for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
         take(chunk.subarray(start, end));
@@ -399,6 +440,8 @@ async function storeLines(
   } finally {
     clearTimeout(idle);
   }
+  // A body of only the first byte or two of a mark: they are the line's (not JSON).
+  if (head !== undefined) take(head);
   if (partLength > 0 || overlong) await endLine();
   if (rows.length > 0) {
     await hooks.beforeBatch();

@@ -121,6 +121,37 @@ forEachDatabase('errors of the HTTP parser', ({ storage }) => {
     expect(answer.problem).toMatchObject({ status: 400, code: 'malformed_request' });
   });
 
+  // Review: a body that ended before its Content-Length was said to be "for example a control character in
+  // a header".
+  it('says a body ended before its Content-Length, when the client ends its side early', async () => {
+    const { key } = await testFeatures(storage()).keys.create('cut-body');
+    const cut = (authorization: string) => {
+      const { hostname, port } = new URL(server.url);
+      return new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => {
+          socket.end(
+            `POST /v1/scoring/score HTTP/1.1\r\nHost: x\r\n${authorization}Content-Type: application/json\r\n` +
+              'Content-Length: 100\r\n\r\n{"subject":',
+          );
+        });
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+        socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        socket.on('error', reject);
+        socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
+      });
+    };
+    const { status, problem } = parse(await cut(`Authorization: Bearer ${key}\r\n`));
+    expect(status).toBe(400);
+    expect(problem).toMatchObject({ status: 400, code: 'malformed_request' });
+    expect(problem.detail).toMatch(/^The request ended before it was complete: the client closed its side/);
+    expect(problem.detail).toContain('Content-Length');
+    expect(problem.detail).not.toContain('control character');
+    // Answered before its body ended (401 without a key): that answer is the only one.
+    const answered = await cut('');
+    expect(answered.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 401']);
+  });
+
   it('answers with the standard reason phrase in the status line', async () => {
     const answer = await rawExchange(server.url, 'NOT HTTP AT ALL\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);

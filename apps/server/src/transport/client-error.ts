@@ -13,6 +13,14 @@ function parserProblem(code: string | undefined): { code: ErrorCode; detail: str
     };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
     return { code: 'request_timeout', detail: 'The request did not arrive within the request timeout.' };
+  // The client ended its side of the connection in the middle of a request: most often a body shorter than
+  // its Content-Length (or a chunked body without its last chunk). Nothing in what arrived was invalid.
+  if (code === 'HPE_INVALID_EOF_STATE')
+    return {
+      code: 'malformed_request',
+      detail:
+        'The request ended before it was complete: the client closed its side of the connection before the body reached the length its Content-Length header gave (or before the last chunk of a chunked body).',
+    };
   return {
     code: 'malformed_request',
     detail: `The request is not valid HTTP/1.1 (${code ?? 'unparseable'}), for example a control character in a header.`,
@@ -40,7 +48,11 @@ export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     // As Node's default handler: nothing can be answered on a reset socket or once a response began.
     const started = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
-    if (error.code === 'ECONNRESET' || !socket.writable || started) {
+    // A client that ends its side in the middle of a body it was already answered for (the server reads
+    // off a body it did not use) gets no second answer, which would answer no request.
+    const answered = (socket as { parser?: { incoming?: { res?: { writableEnded?: boolean } } } }).parser
+      ?.incoming?.res?.writableEnded;
+    if (error.code === 'ECONNRESET' || !socket.writable || started || answered) {
       socket.destroy();
       return;
     }

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   formatCheckpoint,
   type NewTile,
@@ -14,7 +16,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWitnesses } from '../../test/support/test-witnesses.js';
 import type { Logger } from '../request-logging/logger.js';
-import { WitnessClient } from './witness-client.js';
+import { WITNESS_ANSWER_LIMIT_BYTES, WitnessClient } from './witness-client.js';
 
 const ORIGIN = 'client.test/root';
 const signer = new NoteSigner(ORIGIN, randomBytes(32));
@@ -118,5 +120,84 @@ describe('the witness client', () => {
       kind: 'failed',
     });
     expect(errors).toContain('witness unreachable');
+  });
+
+  /** A hostile witness answering every request with `answer`; `close()` stops it. */
+  async function hostileWitness(answer: (res: import('node:http').ServerResponse) => void) {
+    const server: Server = createServer((req, res) => {
+      req.resume();
+      answer(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    };
+  }
+
+  // Review: a witness answering add-checkpoint with 300 MB took the server from 190 MB to 1.19 GB.
+  it('reads a witness answer up to a bound, and fails the attempt (logged) past it', async () => {
+    const log = memoryLog();
+    await log.grow(3);
+    let written = 0;
+    const chunk = Buffer.alloc(64 * 1024, 0x41);
+    // An answer without end (chunked, no Content-Length) until the client closes the connection.
+    const endless = await hostileWitness((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const write = () => {
+        while (!res.destroyed && written < 256 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return res.once('drain', write);
+        }
+      };
+      res.on('close', () => res.destroy());
+      write();
+    });
+    // One that says its length first.
+    const declared = await hostileWitness((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(300 * 1024 * 1024) });
+      res.write(chunk);
+    });
+    try {
+      errors.length = 0;
+      for (const url of [endless.url, declared.url]) {
+        const outcome = await (await client(url)).submit(await log.checkpoint(), 3, async () => []);
+        expect(outcome).toEqual({
+          kind: 'failed',
+          detail: `the witness's answer is over ${WITNESS_ANSWER_LIMIT_BYTES} bytes; not read further`,
+        });
+      }
+      expect(errors).toEqual(['witness answer too large', 'witness answer too large']);
+      // The connection was closed soon after the bound, not read to the end.
+      expect(written).toBeLessThan(32 * 1024 * 1024);
+    } finally {
+      await Promise.all([endless.close(), declared.close()]);
+    }
+  });
+
+  // Review: fetch followed a witness's redirects, posting the checkpoint wherever the answer said.
+  it('does not follow a redirect: the attempt fails, logged, and the target is never asked', async () => {
+    const log = memoryLog();
+    await log.grow(3);
+    let asked = 0;
+    const target = await hostileWitness((res) => {
+      asked += 1;
+      res.end('\u2014 nobody\n');
+    });
+    const redirecting = await hostileWitness((res) => {
+      res.writeHead(307, { location: `${target.url}/add-checkpoint` }).end();
+    });
+    try {
+      errors.length = 0;
+      const outcome = await (await client(redirecting.url)).submit(await log.checkpoint(), 3, async () => []);
+      expect(outcome).toEqual({
+        kind: 'failed',
+        detail: 'the witness answered a redirect (307), which is not followed',
+      });
+      expect(errors).toEqual(['witness answered a redirect']);
+      expect(asked).toBe(0);
+    } finally {
+      await Promise.all([target.close(), redirecting.close()]);
+    }
   });
 });

@@ -1,6 +1,13 @@
 import { type Hash, type NoteVerifier, openNote, toBase64 } from '@scenario-scoring/tlog';
 import { describeError, type Logger } from '../request-logging/logger.js';
 
+/**
+ * The most bytes of a witness's answer read: a cosignature answer is a few signature lines (about 150
+ * bytes each), a 409's body a number. A longer answer is cut off there (its connection closed) and the
+ * attempt failed: 300 MB of answer took the server from 190 MB to 1.19 GB.
+ */
+export const WITNESS_ANSWER_LIMIT_BYTES = 16 * 1024;
+
 /** One witness of the policy that has a URL: its policy name, submission prefix and cosignature key. */
 export interface WitnessEndpoint {
   name: string;
@@ -58,12 +65,34 @@ export class WitnessClient {
           body,
           headers: { 'content-type': 'text/plain; charset=utf-8' },
           signal: AbortSignal.timeout(this.#timeoutMs),
+          // C2SP tlog-witness defines no redirect: the answer is the witness's at its submission prefix. A
+          // redirect followed would send the checkpoint wherever the answer says (a 301/302/303 as a GET).
+          redirect: 'manual',
         });
-        text = await response.text();
+        text = await readBounded(response, WITNESS_ANSWER_LIMIT_BYTES);
       } catch (error) {
         this.#knownSize = undefined;
+        if (error instanceof AnswerTooLarge) {
+          this.#logger.error('witness answer too large', {
+            witness: this.endpoint.name,
+            treeSize,
+            limitBytes: WITNESS_ANSWER_LIMIT_BYTES,
+          });
+          return { kind: 'failed', detail: error.message };
+        }
         this.#logger.error('witness unreachable', { witness: this.endpoint.name, ...describeError(error) });
         return { kind: 'failed', detail: (error as Error).message };
+      }
+      if (response.status >= 300 && response.status < 400) {
+        this.#knownSize = undefined;
+        const detail = `the witness answered a redirect (${response.status}), which is not followed`;
+        this.#logger.error('witness answered a redirect', {
+          witness: this.endpoint.name,
+          status: response.status,
+          location: response.headers.get('location')?.slice(0, 300),
+          treeSize,
+        });
+        return { kind: 'failed', detail };
       }
       if (response.status === 200) {
         const line = await this.#checkCosignature(note, text);
@@ -114,4 +143,37 @@ export class WitnessClient {
     }
     return undefined;
   }
+}
+
+/** A witness's answer past the limit: read no further. */
+class AnswerTooLarge extends Error {
+  override readonly name = 'AnswerTooLarge';
+}
+
+/**
+ * The body of `response` as UTF-8 text, reading at most `limit` bytes: a longer body (by its
+ * Content-Length, or as it arrives) is cancelled, which closes its connection, and throws AnswerTooLarge.
+ */
+async function readBounded(response: Response, limit: number): Promise<string> {
+  const tooLarge = () => new AnswerTooLarge(`the witness's answer is over ${limit} bytes; not read further`);
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > limit) {
+    await response.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.byteLength;
+    if (length > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, length).toString('utf8');
 }

@@ -134,7 +134,11 @@ export type paths = {
          *
          *     **A whole portfolio as NDJSON.** Send the items as `application/x-ndjson` instead: one item per line,
          *     each exactly like the body of `POST /v1/scoring/score` (`{"subject": …, "context": {…}}`), lines
-         *     ending in `\n` (a `\r` before it is ignored; the last line's newline is optional). Up to 5,000,000
+         *     ending in `\n` (a `\r` before it is ignored; the last line's newline is optional). A UTF-8 byte order
+         *     mark at the very start of the body is skipped, as before a JSON body (RFC 8259 §8.1); anywhere else
+         *     it is part of its line, which is then not JSON. The headers and query are checked as the JSON form's,
+         *     before the body is read: an invalid `Idempotency-Key` or an unknown query parameter is refused with
+         *     400 `validation_failed`, every problem listed. Up to 5,000,000
          *     lines and 1 GiB (`RUN_NDJSON_MAX_LINES`, `RUN_NDJSON_MAX_BYTES`): past either, the upload is refused
          *     with 413 `payload_too_large` and no run is created. The body is streamed to storage as it arrives, so
          *     it may take as long as it needs, up to `RUN_NDJSON_UPLOAD_TIMEOUT` (1 hour; after `RUN_NDJSON_IDLE_TIMEOUT`,
