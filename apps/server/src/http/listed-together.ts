@@ -15,8 +15,9 @@ import { inSequence } from './middleware-sequence.js';
  */
 export function listedTogether(first: RequestHandler, rest: readonly RequestHandler[]): RequestHandler {
   const then = inSequence(rest);
+  const policy = inSequence([first]);
   return (req, res, next) => {
-    inSequence([first])(req, res, (refusal?: unknown) => {
+    policy(req, res, (refusal?: unknown) => {
       if (refusal === undefined || refusal === null) return then(req, res, next);
       if (!(refusal instanceof AppError) || refusal.code !== 'validation_failed' || !refusal.errors)
         return next(refusal);
