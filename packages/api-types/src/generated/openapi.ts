@@ -2909,6 +2909,19 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ScopeOrQuota"];
             /**
+             * @description An NDJSON upload sent nothing for `RUN_NDJSON_IDLE_TIMEOUT`, or did not end within
+             *     `RUN_NDJSON_UPLOAD_TIMEOUT`. No run was created: send the file again.
+             */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
              * @description The body is larger than its limit: 1 MiB as JSON; as NDJSON, more than `RUN_NDJSON_MAX_LINES`
              *     lines (5,000,000) or `RUN_NDJSON_MAX_BYTES` bytes (1 GiB). No run was created.
              */
