@@ -13,7 +13,7 @@ import type { Database } from '../../storage/database.js';
 import { insertRows, type RowInsert } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
 import { OPERATIONAL_EVENT_TYPES } from '../event-filter.js';
-import { cancelPendingDeliveries } from '../webhook-registry.js';
+import { cancelBacklog, cancelPendingDeliveries, countPendingDeliveries } from '../webhook-registry.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
 import type { SentAttempt } from './delivery-sender.js';
 import type { AttemptVerdict } from './retry-schedule.js';
@@ -109,6 +109,7 @@ export async function recordDeliveryWrites(
     await recordSucceededInOneStatement(storage.db, writes, received, options.workerId, nowIso);
     return;
   }
+  const disabled: { id: string; after: string }[] = [];
   await storage.db.transaction().execute(async (trx) => {
     // First, before anything of the batch is written: the answers to events erased meanwhile are dropped.
     const erased = await deliveriesOfErasedEvents(trx, answersToCheck);
@@ -120,11 +121,17 @@ export async function recordDeliveryWrites(
     for (const chunk of chunks(writes, ROWS_PER_STATEMENT)) {
       await trx.executeQuery(updateDeliveries(trx, chunk, options.workerId, nowIso));
     }
-    const raised = await applyWebhookEffects(trx, attempts, nowIso, options);
+    const raised = await applyWebhookEffects(trx, attempts, nowIso, options, disabled);
     raised.push(...(await exhaustedEvents(trx, attempts, options.now)));
     await insertEvents(trx, raised);
     for (const query of attemptsUsage(attempts).upserts(trx, options.now)) await trx.executeQuery(query);
   });
+  // The backlogs of the webhooks this batch disabled, past their first batch: short transactions of their
+  // own, after this one (never attempted meanwhile: a claim cancels them). A failure here is not the
+  // batch's: the writes above committed.
+  for (const { id, after } of disabled) {
+    cancelBacklog(storage, id, () => new Date().toISOString(), after).catch(() => undefined);
+  }
 }
 
 /** An attempt whose stored answer could echo a subject: a body, to an event that may carry one. */
@@ -347,6 +354,7 @@ async function applyWebhookEffects(
   attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[],
   nowIso: string,
   options: { now: Date; disableAfterFailingMs: number },
+  backlogs: { id: string; after: string }[],
 ): Promise<OutboxEvent[]> {
   const gone = new Set<string>();
   // Per webhook, in the order the attempts ended: whether one succeeded, and the first failure after that.
@@ -387,7 +395,11 @@ async function applyWebhookEffects(
   }
   const events: OutboxEvent[] = [];
   for (const webhook of disabled) {
-    const cancelled = await cancelPendingDeliveries(db, [webhook.id], nowIso);
+    // All its pending deliveries are cancelled by the disabling (counted here, a read): the first batch
+    // now, the rest right after this transaction (see cancelPendingDeliveries).
+    const cancelled = await countPendingDeliveries(db, webhook.id);
+    const first = await cancelPendingDeliveries(db, webhook.id, nowIso);
+    if (first.next !== undefined) backlogs.push({ id: webhook.id, after: first.next });
     const data = {
       webhook_id: webhook.id,
       reason: webhook.reason,
