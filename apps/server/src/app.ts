@@ -178,6 +178,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
       secretBox: options.secretBox,
       clock,
       keyedHash: features.keyedHash,
+      logger,
     }),
     ...verifiableLogRoutes({
       storage,

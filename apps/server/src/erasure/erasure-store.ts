@@ -365,14 +365,6 @@ export async function eraseEvents(
     .select(bytesOf('payload').as('bytes'))
     .where('id', 'in', ids)
     .executeTakeFirst();
-  // The receivers' answers stored for the events' deliveries' attempts.
-  const deliveriesOf = trx.selectFrom('deliveries').select('id').where('event_id', 'in', ids);
-  const answers = await trx
-    .selectFrom('delivery_attempts')
-    .select(bytesOf('response_body').as('bytes'))
-    .where('delivery_id', 'in', deliveriesOf)
-    .where('response_body', 'is not', null)
-    .executeTakeFirst();
   let payloadsAfter = 0;
   for (const event of events) {
     const payload = JSON.stringify({
@@ -394,6 +386,16 @@ export async function eraseEvents(
     .where('event_id', 'in', ids)
     .where('status', '=', 'pending')
     .execute();
+  // The receivers' answers stored for the events' deliveries' attempts. Read (and dropped) only after the
+  // events were rewritten: on PostgreSQL an attempt recorded meanwhile held its event `FOR SHARE` until it
+  // committed (see delivery-recorder.ts), so these statements, later ones, see its answer, and count it.
+  const deliveriesOf = trx.selectFrom('deliveries').select('id').where('event_id', 'in', ids);
+  const answers = await trx
+    .selectFrom('delivery_attempts')
+    .select(bytesOf('response_body').as('bytes'))
+    .where('delivery_id', 'in', deliveriesOf)
+    .where('response_body', 'is not', null)
+    .executeTakeFirst();
   const attempts = await trx
     .updateTable('delivery_attempts')
     .set({ response_body: null })

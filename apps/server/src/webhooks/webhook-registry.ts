@@ -65,21 +65,97 @@ export function openEach(
   return secrets;
 }
 
+/** Deliveries of a webhook looked at per statement of a cancellation: each statement is short. */
+export const CANCEL_BATCH = 2_000;
+
 /**
- * Cancels the deliveries not yet made to webhooks deleted or disabled (by the API or by their failures);
- * returns how many. Any claim is released too, so the outcome of an attempt in flight, whose write is
- * fenced on the claim, cannot overwrite the cancellation.
+ * Cancels a bounded batch of the deliveries not yet made to a webhook deleted or disabled (by the API or by
+ * its failures): it looks at the webhook's next CANCEL_BATCH deliveries after the delivery id `after` (in
+ * `deliveries_webhook_idx` order, whatever their status) and cancels the pending ones, releasing any claim,
+ * so the outcome of an attempt in flight, whose write is fenced on the claim, cannot overwrite the
+ * cancellation. Only while the webhook is still deleted or disabled: a webhook re-enabled meanwhile keeps
+ * its deliveries. Returns how many it cancelled, and the id to go on after (undefined: none are left).
+ *
+ * Bounded so that deleting or disabling a webhook with a backlog of any size never holds a transaction (on
+ * SQLite, the one write connection every tenant shares) for longer than one batch: the transaction that
+ * deletes or disables cancels the first batch, and `cancelBacklog` the rest, a short transaction each.
+ * Until then the rest stays `pending`, and is never attempted: a claim of a delivery whose webhook is
+ * deleted or disabled cancels it instead (delivery-claims.ts, `webhookActive`), crash or no crash.
  */
 export async function cancelPendingDeliveries(
   db: Db,
-  webhookIds: readonly string[],
+  webhookId: string,
   now: string,
-): Promise<number> {
+  after = '',
+): Promise<{ cancelled: number; next: string | undefined }> {
+  const batch = await db
+    .selectFrom('deliveries')
+    .select('id')
+    .where('webhook_id', '=', webhookId)
+    .where('id', '>', after)
+    .orderBy('webhook_id')
+    .orderBy('id')
+    .limit(CANCEL_BATCH)
+    .execute();
+  const last = batch.at(-1)?.id;
+  if (last === undefined) return { cancelled: 0, next: undefined };
   const result = await db
     .updateTable('deliveries')
     .set({ status: 'cancelled', next_attempt_at: null, locked_until: null, locked_by: null, updated_at: now })
-    .where('webhook_id', 'in', webhookIds)
+    .where('webhook_id', '=', webhookId)
+    .where('id', '>', after)
+    .where('id', '<=', last)
+    .where('status', '=', 'pending')
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('webhooks')
+          .select('webhooks.id')
+          .where('webhooks.id', '=', webhookId)
+          .where((inactive) =>
+            inactive.or([
+              inactive('webhooks.status', '=', 'disabled'),
+              inactive('webhooks.deleted_at', 'is not', null),
+            ]),
+          ),
+      ),
+    )
+    .executeTakeFirst();
+  return {
+    cancelled: Number(result.numUpdatedRows),
+    next: batch.length < CANCEL_BATCH ? undefined : last,
+  };
+}
+
+/**
+ * Cancels the rest of a deleted or disabled webhook's pending deliveries from the delivery id `after` on
+ * (see cancelPendingDeliveries), one short transaction per batch, yielding to the event loop between
+ * them; resolves with how many it cancelled. Each batch commits on its own, so a process stopped half-way
+ * leaves the rest pending, still never attempted.
+ */
+export async function cancelBacklog(
+  storage: Pick<Storage, 'db'>,
+  webhookId: string,
+  now: () => string,
+  after: string | undefined = '',
+): Promise<number> {
+  let total = 0;
+  for (let next: string | undefined = after; next !== undefined; ) {
+    const batch = await cancelPendingDeliveries(storage.db, webhookId, now(), next);
+    total += batch.cancelled;
+    next = batch.next;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return total;
+}
+
+/** How many deliveries of the webhook are pending: a read (of its deliveries_webhook_idx range), no write. */
+export async function countPendingDeliveries(db: Db, webhookId: string): Promise<number> {
+  const row = await db
+    .selectFrom('deliveries')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('webhook_id', '=', webhookId)
     .where('status', '=', 'pending')
     .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return Number(row?.count ?? 0);
 }

@@ -14,6 +14,7 @@ import type { OutboxSignal } from '../../events/event-outbox.js';
 import { type IdempotentResult, idempotentCreate } from '../../idempotency/idempotent-create.js';
 import type { TenantKeyedHash } from '../../keys/tenant-keyed-hash.js';
 import { rowBytes, usageUpserts } from '../../quota/tenant-usage.js';
+import { describeError, type Logger } from '../../request-logging/logger.js';
 import type { Database } from '../../storage/database.js';
 import { idCursor, type Page, type PageRequest, toPage } from '../../storage/paging.js';
 import type { Storage } from '../../storage/storage.js';
@@ -26,7 +27,7 @@ import {
 import type { SecretBox } from '../outbound/secret-box.js';
 import { generateWebhookSecret } from '../outbound/webhook-signature.js';
 import { DEFAULT_MAX_WEBHOOKS_PER_TENANT, type WebhookConfig } from '../webhook-config.js';
-import { cancelPendingDeliveries } from '../webhook-registry.js';
+import { cancelBacklog, cancelPendingDeliveries } from '../webhook-registry.js';
 import { checkRegistrationReplay } from './registration-replay.js';
 import {
   countWebhooksForInsert,
@@ -52,6 +53,8 @@ export interface WebhookServiceDeps {
   keyedHash: Pick<TenantKeyedHash, 'hash'>;
   /** How registration resolves host names; the system resolver by default. */
   resolve?: ResolveHost;
+  /** Where a background cancellation of a deleted or disabled webhook's backlog reports a failure. */
+  logger?: Pick<Logger, 'error'>;
 }
 
 /** Who is asking: the tenant and the API key (idempotency keys are per API key). */
@@ -172,7 +175,15 @@ export async function updateWebhook(
 ): Promise<Webhook> {
   if (body.events !== undefined) checkEventFilter(body.events);
   const at = deps.clock.now().toISOString();
-  return deps.storage.db.transaction().execute(async (trx) => {
+  if (body.status === 'active') {
+    // What its disabling left to cancel in the background (see cancelPendingDeliveries) is cancelled
+    // first, a short transaction per batch, while it is still disabled: re-enabled, it would be attempted.
+    const before = await requireWebhook(deps.storage.db, tenantId, id);
+    if (before.status === 'disabled')
+      await cancelBacklog(deps.storage, id, () => deps.clock.now().toISOString());
+  }
+  let backlog: string | undefined;
+  const updated = await deps.storage.db.transaction().execute(async (trx) => {
     const row = await requireWebhook(trx, tenantId, id);
     const changes: Parameters<typeof updateWebhookRow>[2] = { updated_at: at };
     if (body.events !== undefined) changes.events = JSON.stringify(body.events);
@@ -186,19 +197,39 @@ export async function updateWebhook(
       // An already disabled webhook keeps the reason it was disabled for (endpoint_gone says more).
       if (row.status !== 'disabled')
         Object.assign(changes, { status: 'disabled', disabled_reason: 'manual' });
-      await cancelPendingDeliveries(trx, [id], at);
     }
-    return toWebhook(await updateWebhookRow(trx, id, changes));
+    const webhook = toWebhook(await updateWebhookRow(trx, id, changes));
+    // The first batch with the change; the rest right after it (never attempted meanwhile).
+    if (body.status === 'disabled') backlog = (await cancelPendingDeliveries(trx, id, at)).next;
+    return webhook;
   });
+  if (backlog !== undefined) cancelRestInBackground(deps, id, backlog);
+  return updated;
 }
 
 /** Deletes a webhook (it then answers 404) and cancels the deliveries not yet made to it. */
 export async function deleteWebhook(deps: WebhookServiceDeps, tenantId: string, id: string): Promise<void> {
   const at = deps.clock.now().toISOString();
-  await deps.storage.db.transaction().execute(async (trx) => {
+  const backlog = await deps.storage.db.transaction().execute(async (trx) => {
     await requireWebhook(trx, tenantId, id);
     await updateWebhookRow(trx, id, { deleted_at: at, updated_at: at });
-    await cancelPendingDeliveries(trx, [id], at);
+    // The first batch with the deletion; the rest right after it (never attempted meanwhile).
+    return (await cancelPendingDeliveries(trx, id, at)).next;
+  });
+  if (backlog !== undefined) cancelRestInBackground(deps, id, backlog);
+}
+
+/**
+ * Cancels the rest of a deleted or disabled webhook's pending deliveries after the answer, in short
+ * transactions (see cancelBacklog). Should this fail or the process stop first, those deliveries stay
+ * listed `pending` but are never attempted: a claim cancels them (and re-enabling cancels them first).
+ */
+function cancelRestInBackground(deps: WebhookServiceDeps, id: string, after: string): void {
+  cancelBacklog(deps.storage, id, () => deps.clock.now().toISOString(), after).catch((error: unknown) => {
+    deps.logger?.error('could not cancel the pending deliveries of a deleted or disabled webhook', {
+      webhookId: id,
+      error: describeError(error),
+    });
   });
 }
 

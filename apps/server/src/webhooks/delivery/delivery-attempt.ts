@@ -95,12 +95,24 @@ function sendTraced(
 }
 
 function claimOf(delivery: ClaimedDelivery): Claim {
+  const eventType = eventTypeOf(delivery.payload);
   return {
     deliveryId: delivery.id,
     webhookId: delivery.webhookId,
     lockedUntil: delivery.lockedUntil,
     tenantId: delivery.tenantId,
+    ...(eventType !== undefined && { eventType }),
   };
+}
+
+/** The `type` of an event's stored JSON body; undefined if it has none (the recorder then checks its answer). */
+function eventTypeOf(payload: string): string | undefined {
+  try {
+    const { type } = JSON.parse(payload) as { type?: unknown };
+    return typeof type === 'string' ? type : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The `result` label of an attempt: succeeded, failed (an HTTP answer other than 2xx), timeout or network_error. */

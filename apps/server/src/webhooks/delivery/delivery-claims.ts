@@ -269,23 +269,70 @@ export async function releaseClaims(
 }
 
 /**
+ * What `locked_by` holds on a delivery parked for an endpoint that stays cut off (see EndpointThrottle):
+ * no claim (`locked_until` is null, so any worker claims it once due), only a mark that resumeParked
+ * makes it due again when the endpoint answers.
+ */
+export const PARKED = 'parked';
+
+/**
  * Gives back claims of `workerId` on the deliveries `ids` due again at `dueAt`, with no attempt recorded
  * (their endpoint's circuit is open): the retry schedule does not advance, and no worker claims them
- * before then. Returns how many it gave back (those whose claim another worker took over are left alone).
+ * before then. `parked`: marked PARKED, so that resumeParked makes them due at once when the endpoint
+ * answers again. Returns how many it gave back (those whose claim another worker took over are left alone).
  */
 export async function deferClaims(
   storage: Pick<Storage, 'db'>,
   workerId: string,
   ids: readonly string[],
   dueAt: string,
+  parked = false,
 ): Promise<number> {
   if (ids.length === 0) return 0;
   const result = await storage.db
     .updateTable('deliveries')
-    .set({ next_attempt_at: dueAt, locked_until: null, locked_by: null })
+    .set({ next_attempt_at: dueAt, locked_until: null, locked_by: parked ? PARKED : null })
     .where('locked_by', '=', workerId)
     .where('status', '=', 'pending')
     .where('id', 'in', ids)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** Deliveries of a webhook looked at per statement of resumeParked: each statement is short. */
+export const RESUME_BATCH = 2_000;
+
+/**
+ * Makes the webhook's parked deliveries due at `nowIso` (their endpoint answered again), a bounded batch
+ * per statement: its next RESUME_BATCH deliveries after the id `after` (deliveries_webhook_idx order);
+ * resolves with the id to go on after, undefined when none are left.
+ */
+export async function resumeParked(
+  storage: Pick<Storage, 'db'>,
+  webhookId: string,
+  nowIso: string,
+  after = '',
+): Promise<string | undefined> {
+  const batch = await storage.db
+    .selectFrom('deliveries')
+    .select('id')
+    .where('webhook_id', '=', webhookId)
+    .where('id', '>', after)
+    .orderBy('webhook_id')
+    .orderBy('id')
+    .limit(RESUME_BATCH)
+    .execute();
+  const last = batch.at(-1)?.id;
+  if (last === undefined) return undefined;
+  await storage.db
+    .updateTable('deliveries')
+    .set({ next_attempt_at: nowIso, locked_by: null })
+    .where('webhook_id', '=', webhookId)
+    .where('id', '>', after)
+    .where('id', '<=', last)
+    .where('status', '=', 'pending')
+    .where('locked_by', '=', PARKED)
+    .where('locked_until', 'is', null)
+    .executeTakeFirst();
+  return batch.length < RESUME_BATCH ? undefined : last;
 }

@@ -1,13 +1,19 @@
-import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
 import { newId } from '../../common/ids.js';
-import { insertEvents, newEvent, type OutboxEvent } from '../../events/event-outbox.js';
+import {
+  type EventType,
+  insertEvents,
+  isErasedEventPayload,
+  newEvent,
+  type OutboxEvent,
+} from '../../events/event-outbox.js';
 import { rowBytes, USAGE_ON_CONFLICT, UsageTally } from '../../quota/tenant-usage.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Database } from '../../storage/database.js';
 import { insertRows, type RowInsert } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
 import { OPERATIONAL_EVENT_TYPES } from '../event-filter.js';
-import { cancelPendingDeliveries } from '../webhook-registry.js';
+import { cancelBacklog, cancelPendingDeliveries, countPendingDeliveries } from '../webhook-registry.js';
 import type { DeliveryNextState } from './delivery-outcome.js';
 import type { SentAttempt } from './delivery-sender.js';
 import type { AttemptVerdict } from './retry-schedule.js';
@@ -20,7 +26,18 @@ export interface Claim {
   lockedUntil: string;
   /** The delivery's tenant, whose storage usage its attempts count in (none counted when absent). */
   tenantId?: string;
+  /**
+   * The type of the delivery's event. An answer to an event that may carry a subject (SUBJECT_EVENT_TYPES),
+   * or of unknown type, is stored only after checking that the event was not erased meanwhile.
+   */
+  eventType?: EventType | string;
 }
+
+/**
+ * The event types whose payload holds a subject, and so may be erased (`events.subject_key`): a receiver's
+ * answer to them may echo it.
+ */
+export const SUBJECT_EVENT_TYPES: readonly string[] = ['policy.escalated'];
 
 /** What a claimed delivery came to: an attempt, or a cancellation because its webhook is gone or disabled. */
 export type DeliveryWrite =
@@ -81,27 +98,100 @@ export async function recordDeliveryWrites(
   options: { workerId: string; now: Date; disableAfterFailingMs: number },
 ): Promise<void> {
   const nowIso = options.now.toISOString();
-  const attempts = writes.flatMap((write) => (write.kind === 'attempt' ? [write] : []));
+  const received = writes.flatMap((write) => (write.kind === 'attempt' ? [write] : []));
+  const answersToCheck = received.filter(mayEchoASubject);
   if (
     writes.length <= ROWS_PER_STATEMENT &&
-    attempts.every((write) => write.verdict.kind === 'succeeded') &&
+    answersToCheck.length === 0 &&
+    received.every((write) => write.verdict.kind === 'succeeded') &&
     numberedParameters(storage.db)
   ) {
-    await recordSucceededInOneStatement(storage.db, writes, attempts, options.workerId, nowIso);
+    await recordSucceededInOneStatement(storage.db, writes, received, options.workerId, nowIso);
     return;
   }
+  const disabled: { id: string; after: string }[] = [];
   await storage.db.transaction().execute(async (trx) => {
+    // First, before anything of the batch is written: the answers to events erased meanwhile are dropped.
+    const erased = await deliveriesOfErasedEvents(trx, answersToCheck);
+    const attempts =
+      erased.size === 0 ? received : received.map((write) => withoutErasedAnswer(write, erased));
     for (const chunk of chunks(attempts, ROWS_PER_STATEMENT)) {
       await insertRows(trx, ATTEMPT_INSERT, chunk.map(attemptRow));
     }
     for (const chunk of chunks(writes, ROWS_PER_STATEMENT)) {
       await trx.executeQuery(updateDeliveries(trx, chunk, options.workerId, nowIso));
     }
-    const raised = await applyWebhookEffects(trx, attempts, nowIso, options);
+    const raised = await applyWebhookEffects(trx, attempts, nowIso, options, disabled);
     raised.push(...(await exhaustedEvents(trx, attempts, options.now)));
     await insertEvents(trx, raised);
     for (const query of attemptsUsage(attempts).upserts(trx, options.now)) await trx.executeQuery(query);
   });
+  // The backlogs of the webhooks this batch disabled, past their first batch: short transactions of their
+  // own, after this one (never attempted meanwhile: a claim cancels them). A failure here is not the
+  // batch's: the writes above committed.
+  for (const { id, after } of disabled) {
+    cancelBacklog(storage, id, () => new Date().toISOString(), after).catch(() => undefined);
+  }
+}
+
+/** An attempt whose stored answer could echo a subject: a body, to an event that may carry one. */
+function mayEchoASubject(write: Extract<DeliveryWrite, { kind: 'attempt' }>): boolean {
+  const { eventType } = write.claim;
+  return (
+    write.sent.responseBody !== null && (eventType === undefined || SUBJECT_EVENT_TYPES.includes(eventType))
+  );
+}
+
+/**
+ * Which of the attempts' deliveries belong to an event an erasure has emptied (its payload a tombstone, see
+ * isErasedEventPayload): their receivers' answers, which may echo the erased subject, must not be stored.
+ * Called first in the transaction that inserts the attempts, and race-free with an erasure's `events`
+ * phase (eraseEvents: in one transaction it rewrites the events' payloads, then, in a later statement,
+ * drops the answers stored for their deliveries' attempts):
+ *
+ * - SQLite: every write goes through the one connection, one transaction at a time, so the erasure's
+ *   transaction is wholly before this one (the tombstone is read here, and the answer is not stored) or
+ *   wholly after it (its UPDATE of delivery_attempts then finds the answer stored here, and drops it).
+ * - PostgreSQL (READ COMMITTED): the events are read `FOR SHARE`, in id order (as the erasure updates
+ *   them), and those locks are held until this transaction ends. If the erasure updated an event first,
+ *   this read waits for the erasure to commit and then returns the row as it committed it, the tombstone
+ *   (a locking read returns the newest version); the answer is not stored. If this read locked the event
+ *   first, the erasure's UPDATE of it waits until this transaction has committed its attempts; the
+ *   erasure's later UPDATE of delivery_attempts is another statement, with a snapshot taken after that
+ *   commit, so it finds those answers and drops them. Either way no answer of an erased event stays.
+ *
+ * What is kept of such an attempt is what the erasure keeps of the attempts it clears: the row (time,
+ * status, duration, error, trigger and the truncated/replaced flags), with no response body.
+ */
+async function deliveriesOfErasedEvents(
+  trx: Transaction<Database>,
+  attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[],
+): Promise<Set<string>> {
+  const erased = new Set<string>();
+  if (attempts.length === 0) return erased;
+  const locking = numberedParameters(trx);
+  const deliveryIds = [...new Set(attempts.map((write) => write.claim.deliveryId))];
+  for (const ids of chunks(deliveryIds, ROWS_PER_STATEMENT)) {
+    const rows = await trx
+      .selectFrom('deliveries')
+      .innerJoin('events', 'events.id', 'deliveries.event_id')
+      .select(['deliveries.id', 'events.payload'])
+      .where('deliveries.id', 'in', ids)
+      .orderBy('events.id')
+      .$if(locking, (query) => query.forShare('events'))
+      .execute();
+    for (const row of rows) if (isErasedEventPayload(row.payload)) erased.add(row.id);
+  }
+  return erased;
+}
+
+/** The attempt as stored when its event was erased meanwhile: without the receiver's answer. */
+function withoutErasedAnswer(
+  write: Extract<DeliveryWrite, { kind: 'attempt' }>,
+  erased: ReadonlySet<string>,
+): Extract<DeliveryWrite, { kind: 'attempt' }> {
+  if (!erased.has(write.claim.deliveryId)) return write;
+  return { ...write, sent: { ...write.sent, responseBody: null } };
 }
 
 /**
@@ -264,6 +354,7 @@ async function applyWebhookEffects(
   attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[],
   nowIso: string,
   options: { now: Date; disableAfterFailingMs: number },
+  backlogs: { id: string; after: string }[],
 ): Promise<OutboxEvent[]> {
   const gone = new Set<string>();
   // Per webhook, in the order the attempts ended: whether one succeeded, and the first failure after that.
@@ -304,7 +395,11 @@ async function applyWebhookEffects(
   }
   const events: OutboxEvent[] = [];
   for (const webhook of disabled) {
-    const cancelled = await cancelPendingDeliveries(db, [webhook.id], nowIso);
+    // All its pending deliveries are cancelled by the disabling (counted here, a read): the first batch
+    // now, the rest right after this transaction (see cancelPendingDeliveries).
+    const cancelled = await countPendingDeliveries(db, webhook.id);
+    const first = await cancelPendingDeliveries(db, webhook.id, nowIso);
+    if (first.next !== undefined) backlogs.push({ id: webhook.id, after: first.next });
     const data = {
       webhook_id: webhook.id,
       reason: webhook.reason,

@@ -5,6 +5,9 @@ import type { ClaimedDelivery } from './delivery-claims.js';
 import { type EndpointOutcome, EndpointThrottle, endpointOf } from './endpoint-throttle.js';
 import { TenantCounts } from './tenant-counts.js';
 
+/** Endpoints whose parked webhooks a scheduler remembers (to resume them when they answer again). */
+const MAX_PARKED_ENDPOINTS = 10_000;
+
 /** Outcomes per slot that may wait for their write before the worker stops claiming. */
 const MAX_UNRECORDED_PER_SLOT = 4;
 
@@ -31,8 +34,13 @@ export interface DeliverySchedulerOptions {
   attempt(delivery: ClaimedDelivery): Promise<EndpointOutcome>;
   /** Gives claims back now, due as they were (the scheduler no longer counts them). */
   giveBack(deliveries: readonly ClaimedDelivery[]): void;
-  /** Gives claims back due at `untilMs`, with no attempt (their endpoint's circuit is open). */
-  defer(deliveries: readonly ClaimedDelivery[], untilMs: number): void;
+  /**
+   * Gives claims back due at `untilMs`, with no attempt (their endpoint's circuit is open); `parked`: marked
+   * so that `resume` makes them due again at once.
+   */
+  defer(deliveries: readonly ClaimedDelivery[], untilMs: number, parked: boolean): void;
+  /** Makes the parked deliveries of these webhooks due now: their endpoint answered again. */
+  resume(webhookIds: readonly string[]): void;
   /** Wakes the loop: there may be room to claim again. */
   wake(): void;
   /** How many outcomes wait for their write: beyond a bound, there is no room to claim. */
@@ -79,6 +87,8 @@ export class DeliveryScheduler {
   readonly #reservedSlots: number;
   /** Slows down and cuts off endpoints that fail or hang (one instance's view). */
   readonly #throttle: EndpointThrottle;
+  /** The webhooks whose deliveries this worker parked, by endpoint: resumed when it answers a probe. */
+  readonly #parked = new Map<string, Set<string>>();
   /** Deliveries the claims and the fan-out under way may bring: counted as taken room. */
   #reserved = 0;
   #halted = false;
@@ -241,7 +251,7 @@ export class DeliveryScheduler {
     const { config, clock } = this.#options;
     if (this.#halted) return;
     const waiting: ClaimedDelivery[] = [];
-    const deferred = new Map<number, ClaimedDelivery[]>();
+    const deferred = new Map<string, { untilMs: number; parked: boolean; deliveries: ClaimedDelivery[] }>();
     const share = this.#share();
     const nowMs = clock.now().getTime();
     let next = 0;
@@ -261,21 +271,30 @@ export class DeliveryScheduler {
         waiting.push(delivery);
         continue;
       }
-      const admission = delivery.webhookActive
-        ? this.#throttle.admit(endpointOf(delivery.tenantId, delivery.url), nowMs)
-        : { kind: 'start' as const };
+      const endpoint = delivery.webhookActive ? endpointOf(delivery.tenantId, delivery.url) : undefined;
+      const admission =
+        endpoint === undefined ? { kind: 'start' as const } : this.#throttle.admit(endpoint, nowMs);
       if (admission.kind === 'start') this.#launch(delivery);
       else if (admission.kind === 'wait') waiting.push(delivery);
       else {
-        const same = deferred.get(admission.untilMs) ?? [];
-        same.push(delivery);
-        deferred.set(admission.untilMs, same);
+        const key = `${admission.untilMs} ${admission.parked}`;
+        const same = deferred.get(key) ?? { ...admission, deliveries: [] };
+        same.deliveries.push(delivery);
+        deferred.set(key, same);
+        if (admission.parked && endpoint !== undefined) {
+          const webhooks = this.#parked.get(endpoint) ?? new Set<string>();
+          webhooks.add(delivery.webhookId);
+          this.#parked.set(endpoint, webhooks);
+          // Bounded: an endpoint forgotten here has its deliveries due again when their parking ends.
+          if (this.#parked.size > MAX_PARKED_ENDPOINTS)
+            this.#parked.delete(this.#parked.keys().next().value as string);
+        }
       }
     }
     if (next > 0) this.#queue = waiting.concat(this.#queue.slice(next));
-    for (const [untilMs, deliveries] of deferred) {
+    for (const { untilMs, parked, deliveries } of deferred.values()) {
       for (const delivery of deliveries) this.#release(delivery);
-      this.#options.defer(deliveries, untilMs);
+      this.#options.defer(deliveries, untilMs, parked);
     }
   }
 
@@ -292,8 +311,15 @@ export class DeliveryScheduler {
         outcome = result;
       })
       .finally(() => {
-        if (endpoint !== undefined)
-          this.#throttle.ended(endpoint, outcome, clock.now().getTime(), this.#share());
+        if (
+          endpoint !== undefined &&
+          this.#throttle.ended(endpoint, outcome, clock.now().getTime(), this.#share())
+        ) {
+          // It answered after being cut off: what was parked for it is due now.
+          const parked = this.#parked.get(endpoint);
+          this.#parked.delete(endpoint);
+          if (parked !== undefined) this.#options.resume([...parked]);
+        }
         this.#inFlight.delete(attempt);
         this.#inFlightByTenant.remove(delivery.tenantId);
         this.#release(delivery);

@@ -16,6 +16,7 @@ import {
   claimDueDeliveries,
   deferClaims,
   releaseClaims,
+  resumeParked,
   withSigningSecrets,
 } from './delivery-claims.js';
 import type { DeliveryWrite } from './delivery-recorder.js';
@@ -93,7 +94,8 @@ export class DeliveryWorker implements BackgroundWorker {
       clock: options.clock,
       attempt: (delivery) => this.#attempt(delivery),
       giveBack: (deliveries) => this.#giveBack(deliveries),
-      defer: (deliveries, untilMs) => this.#defer(deliveries, untilMs),
+      defer: (deliveries, untilMs, parked) => this.#defer(deliveries, untilMs, parked),
+      resume: (webhookIds) => this.#resume(webhookIds),
       wake: () => this.#signal(),
       unrecorded: () => this.#recorder.queued,
     });
@@ -286,14 +288,42 @@ export class DeliveryWorker implements BackgroundWorker {
   }
 
   /** Gives claims back due at `untilMs`, with no attempt (their endpoint's circuit is open). */
-  #defer(deliveries: readonly ClaimedDelivery[], untilMs: number): void {
+  #defer(deliveries: readonly ClaimedDelivery[], untilMs: number, parked = false): void {
     const { storage, logger } = this.#options;
     const ids = deliveries.map((delivery) => delivery.id);
-    deferClaims(storage, this.workerId, ids, new Date(untilMs).toISOString()).catch((error: unknown) => {
-      logger.error(
-        'could not put off webhook deliveries to an endpoint cut off; they are claimed again when their lease expires',
-        { count: ids.length, error: describeError(error) },
-      );
+    deferClaims(storage, this.workerId, ids, new Date(untilMs).toISOString(), parked).catch(
+      (error: unknown) => {
+        logger.error(
+          'could not put off webhook deliveries to an endpoint cut off; they are claimed again when their lease expires',
+          { count: ids.length, error: describeError(error) },
+        );
+      },
+    );
+  }
+
+  /**
+   * Makes the parked deliveries of the webhooks due now (their endpoint answered a probe), a short
+   * statement per batch, then wakes the loop. If that fails, they are due when their parking ends.
+   */
+  #resume(webhookIds: readonly string[]): void {
+    const { storage, logger, clock } = this.#options;
+    const resume = async () => {
+      for (const webhookId of webhookIds) {
+        for (
+          let after = await resumeParked(storage, webhookId, clock.now().toISOString());
+          after !== undefined;
+        ) {
+          await new Promise((resolve) => setImmediate(resolve));
+          after = await resumeParked(storage, webhookId, clock.now().toISOString(), after);
+        }
+      }
+      this.#signal();
+    };
+    resume().catch((error: unknown) => {
+      logger.error('could not resume the parked deliveries of an endpoint that answered again', {
+        count: webhookIds.length,
+        error: describeError(error),
+      });
     });
   }
 

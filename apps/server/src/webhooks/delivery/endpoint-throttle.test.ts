@@ -43,19 +43,52 @@ describe('the endpoint throttle', () => {
     throttle.started('e', 100);
     throttle.ended('e', 'failed', 200, SHARE);
     // Open: deliveries are put off until the cool-down ends, not attempted.
-    expect(throttle.admit('e', 200)).toEqual({ kind: 'defer', untilMs: 1_200 });
-    expect(throttle.admit('e', 1_199)).toEqual({ kind: 'defer', untilMs: 1_200 });
+    expect(throttle.admit('e', 200)).toEqual({ kind: 'defer', untilMs: 1_200, parked: false });
+    expect(throttle.admit('e', 1_199)).toEqual({ kind: 'defer', untilMs: 1_200, parked: false });
     // Half-open: one probe, the others wait for it.
     expect(throttle.admit('e', 1_200)).toEqual({ kind: 'start' });
     throttle.started('e', 1_200);
     expect(throttle.admit('e', 1_201)).toEqual({ kind: 'wait' });
     // The probe fails: open for another cool-down.
     throttle.ended('e', 'failed', 1_500, SHARE);
-    expect(throttle.admit('e', 1_500)).toEqual({ kind: 'defer', untilMs: 2_500 });
+    expect(throttle.admit('e', 1_500)).toEqual({ kind: 'defer', untilMs: 2_500, parked: false });
     // The next probe is answered: closed.
     throttle.started('e', 2_500);
-    throttle.ended('e', 'answered', 2_600, SHARE);
+    expect(throttle.ended('e', 'answered', 2_600, SHARE)).toBe(true);
     expect(throttle.admit('e', 2_600)).toEqual({ kind: 'start' });
+  });
+
+  it('while the circuit stays open, keeps a few deliveries for each probe and parks the others longer each time', () => {
+    const throttle = new EndpointThrottle({ threshold: 1, cooldownMs: 1_000 });
+    throttle.started('e', 0);
+    expect(throttle.ended('e', 'failed', 0, SHARE)).toBe(false);
+    // Opened once: every delivery is put off to the end of the cool-down, as before.
+    for (let n = 0; n < 5; n++)
+      expect(throttle.admit('e', 10)).toEqual({ kind: 'defer', untilMs: 1_000, parked: false });
+    // A probe fails: opened again. Two deliveries wait for the next probe, the rest are parked for twice the
+    // cool-down, and each further failed probe doubles it, up to an hour.
+    let now = 1_000;
+    let parkMs = 2_000;
+    for (let opening = 2; opening <= 16; opening++) {
+      expect(throttle.admit('e', now)).toEqual({ kind: 'start' });
+      throttle.started('e', now);
+      expect(throttle.ended('e', 'failed', now, SHARE)).toBe(false);
+      const openUntil = now + 1_000;
+      expect(throttle.admit('e', now)).toEqual({ kind: 'defer', untilMs: openUntil, parked: false });
+      expect(throttle.admit('e', now)).toEqual({ kind: 'defer', untilMs: openUntil, parked: false });
+      expect(throttle.admit('e', now)).toEqual({ kind: 'defer', untilMs: now + parkMs, parked: true });
+      expect(throttle.admit('e', now + 999)).toEqual({ kind: 'defer', untilMs: now + parkMs, parked: true });
+      parkMs = Math.min(parkMs * 2, 3_600_000);
+      now = openUntil;
+    }
+    // A probe is answered: closed, and said so (what was parked is resumed); parking starts over.
+    throttle.started('e', now);
+    expect(throttle.ended('e', 'answered', now, SHARE)).toBe(true);
+    throttle.started('e', now);
+    throttle.ended('e', 'failed', now, SHARE);
+    expect(throttle.admit('e', now)).toEqual({ kind: 'defer', untilMs: now + 1_000, parked: false });
+    expect(throttle.admit('e', now)).toEqual({ kind: 'defer', untilMs: now + 1_000, parked: false });
+    expect(throttle.admit('e', now)).toEqual({ kind: 'defer', untilMs: now + 1_000, parked: false });
   });
 
   it('counts failures only in a row: an answer in between resets them', () => {

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { waitUntil } from '@scenario-scoring/testkit';
+import { expect, it } from 'vitest';
+import { forEachDatabase } from '../../test/support/test-databases.js';
+import { commitTestEvents, createTestWebhook } from '../../test/support/test-webhooks.js';
+import { systemClock } from '../common/clock.js';
+import { deleteWebhook, updateWebhook, type WebhookServiceDeps } from './api/webhook-service.js';
+import { claimDueDeliveries } from './delivery/delivery-claims.js';
+import { dispatchEvents } from './delivery/event-dispatcher.js';
+import { SecretBox } from './outbound/secret-box.js';
+import { CANCEL_BATCH, cancelPendingDeliveries } from './webhook-registry.js';
+
+const secretBox = new SecretBox(randomBytes(32));
+const BACKLOG = 2 * CANCEL_BATCH + 17;
+
+/**
+ * Deleting or disabling a webhook with a large backlog cancels it in bounded batches, a short transaction
+ * each (on SQLite the one write connection is shared by every tenant), and no delivery of it is attempted
+ * after the answer, even those the background cancellation has not reached (a claim cancels them).
+ */
+forEachDatabase('cancelling a deleted or disabled webhook’s backlog', ({ storage }) => {
+  const deps = (): WebhookServiceDeps =>
+    ({
+      storage: storage(),
+      outbox: { notify: () => undefined },
+      policy: { allowedCidrs: ['127.0.0.1/32'] },
+      secretBox,
+      clock: systemClock,
+      keyedHash: { hash: () => '' },
+    }) as unknown as WebhookServiceDeps;
+
+  /** A webhook with BACKLOG pending deliveries due now (one of them of a real event, to claim). */
+  const withBacklog = async (tenantId: string) => {
+    const webhook = await createTestWebhook(storage(), secretBox, {
+      tenantId,
+      url: 'http://127.0.0.1:9/hook',
+      now: new Date(Date.now() - 1000),
+    });
+    await commitTestEvents(storage(), tenantId, { count: BACKLOG, now: new Date(Date.now() - 500) });
+    while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
+    return webhook;
+  };
+  const statuses = async (webhookId: string) => {
+    const rows = await storage()
+      .db.selectFrom('deliveries')
+      .select(['status', (eb) => eb.fn.countAll<number | string>().as('count')])
+      .where('webhook_id', '=', webhookId)
+      .groupBy('status')
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+  };
+
+  it('cancels at most a batch per statement, and only while the webhook is deleted or disabled', async () => {
+    const webhook = await withBacklog('backlog-batch');
+    // Still active: nothing is cancelled.
+    expect(
+      (await cancelPendingDeliveries(storage().db, webhook.id, new Date().toISOString())).cancelled,
+    ).toBe(0);
+    await storage()
+      .db.updateTable('webhooks')
+      .set({ status: 'disabled' })
+      .where('id', '=', webhook.id)
+      .execute();
+    const first = await cancelPendingDeliveries(storage().db, webhook.id, new Date().toISOString());
+    expect(first.cancelled).toBeLessThanOrEqual(CANCEL_BATCH);
+    expect(first.next).toBeDefined();
+    expect(await statuses(webhook.id)).toEqual({
+      cancelled: first.cancelled,
+      pending: BACKLOG - first.cancelled,
+    });
+    let next = first.next;
+    while (next !== undefined)
+      next = (await cancelPendingDeliveries(storage().db, webhook.id, new Date().toISOString(), next)).next;
+    expect(await statuses(webhook.id)).toEqual({ cancelled: BACKLOG });
+  });
+
+  it('after DELETE answers, claims cancel what is left instead of attempting it, and the rest follows', async () => {
+    const webhook = await withBacklog('backlog-delete');
+    await deleteWebhook(deps(), 'backlog-delete', webhook.id);
+    const claimed = await claimDueDeliveries(storage(), secretBox, {
+      workerId: 'backlog-worker',
+      now: new Date(),
+      leaseMs: 60_000,
+      limit: 100,
+    });
+    expect(claimed.filter((delivery) => delivery.webhookId === webhook.id && delivery.webhookActive)).toEqual(
+      [],
+    );
+    await waitUntil(
+      async () => (await statuses(webhook.id)).pending === undefined,
+      20_000,
+      'the backlog cancelled in the background',
+    );
+    expect(await statuses(webhook.id)).toEqual({ cancelled: BACKLOG });
+  });
+
+  it('re-enabling a webhook whose disabling left a backlog cancels that backlog first', async () => {
+    const webhook = await withBacklog('backlog-reenable');
+    // As if the process stopped right after the disabling's own transaction (its first batch only).
+    await storage()
+      .db.updateTable('webhooks')
+      .set({ status: 'disabled', disabled_reason: 'manual' })
+      .where('id', '=', webhook.id)
+      .execute();
+    const first = await cancelPendingDeliveries(storage().db, webhook.id, new Date().toISOString());
+    expect((await statuses(webhook.id)).pending).toBe(BACKLOG - first.cancelled);
+    const enabled = await updateWebhook(deps(), 'backlog-reenable', webhook.id, { status: 'active' });
+    expect(enabled.status).toBe('active');
+    expect(await statuses(webhook.id)).toEqual({ cancelled: BACKLOG });
+  });
+
+  it('PATCH disabled answers after one batch; the backlog is then cancelled in the background', async () => {
+    const webhook = await withBacklog('backlog-disable');
+    await updateWebhook(deps(), 'backlog-disable', webhook.id, { status: 'disabled' });
+    await waitUntil(
+      async () => (await statuses(webhook.id)).pending === undefined,
+      20_000,
+      'the backlog cancelled in the background',
+    );
+    expect(await statuses(webhook.id)).toEqual({ cancelled: BACKLOG });
+  });
+});
