@@ -25,5 +25,5 @@ describe("a bench's command line", () => {
     expect(run.stderr).toContain('npm run bench:score -- [--rounds 2]');
     expect(run.stderr).not.toMatch(/at parseArgs|node:internal/);
     expect(run.stdout).toBe('');
-  });
+  }, 60_000);
 });
