@@ -16,7 +16,7 @@ describe("a bench's command line", () => {
     expect(execFileSync(process.execPath, [bench('disk/compression.ts'), '-h'], { encoding: 'utf8' })).toBe(
       help,
     );
-  });
+  }, 60_000);
 
   it('refuses an unknown flag with what was wrong and the usage, exit 2, not a stack trace', () => {
     const run = spawnSync(process.execPath, [bench('score/run.ts'), '--rouns', '3'], { encoding: 'utf8' });
