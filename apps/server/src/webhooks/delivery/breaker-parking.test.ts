@@ -9,6 +9,7 @@ import {
 } from '../../../test/support/test-webhooks.js';
 import { SecretBox } from '../outbound/secret-box.js';
 import { PARKED } from './delivery-claims.js';
+import { dispatchEvents } from './event-dispatcher.js';
 
 const secretBox = new SecretBox(randomBytes(32));
 const EVENTS = 40;
@@ -67,5 +68,41 @@ forEachDatabase('parking the deliveries of an endpoint that stays cut off', ({ s
       5_000,
       'every parked delivery delivered once a probe was answered',
     );
+  }, 60_000);
+
+  it('resumes deliveries it did not park (parked before a restart, or by another instance) once the webhook answers it', async () => {
+    const tenantId = `parked-elsewhere-${randomBytes(3).toString('hex')}`;
+    const endpoint = await receiver((_r, _i, res) => {
+      res.statusCode = 204;
+      res.end();
+    });
+    const webhook = await createTestWebhook(storage(), secretBox, { tenantId, url: endpoint.url });
+    const parkedIds = await commitTestEvents(storage(), tenantId, { count: 5 });
+    // As another worker left them: fanned out, then parked for an hour, no claim.
+    while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
+    const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
+    await storage()
+      .db.updateTable('deliveries')
+      .set({ locked_by: PARKED, locked_until: null, next_attempt_at: inAnHour })
+      .where('event_id', 'in', parkedIds)
+      .execute();
+    const before = endpoint.requests.length;
+    // A fresh worker (a restart) delivers a new event to the webhook: it answers, so what is parked is due.
+    worker({ config: { concurrency: 4 } });
+    const [fresh] = await commitTestEvents(storage(), tenantId);
+    const states = (ids: string[]) =>
+      storage()
+        .db.selectFrom('deliveries')
+        .select(['status', 'webhook_id'])
+        .where('event_id', 'in', ids)
+        .execute();
+    await waitUntil(
+      async () => (await states([...parkedIds, fresh as string])).every((d) => d.status === 'succeeded'),
+      // Far less than the hour they were parked for.
+      10_000,
+      'the deliveries parked elsewhere delivered once the webhook answered',
+    );
+    expect((await states(parkedIds)).every((d) => d.webhook_id === webhook.id)).toBe(true);
+    expect(endpoint.requests.length).toBeGreaterThanOrEqual(before + 6);
   }, 60_000);
 });

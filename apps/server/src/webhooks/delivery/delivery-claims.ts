@@ -299,13 +299,14 @@ export async function deferClaims(
   return Number(result.numUpdatedRows);
 }
 
-/** Deliveries of a webhook looked at per statement of resumeParked: each statement is short. */
+/** Parked deliveries of a webhook made due per statement of resumeParked: each statement is short. */
 export const RESUME_BATCH = 2_000;
 
 /**
  * Makes the webhook's parked deliveries due at `nowIso` (their endpoint answered again), a bounded batch
- * per statement: its next RESUME_BATCH deliveries after the id `after` (deliveries_webhook_idx order);
- * resolves with the id to go on after, undefined when none are left.
+ * per statement: its next RESUME_BATCH parked deliveries after the id `after`, read through
+ * `deliveries_parked_idx` (migration 0025: the parked ones alone, not the webhook's history); resolves with
+ * the id to go on after, undefined when none are left. With none parked it costs an index probe.
  */
 export async function resumeParked(
   storage: Pick<Storage, 'db'>,
@@ -317,6 +318,7 @@ export async function resumeParked(
     .selectFrom('deliveries')
     .select('id')
     .where('webhook_id', '=', webhookId)
+    .where('locked_by', '=', PARKED)
     .where('id', '>', after)
     .orderBy('webhook_id')
     .orderBy('id')
@@ -328,10 +330,10 @@ export async function resumeParked(
     .updateTable('deliveries')
     .set({ next_attempt_at: nowIso, locked_by: null })
     .where('webhook_id', '=', webhookId)
+    .where('locked_by', '=', PARKED)
     .where('id', '>', after)
     .where('id', '<=', last)
     .where('status', '=', 'pending')
-    .where('locked_by', '=', PARKED)
     .where('locked_until', 'is', null)
     .executeTakeFirst();
   return batch.length < RESUME_BATCH ? undefined : last;

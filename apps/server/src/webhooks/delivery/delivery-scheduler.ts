@@ -8,6 +8,12 @@ import { TenantCounts } from './tenant-counts.js';
 /** Endpoints whose parked webhooks a scheduler remembers (to resume them when they answer again). */
 const MAX_PARKED_ENDPOINTS = 10_000;
 
+/**
+ * How often a webhook that answered is looked at for deliveries parked by another instance, or by this one
+ * before a restart (an index probe when there are none): about the longest parking (EndpointThrottle).
+ */
+const PARKED_LOOK_INTERVAL_MS = 60 * 60 * 1000;
+
 /** Outcomes per slot that may wait for their write before the worker stops claiming. */
 const MAX_UNRECORDED_PER_SLOT = 4;
 
@@ -89,6 +95,8 @@ export class DeliveryScheduler {
   readonly #throttle: EndpointThrottle;
   /** The webhooks whose deliveries this worker parked, by endpoint: resumed when it answers a probe. */
   readonly #parked = new Map<string, Set<string>>();
+  /** When each webhook that answered was last looked at for parked deliveries this scheduler did not park. */
+  readonly #lookedAt = new Map<string, number>();
   /** Deliveries the claims and the fan-out under way may bring: counted as taken room. */
   #reserved = 0;
   #halted = false;
@@ -240,6 +248,20 @@ export class DeliveryScheduler {
   }
 
   /**
+   * A webhook that answered may have deliveries parked that this scheduler does not know of: parked by it
+   * before a restart, or by another instance. Looked at once per PARKED_LOOK_INTERVAL_MS per webhook (an
+   * index probe when there are none): found, they are due now.
+   */
+  #lookForParked(webhookId: string): void {
+    const now = this.#options.clock.now().getTime();
+    const last = this.#lookedAt.get(webhookId);
+    if (last !== undefined && now - last < PARKED_LOOK_INTERVAL_MS) return;
+    if (this.#lookedAt.size >= MAX_PARKED_ENDPOINTS) this.#lookedAt.clear();
+    this.#lookedAt.set(webhookId, now);
+    this.#options.resume([webhookId]);
+  }
+
+  /**
    * Starts queued deliveries while slots are free (none once halted), in the queue's order, passing over
    * those of a tenant with its share of attempts in flight (a claim and a fan-out side by side may both
    * have given it its share, and shares shrink as tenants arrive: the rest waits for its own attempts, not
@@ -319,7 +341,7 @@ export class DeliveryScheduler {
           const parked = this.#parked.get(endpoint);
           this.#parked.delete(endpoint);
           if (parked !== undefined) this.#options.resume([...parked]);
-        }
+        } else if (outcome === 'answered') this.#lookForParked(delivery.webhookId);
         this.#inFlight.delete(attempt);
         this.#inFlightByTenant.remove(delivery.tenantId);
         this.#release(delivery);
