@@ -248,22 +248,24 @@ export function erasedCidsPage(db: Db, tenantId: string, erasureId: string, afte
 /**
  * Claims the oldest open erasure nobody holds, for `leaseMs`: the lease keeps two instances from working
  * on one erasure at once; an erasure whose worker died is taken over when its lease ends.
+ * `passOver`: erasures not to claim (those the worker found waiting for a run this round, so that a claim of
+ * theirs lapsing during a long round does not hand them back before the ones behind them).
  */
 export async function claimErasure(
   db: Kysely<Database>,
   workerId: string,
   now: Date,
   leaseMs: number,
+  passOver: readonly string[] = [],
 ): Promise<ErasureRow | undefined> {
   const at = now.toISOString();
-  const candidates = await db
+  let query = db
     .selectFrom('erasures')
     .select('id')
     .where('status', '<>', 'completed')
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
-    .orderBy('created_at')
-    .limit(5)
-    .execute();
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]));
+  if (passOver.length > 0) query = query.where('id', 'not in', passOver);
+  const candidates = await query.orderBy('created_at').limit(5).execute();
   for (const { id } of candidates) {
     const claimed = await db
       .updateTable('erasures')

@@ -78,7 +78,8 @@ export class ErasureWorker implements BackgroundWorker {
     try {
       for (;;) {
         if (!this.#running && this.#loop !== undefined) break;
-        const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), config.leaseMs);
+        // Not those found waiting this round, even should their claim lapse during a long one.
+        const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), config.leaseMs, waiting);
         if (!erasure) break;
         const outcome = await processErasure(erasure, {
           storage,

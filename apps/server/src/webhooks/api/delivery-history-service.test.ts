@@ -11,6 +11,7 @@ import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../../test/support/test-server.js';
 import { newId } from '../../common/ids.js';
+import { DELIVERY_ROW_BYTES, readTenantUsage, rowBytes } from '../../quota/tenant-usage.js';
 
 forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storage }) => {
   let server: TestServer;
@@ -67,6 +68,28 @@ forEachDatabase('webhook deliveries: test, list, attempts, redeliver', ({ storag
     expect(payload).toMatchObject({ id: delivery.event_id, type: 'webhook.test' });
     expect(payload.data.webhook_id).toBe(webhook.id);
     expect(await deliveryRow(delivery.id)).toMatchObject({ status: 'pending', next_trigger: 'scheduled' });
+  });
+
+  it("counts a test event's delivery in its tenant's storage, as a fan-out's (and its event)", async () => {
+    const key = await newTenantKey();
+    const webhook = await register(key);
+    const tenantId = (
+      await storage()
+        .db.selectFrom('webhooks')
+        .select('tenant_id')
+        .where('id', '=', webhook.id)
+        .executeTakeFirstOrThrow()
+    ).tenant_id;
+    const before = await readTenantUsage(storage().db, tenantId);
+    const delivery = await sendTest(key, webhook.id);
+    const event = await storage()
+      .db.selectFrom('events')
+      .select('payload')
+      .where('id', '=', delivery.event_id)
+      .executeTakeFirstOrThrow();
+    expect((await readTenantUsage(storage().db, tenantId)) - before).toBe(
+      DELIVERY_ROW_BYTES + rowBytes(event.payload),
+    );
   });
 
   it('lists deliveries newest first with status, attempt count and attempt times, a page at a time', async () => {

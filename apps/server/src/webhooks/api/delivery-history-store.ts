@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { OutboxEvent } from '../../events/event-outbox.js';
 import { insertEvents } from '../../events/event-outbox.js';
+import { DELIVERY_ROW_BYTES, rowBytes, usageUpserts } from '../../quota/tenant-usage.js';
 import type { Database, DeliveriesTable, DeliveryAttemptsTable } from '../../storage/database.js';
 import { keysetPage, type PageRequest } from '../../storage/paging.js';
 
@@ -66,6 +67,10 @@ export async function insertDirectDelivery(
     updated_at: now,
   };
   await trx.insertInto('deliveries').values(row).execute();
+  // The event and the delivery count in their tenant's storage, as a fan-out's (event-dispatcher.ts).
+  const bytes = rowBytes(event.payload) + DELIVERY_ROW_BYTES;
+  for (const query of usageUpserts(trx, event.tenantId, bytes, event.createdAt))
+    await trx.executeQuery(query);
   return row;
 }
 
