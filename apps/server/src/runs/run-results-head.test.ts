@@ -1,6 +1,6 @@
-import { request as httpRequest } from 'node:http';
 import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { exchange } from '../../test/support/raw-http.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
@@ -26,25 +26,6 @@ function countingResultReads(storage: Storage): { storage: Storage; reads: { cou
     },
   };
   return { storage: { ...storage, db: storage.db.withPlugin(plugin) }, reads };
-}
-
-/** Sends a request and reads its status, headers and the bytes of its body, if any came. */
-function exchange(
-  url: string,
-  method: string,
-  headers: Record<string, string>,
-): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 // Review: HEAD on a run's NDJSON results built and discarded the whole stream (5.9 s and 131 MB for a
