@@ -42,7 +42,7 @@ export function contractValidation(contract: Contract, options: ContractValidati
 /**
  * The validator's middlewares without its response validation (the one named `responseMiddleware`): for
  * checking a request's headers and query apart from its route (an NDJSON run, run-upload.ts), whose
- * answers were never validated (its 408 is not among the operation's responses in the contract).
+ * answers are written by the upload itself, never through the validator's `res.json`.
  */
 export function requestValidationOnly(handlers: readonly RequestHandler[]): RequestHandler[] {
   return handlers.filter((handler) => handler.name !== 'responseMiddleware');

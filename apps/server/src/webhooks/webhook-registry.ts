@@ -140,13 +140,27 @@ export async function cancelBacklog(
   after: string | undefined = '',
 ): Promise<number> {
   let total = 0;
-  for (let next: string | undefined = after; next !== undefined; ) {
+  await batchByBatch(async (next) => {
     const batch = await cancelPendingDeliveries(storage.db, webhookId, now(), next);
     total += batch.cancelled;
-    next = batch.next;
+    return batch.next;
+  }, after);
+  return total;
+}
+
+/**
+ * Runs a batched step over a webhook's deliveries (cancelPendingDeliveries, resumeParked) from the delivery
+ * id `after` until it answers that none are left, yielding to the event loop between batches: each is a
+ * short statement or transaction of its own, so requests get the connection in between.
+ */
+export async function batchByBatch(
+  step: (after: string) => Promise<string | undefined>,
+  after = '',
+): Promise<void> {
+  for (let next: string | undefined = after; next !== undefined; ) {
+    next = await step(next);
     await new Promise((resolve) => setImmediate(resolve));
   }
-  return total;
 }
 
 /** How many deliveries of the webhook are pending: a read (of its deliveries_webhook_idx range), no write. */

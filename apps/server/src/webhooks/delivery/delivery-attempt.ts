@@ -59,7 +59,8 @@ export async function attemptDelivery(
   return {
     write: {
       kind: 'attempt',
-      claim: claimOf(delivery),
+      // Its event's type only matters for an answer to store (delivery-recorder.ts, mayEchoASubject).
+      claim: claimOf(delivery, sent.responseBody !== null),
       trigger: delivery.trigger,
       attemptedAt,
       sent,
@@ -94,8 +95,8 @@ function sendTraced(
   );
 }
 
-function claimOf(delivery: ClaimedDelivery): Claim {
-  const eventType = eventTypeOf(delivery.payload);
+function claimOf(delivery: ClaimedDelivery, withEventType = false): Claim {
+  const eventType = withEventType ? eventTypeOf(delivery.payload) : undefined;
   return {
     deliveryId: delivery.id,
     webhookId: delivery.webhookId,

@@ -10,6 +10,7 @@ import type { Storage } from '../../storage/storage.js';
 import type { BackgroundWorker } from '../../workers/background-worker.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 import type { WebhookConfig } from '../webhook-config.js';
+import { batchByBatch } from '../webhook-registry.js';
 import { attemptDelivery, cancellation } from './delivery-attempt.js';
 import {
   type ClaimedDelivery,
@@ -308,15 +309,8 @@ export class DeliveryWorker implements BackgroundWorker {
   #resume(webhookIds: readonly string[]): void {
     const { storage, logger, clock } = this.#options;
     const resume = async () => {
-      for (const webhookId of webhookIds) {
-        for (
-          let after = await resumeParked(storage, webhookId, clock.now().toISOString());
-          after !== undefined;
-        ) {
-          await new Promise((resolve) => setImmediate(resolve));
-          after = await resumeParked(storage, webhookId, clock.now().toISOString(), after);
-        }
-      }
+      for (const webhookId of webhookIds)
+        await batchByBatch((after) => resumeParked(storage, webhookId, clock.now().toISOString(), after));
       this.#signal();
     };
     resume().catch((error: unknown) => {
