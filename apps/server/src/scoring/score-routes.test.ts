@@ -314,7 +314,7 @@ forEachDatabase('POST /v1/scoring/score', ({ storage, kind, database }) => {
           '/body/context/jurisdiction',
           '/body/context/history_months',
         ],
-        /^The request has 6 invalid fields: .*; and 3 more\.$/,
+        /^The request has 5 invalid fields: .*; and 3 more\.$/,
       );
       expect(problem.errors).toContainEqual({
         path: '/body/context/history_months',
