@@ -21,6 +21,8 @@ describe('validationDetail', () => {
 
   it('takes the count of problems when errors holds only the first of them', () => {
     const errors = [{ path: '/body/x', message: 'must NOT have additional properties' }];
-    expect(validationDetail(errors, 500)).toMatch(/^The request has 500 invalid fields: \/body\/x .*; and 499 more\.$/);
+    expect(validationDetail(errors, 500)).toMatch(
+      /^The request has 500 invalid fields: \/body\/x .*; and 499 more\.$/,
+    );
   });
 });
