@@ -174,6 +174,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
     ...webhookRoutes({
       storage,
       outbox: features.outbox,
+      retired: features.retiredWebhooks,
       policy: config.webhooks,
       secretBox: options.secretBox,
       clock,

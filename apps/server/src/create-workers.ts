@@ -56,6 +56,7 @@ export function createWorkers({
     new DeliveryWorker({
       storage,
       outbox: features.outbox,
+      retired: features.retiredWebhooks,
       config: webhooks,
       secretBox,
       logger,

@@ -4,6 +4,7 @@ import { TenantKeyedHash } from './keys/tenant-keyed-hash.js';
 import { createScoreLogStore, type ScoreLogStore, type SubjectKey } from './score-log/score-log-store.js';
 import type { Storage } from './storage/storage.js';
 import { CheckpointSignal } from './verifiable-log/checkpoint-signal.js';
+import { RetiredWebhookSignal } from './webhooks/webhook-registry.js';
 import { BackgroundPacer } from './workers/background-pacer.js';
 
 /**
@@ -23,6 +24,11 @@ export interface Features {
   readonly subjectKey: SubjectKey;
   /** Notified after events commit (a scoring, a redelivery), so this instance's delivery workers wake at once. */
   readonly outbox: OutboxSignal;
+  /**
+   * Notified after a webhook is deleted or disabled (by the API, or by a delivery worker for failing), so
+   * this instance's delivery workers drop at once what they claimed of it and have not started.
+   */
+  readonly retiredWebhooks: RetiredWebhookSignal;
   /** Notified after a new run commits, so this instance's run workers claim it at once. */
   readonly runQueue: OutboxSignal;
   /** Notified after an erasure is accepted, so this instance's erasure worker takes it at once. */
@@ -61,6 +67,7 @@ export function wireFeatures(storage: Storage, options: FeatureOptions): Feature
     keyedHash,
     subjectKey,
     outbox,
+    retiredWebhooks: new RetiredWebhookSignal(),
     runQueue: new OutboxSignal(),
     erasureQueue: new OutboxSignal(),
     logCheckpoints: new CheckpointSignal(),

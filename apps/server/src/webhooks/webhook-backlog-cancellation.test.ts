@@ -2,10 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
-import { commitTestEvents, createTestWebhook } from '../../test/support/test-webhooks.js';
+import { commitTestEvents, createTestWebhook, testWebhookConfig } from '../../test/support/test-webhooks.js';
 import { systemClock } from '../common/clock.js';
+import type { Storage } from '../storage/storage.js';
 import { deleteWebhook, updateWebhook, type WebhookServiceDeps } from './api/webhook-service.js';
+import { attemptDelivery } from './delivery/delivery-attempt.js';
 import { claimDueDeliveries } from './delivery/delivery-claims.js';
+import { recordDeliveryWrites } from './delivery/delivery-recorder.js';
 import { dispatchEvents } from './delivery/event-dispatcher.js';
 import { SecretBox } from './outbound/secret-box.js';
 import { CANCEL_BATCH, cancelPendingDeliveries } from './webhook-registry.js';
@@ -23,6 +26,7 @@ forEachDatabase('cancelling a deleted or disabled webhook’s backlog', ({ stora
     ({
       storage: storage(),
       outbox: { notify: () => undefined },
+      retired: { notify: () => undefined },
       policy: { allowedCidrs: ['127.0.0.1/32'] },
       secretBox,
       clock: systemClock,
@@ -118,5 +122,54 @@ forEachDatabase('cancelling a deleted or disabled webhook’s backlog', ({ stora
       'the backlog cancelled in the background',
     );
     expect(await statuses(webhook.id)).toEqual({ cancelled: BACKLOG });
+  });
+
+  it('a webhook the recorder disables is told once the batch committed; a failed background cancellation is logged', async () => {
+    const webhook = await withBacklog('backlog-gone');
+    const [claimed] = (
+      await claimDueDeliveries(storage(), secretBox, {
+        workerId: 'gone-worker',
+        now: new Date(),
+        leaseMs: 60_000,
+        limit: 100,
+      })
+    ).filter((delivery) => delivery.webhookId === webhook.id);
+    if (claimed === undefined) throw new Error('no delivery of the webhook claimed');
+    const { write } = await attemptDelivery(claimed, {
+      send: async () => ({ statusCode: 410, error: 'HTTP 410', durationMs: 5, responseBody: null }),
+      clock: systemClock,
+      config: testWebhookConfig(),
+    });
+    // The batch's transaction runs on the database; the background cancellation after it finds it gone.
+    let uses = 0;
+    const gone = {
+      selectFrom: () => {
+        throw new Error('the database is gone');
+      },
+    };
+    const failingAfterTheBatch = {
+      get db() {
+        return uses++ === 0 ? storage().db : gone;
+      },
+    } as unknown as Pick<Storage, 'db'>;
+    const told: string[][] = [];
+    const logged: { message: string; fields: unknown }[] = [];
+    await recordDeliveryWrites(failingAfterTheBatch, [write], {
+      workerId: 'gone-worker',
+      now: new Date(),
+      disableAfterFailingMs: 60_000,
+      onDisabled: (webhookIds) => {
+        told.push([...webhookIds]);
+      },
+      logger: { error: (message, fields) => logged.push({ message, fields }) },
+    });
+    expect(told).toEqual([[webhook.id]]);
+    await waitUntil(() => logged.length === 1, 10_000, 'the failure logged');
+    expect(logged[0]).toMatchObject({
+      message: 'could not cancel the pending deliveries of a disabled webhook',
+      fields: { webhookId: webhook.id, error: { message: 'the database is gone' } },
+    });
+    // What it left pending is cancelled by the next claim (or when the webhook is re-enabled).
+    expect((await statuses(webhook.id)).pending).toBeGreaterThan(0);
   });
 });

@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { chunks } from '../storage/chunks.js';
 import type { Database } from '../storage/database.js';
 import type { Storage } from '../storage/storage.js';
 import type { SecretBox } from './outbound/secret-box.js';
@@ -172,4 +173,52 @@ export async function countPendingDeliveries(db: Db, webhookId: string): Promise
     .where('status', '=', 'pending')
     .executeTakeFirst();
   return Number(row?.count ?? 0);
+}
+
+/** Webhook ids per statement of inactiveWebhooks, below both dialects' bound-parameter limits. */
+const IDS_PER_STATEMENT = 400;
+
+/**
+ * Which of `webhookIds` are no longer active (disabled, deleted, or gone): one short read of the primary
+ * key per 400 ids. A delivery worker asks it of the webhooks whose queued deliveries it has held longer
+ * than a bound (see STATUS_RECHECK_MS), to drop those deleted or disabled by another instance meanwhile.
+ */
+export async function inactiveWebhooks(
+  db: Kysely<Database>,
+  webhookIds: readonly string[],
+): Promise<Set<string>> {
+  const inactive = new Set(webhookIds);
+  for (const ids of chunks(webhookIds, IDS_PER_STATEMENT)) {
+    const active = await db
+      .selectFrom('webhooks')
+      .select('id')
+      .where('id', 'in', ids)
+      .where('status', '=', 'active')
+      .where('deleted_at', 'is', null)
+      .execute();
+    for (const row of active) inactive.delete(row.id);
+  }
+  return inactive;
+}
+
+/**
+ * Tells this process's delivery workers, as soon as it committed, that webhooks were deleted or disabled
+ * (by the API, or by a worker's recorder for failing): each drops the deliveries of them it has claimed and
+ * not yet started, so none is attempted after the answer. The database already cancelled them and cleared
+ * their claims; a worker of another instance finds out by looking again (see inactiveWebhooks).
+ */
+export class RetiredWebhookSignal {
+  readonly #listeners = new Set<(webhookIds: readonly string[]) => void>();
+
+  /** Tells the listeners that these webhooks are deleted or disabled (committed). */
+  notify(webhookIds: readonly string[]): void {
+    if (webhookIds.length === 0) return;
+    for (const listener of this.#listeners) listener(webhookIds);
+  }
+
+  /** Calls `listener` on every notify; returns the function that unsubscribes it. */
+  subscribe(listener: (webhookIds: readonly string[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
 }

@@ -18,6 +18,7 @@ import { DeliveryWorker } from '../../src/webhooks/delivery/delivery-worker.js';
 import type { SecretBox } from '../../src/webhooks/outbound/secret-box.js';
 import { generateWebhookSecret } from '../../src/webhooks/outbound/webhook-signature.js';
 import type { WebhookConfig } from '../../src/webhooks/webhook-config.js';
+import type { RetiredWebhookSignal } from '../../src/webhooks/webhook-registry.js';
 import { testConfig } from './test-server.js';
 
 /** The system clock shifted by an offset tests move by hand: 5 days pass in a line, and time still flows. */
@@ -138,15 +139,20 @@ export function testWebhookConfig(overrides: Partial<WebhookConfig> = {}): Webho
   return { ...testConfig().webhooks, allowedCidrs: ['127.0.0.1/32'], pollIntervalMs: 20, ...overrides };
 }
 
-/** Starts a delivery worker on `storage` with the test settings. Stop it at the end of the test. */
+/**
+ * Starts a delivery worker on `storage` with the test settings. Stop it at the end of the test. It hears of
+ * the webhooks the test server deletes or disables (the signal of testFeatures) unless `retired` is another
+ * signal, as a worker of another instance.
+ */
 export function startTestWorker(
   storage: Storage,
   secretBox: SecretBox,
-  options: { config?: Partial<WebhookConfig>; clock?: Clock } = {},
+  options: { config?: Partial<WebhookConfig>; clock?: Clock; retired?: RetiredWebhookSignal } = {},
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
     storage,
     outbox: testFeatures(storage).outbox,
+    retired: options.retired ?? testFeatures(storage).retiredWebhooks,
     secretBox,
     config: testWebhookConfig(options.config),
     logger: silentLogger,

@@ -656,7 +656,7 @@ export type paths = {
         post?: never;
         /**
          * Delete a webhook
-         * @description Deletes a webhook; deliveries not yet made to it are cancelled. Another tenant's webhook answers 404.
+         * @description Deletes a webhook; deliveries not yet made to it are cancelled. A request already on its way to the webhook's URL may still arrive; none starts after the answer, except, with several server instances, up to about 1 s after it on an instance that had already taken the delivery up. Another tenant's webhook answers 404.
          */
         delete: operations["deleteWebhook"];
         options?: never;
@@ -665,7 +665,8 @@ export type paths = {
          * Update a webhook
          * @description Changes a webhook's events or description, or its status: set `status` to `active` to re-enable a
          *     disabled webhook (it then receives new events; deliveries that failed meanwhile can be redelivered),
-         *     or to `disabled` to pause it.
+         *     or to `disabled` to pause it: its deliveries not yet made are cancelled, as on deletion (see
+         *     deleteWebhook for the requests that may still arrive).
          */
         patch: operations["updateWebhook"];
         trace?: never;

@@ -88,6 +88,7 @@ forEachDatabase('replaying a time range of a webhook’s events', ({ kind, stora
         {
           storage: { db: storage().db.withPlugin(fanOutAfterSelect), kind: storage().kind },
           outbox: { notify: () => {} },
+          retired: { notify: () => {} },
           policy: { allowedCidrs: [], allowHttp: true },
           secretBox: undefined as never,
           clock: systemClock,

@@ -27,7 +27,7 @@ import {
 import type { SecretBox } from '../outbound/secret-box.js';
 import { generateWebhookSecret } from '../outbound/webhook-signature.js';
 import { DEFAULT_MAX_WEBHOOKS_PER_TENANT, type WebhookConfig } from '../webhook-config.js';
-import { cancelBacklog, cancelPendingDeliveries } from '../webhook-registry.js';
+import { cancelBacklog, cancelPendingDeliveries, type RetiredWebhookSignal } from '../webhook-registry.js';
 import { checkRegistrationReplay } from './registration-replay.js';
 import {
   countWebhooksForInsert,
@@ -45,6 +45,11 @@ export interface WebhookServiceDeps {
   storage: Pick<Storage, 'db' | 'kind'>;
   /** Notified after a manual attempt is queued, so this instance's delivery workers send it at once. */
   outbox: Pick<OutboxSignal, 'notify'>;
+  /**
+   * Notified once a webhook's deletion or disabling commits, before the answer, so this instance's delivery
+   * workers drop what they claimed of it and have not started (none is attempted after the answer).
+   */
+  retired: Pick<RetiredWebhookSignal, 'notify'>;
   /** Outbound safety, and the per-tenant limit (`maxWebhooksPerTenant`, default 50). */
   policy: OutboundPolicyConfig & Partial<Pick<WebhookConfig, 'maxWebhooksPerTenant'>>;
   secretBox: SecretBox;
@@ -165,7 +170,8 @@ export async function listWebhooks(
 
 /**
  * Changes a webhook's events, description or status. `active` re-enables it (and forgets why it was
- * disabled and since when it was failing); `disabled` pauses it and cancels its pending deliveries.
+ * disabled and since when it was failing); `disabled` pauses it and cancels its pending deliveries, those
+ * this instance's workers hold claimed and have not started included (see WebhookServiceDeps.retired).
  */
 export async function updateWebhook(
   deps: WebhookServiceDeps,
@@ -203,11 +209,15 @@ export async function updateWebhook(
     if (body.status === 'disabled') backlog = (await cancelPendingDeliveries(trx, id, at)).next;
     return webhook;
   });
+  if (body.status === 'disabled') deps.retired.notify([id]);
   if (backlog !== undefined) cancelRestInBackground(deps, id, backlog);
   return updated;
 }
 
-/** Deletes a webhook (it then answers 404) and cancels the deliveries not yet made to it. */
+/**
+ * Deletes a webhook (it then answers 404) and cancels the deliveries not yet made to it, those this
+ * instance's workers hold claimed and have not started included (see WebhookServiceDeps.retired).
+ */
 export async function deleteWebhook(deps: WebhookServiceDeps, tenantId: string, id: string): Promise<void> {
   const at = deps.clock.now().toISOString();
   const backlog = await deps.storage.db.transaction().execute(async (trx) => {
@@ -216,6 +226,7 @@ export async function deleteWebhook(deps: WebhookServiceDeps, tenantId: string, 
     // The first batch with the deletion; the rest right after it (never attempted meanwhile).
     return (await cancelPendingDeliveries(trx, id, at)).next;
   });
+  deps.retired.notify([id]);
   if (backlog !== undefined) cancelRestInBackground(deps, id, backlog);
 }
 

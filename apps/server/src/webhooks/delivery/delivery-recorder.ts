@@ -8,6 +8,7 @@ import {
   type OutboxEvent,
 } from '../../events/event-outbox.js';
 import { rowBytes, USAGE_ON_CONFLICT, UsageTally } from '../../quota/tenant-usage.js';
+import { describeError, type Logger } from '../../request-logging/logger.js';
 import { chunks } from '../../storage/chunks.js';
 import type { Database } from '../../storage/database.js';
 import { insertRows, type RowInsert } from '../../storage/row-insert.js';
@@ -86,16 +87,31 @@ const ATTEMPT_INSERT: RowInsert<AttemptRow> = {
   ],
 };
 
+/** How a batch of outcomes is recorded, and whom the recorder tells of what it did. */
+export interface RecordOptions {
+  workerId: string;
+  now: Date;
+  disableAfterFailingMs: number;
+  /**
+   * Called with the webhooks this batch disabled, once it committed: the worker drops what it (and this
+   * instance's other workers) claimed of them and has not started.
+   */
+  onDisabled?: (webhookIds: readonly string[]) => void;
+  /** Where the background cancellation of a disabled webhook's backlog reports a failure. */
+  logger?: Pick<Logger, 'error'>;
+}
+
 /**
  * Records a batch of outcomes in one transaction: every attempt, each delivery's new state, and what the
  * attempts mean for their webhooks. A delivery's state is written only where `locked_by` and
  * `locked_until` still name this worker's claim, so a worker whose lease expired and was taken over cannot
- * overwrite the newer result (its attempt is recorded all the same: it happened).
+ * overwrite the newer result (its attempt is recorded all the same: it happened), nor can one whose
+ * delivery was cancelled meanwhile (the cancellation clears the claim).
  */
 export async function recordDeliveryWrites(
   storage: Pick<Storage, 'db'>,
   writes: readonly DeliveryWrite[],
-  options: { workerId: string; now: Date; disableAfterFailingMs: number },
+  options: RecordOptions,
 ): Promise<void> {
   const nowIso = options.now.toISOString();
   const received = writes.flatMap((write) => (write.kind === 'attempt' ? [write] : []));
@@ -109,7 +125,9 @@ export async function recordDeliveryWrites(
     await recordSucceededInOneStatement(storage.db, writes, received, options.workerId, nowIso);
     return;
   }
-  const disabled: { id: string; after: string }[] = [];
+  // Filled by the transaction: read only once it committed.
+  const webhooksDisabled: string[] = [];
+  const backlogs: { id: string; after: string }[] = [];
   await storage.db.transaction().execute(async (trx) => {
     // First, before anything of the batch is written: the answers to events erased meanwhile are dropped.
     const erased = await deliveriesOfErasedEvents(trx, answersToCheck);
@@ -121,16 +139,33 @@ export async function recordDeliveryWrites(
     for (const chunk of chunks(writes, ROWS_PER_STATEMENT)) {
       await trx.executeQuery(updateDeliveries(trx, chunk, options.workerId, nowIso));
     }
-    const raised = await applyWebhookEffects(trx, attempts, nowIso, options, disabled);
+    const raised = await applyWebhookEffects(trx, attempts, nowIso, options, {
+      disabled: webhooksDisabled,
+      backlogs,
+    });
     raised.push(...(await exhaustedEvents(trx, attempts, options.now)));
     await insertEvents(trx, raised);
     for (const query of attemptsUsage(attempts).upserts(trx, options.now)) await trx.executeQuery(query);
   });
+  // Never thrown from here: the batch committed, and a failure would have it recorded again.
+  try {
+    if (webhooksDisabled.length > 0) options.onDisabled?.(webhooksDisabled);
+  } catch (error) {
+    options.logger?.error('could not tell the delivery workers of the webhooks a batch disabled', {
+      webhookIds: webhooksDisabled,
+      error: describeError(error),
+    });
+  }
   // The backlogs of the webhooks this batch disabled, past their first batch: short transactions of their
   // own, after this one (never attempted meanwhile: a claim cancels them). A failure here is not the
   // batch's: the writes above committed.
-  for (const { id, after } of disabled) {
-    cancelBacklog(storage, id, () => new Date().toISOString(), after).catch(() => undefined);
+  for (const { id, after } of backlogs) {
+    cancelBacklog(storage, id, () => new Date().toISOString(), after).catch((error: unknown) => {
+      options.logger?.error('could not cancel the pending deliveries of a disabled webhook', {
+        webhookId: id,
+        error: describeError(error),
+      });
+    });
   }
 }
 
@@ -347,14 +382,15 @@ function updateText(db: Kysely<Database>, rows: number): string {
  * A 410 disables the webhook at once (`endpoint_gone`). Any success resets `failing_since`; a failure sets
  * it if unset; a webhook failing since `disableAfterFailingMs` or longer is disabled (`failing`). Disabling
  * cancels the webhook's pending deliveries and raises `webhook.disabled` (returned, for the caller to
- * insert in the same transaction; the disabled webhook itself, no longer active, is not sent it).
+ * insert in the same transaction; the disabled webhook itself, no longer active, is not sent it). Notes in
+ * `noted` the webhooks it disabled, and those whose backlog is left past the first batch cancelled here.
  */
 async function applyWebhookEffects(
   db: Kysely<Database>,
   attempts: readonly Extract<DeliveryWrite, { kind: 'attempt' }>[],
   nowIso: string,
   options: { now: Date; disableAfterFailingMs: number },
-  backlogs: { id: string; after: string }[],
+  noted: { disabled: string[]; backlogs: { id: string; after: string }[] },
 ): Promise<OutboxEvent[]> {
   const gone = new Set<string>();
   // Per webhook, in the order the attempts ended: whether one succeeded, and the first failure after that.
@@ -399,7 +435,8 @@ async function applyWebhookEffects(
     // now, the rest right after this transaction (see cancelPendingDeliveries).
     const cancelled = await countPendingDeliveries(db, webhook.id);
     const first = await cancelPendingDeliveries(db, webhook.id, nowIso);
-    if (first.next !== undefined) backlogs.push({ id: webhook.id, after: first.next });
+    noted.disabled.push(webhook.id);
+    if (first.next !== undefined) noted.backlogs.push({ id: webhook.id, after: first.next });
     const data = {
       webhook_id: webhook.id,
       reason: webhook.reason,

@@ -14,6 +14,16 @@ const MAX_PARKED_ENDPOINTS = 10_000;
  */
 const PARKED_LOOK_INTERVAL_MS = 60 * 60 * 1000;
 
+/**
+ * The longest a queued delivery starts after its webhook was last read active, at its claim or looked up
+ * again: one held longer waits while its webhook is looked up (one statement for every such webhook, see
+ * DeliverySchedulerOptions.inactiveWebhooks), and is dropped if it was deleted or disabled meanwhile. This
+ * instance's own deletions and disablings drop queued deliveries at once (see DeliveryScheduler.retire);
+ * this bounds those of other instances sharing the database. Deliveries start within a few milliseconds
+ * of their claim unless slots are busy, so under load with answering receivers nothing is looked up.
+ */
+export const STATUS_RECHECK_MS = 1_000;
+
 /** Outcomes per slot that may wait for their write before the worker stops claiming. */
 const MAX_UNRECORDED_PER_SLOT = 4;
 
@@ -51,6 +61,11 @@ export interface DeliverySchedulerOptions {
   wake(): void;
   /** How many outcomes wait for their write: beyond a bound, there is no room to claim. */
   unrecorded(): number;
+  /**
+   * Which of these webhooks are no longer active (deleted or disabled), in one statement: asked of those
+   * whose queued deliveries were read active more than STATUS_RECHECK_MS ago. Rejects if it cannot tell.
+   */
+  inactiveWebhooks(webhookIds: readonly string[]): Promise<ReadonlySet<string>>;
 }
 
 /**
@@ -69,9 +84,11 @@ export interface ClaimPlan {
  * Decides what a delivery worker claims and for whom, and when each claimed delivery starts: the slots
  * (`concurrency` attempts in flight, and as many claimed ahead when the lease allows), each tenant's
  * share of them (see tenantShare), the slots reserved for tenants with no attempt in flight (see
- * reservedSlots), the endpoint throttle and circuit breaker (see EndpointThrottle), and when to wake the
- * loop to claim again. It holds no connection and makes no request: the worker claims what a plan says,
- * hands the result to `accept`, and makes the attempts the scheduler starts through `options.attempt`.
+ * reservedSlots), the endpoint throttle and circuit breaker (see EndpointThrottle), when to wake the loop
+ * to claim again, and which claimed deliveries never start because their webhook was deleted or disabled
+ * (see retire and STATUS_RECHECK_MS). It holds no connection and makes no request: the worker claims what
+ * a plan says, hands the result to `accept`, and makes the attempts the scheduler starts through
+ * `options.attempt`.
  */
 export class DeliveryScheduler {
   readonly #options: DeliverySchedulerOptions;
@@ -99,6 +116,14 @@ export class DeliveryScheduler {
   readonly #lookedAt = new Map<string, number>();
   /** Deliveries the claims and the fan-out under way may bring: counted as taken room. */
   #reserved = 0;
+  /** The claims under way (planned, not yet settled), each with the webhooks retired meanwhile, if any. */
+  readonly #underWay = new Map<ClaimPlan, Set<string> | undefined>();
+  /** When a webhook looked up again (see STATUS_RECHECK_MS) was found active, by webhook. */
+  readonly #foundActiveAt = new Map<string, number>();
+  /** The webhooks of queued deliveries read active too long ago, to look up in the next statement. */
+  readonly #toLookUp = new Set<string>();
+  /** The look-up under way, if any (one at a time). */
+  #lookUp: Promise<void> | undefined;
   #halted = false;
   /**
    * Set by the loop while it sleeps with no room left (or after a claim that got all it asked for): an
@@ -125,7 +150,14 @@ export class DeliveryScheduler {
     const limit = newcomers ? this.#room(this.#reservedSlots) : room;
     if (limit <= 0) return undefined;
     this.#reserved += limit;
-    return { limit, tenantCap: newcomers ? 1 : this.#heldCap(), held: this.#held.snapshot(), newcomers };
+    const plan = {
+      limit,
+      tenantCap: newcomers ? 1 : this.#heldCap(),
+      held: this.#held.snapshot(),
+      newcomers,
+    };
+    this.#underWay.set(plan, undefined);
+    return plan;
   }
 
   /**
@@ -135,12 +167,30 @@ export class DeliveryScheduler {
   planFanOut(): ClaimPlan {
     const limit = Math.max(0, this.#room() >> 1);
     this.#reserved += limit;
-    return { limit, tenantCap: this.#heldCap(), held: this.#held.snapshot(), newcomers: false };
+    const plan = { limit, tenantCap: this.#heldCap(), held: this.#held.snapshot(), newcomers: false };
+    this.#underWay.set(plan, undefined);
+    return plan;
   }
 
   /** The claim planned by `plan` has ended (taken, failed, or nothing found): its room is free again. */
   settle(plan: ClaimPlan): void {
     this.#reserved -= plan.limit;
+    this.#underWay.delete(plan);
+  }
+
+  /**
+   * These webhooks were deleted or disabled (committed): their deliveries queued here, and those a claim
+   * under way brings, are dropped, never started: given back (the database cancelled them and cleared their
+   * claims already, or a claim cancels them). Attempts in flight go on.
+   */
+  retire(webhookIds: readonly string[]): void {
+    const retired = new Set(webhookIds);
+    for (const [plan, noted] of this.#underWay) {
+      const all = noted ?? new Set<string>();
+      for (const webhookId of retired) all.add(webhookId);
+      this.#underWay.set(plan, all);
+    }
+    this.#dropQueued((delivery) => retired.has(delivery.webhookId));
   }
 
   /**
@@ -153,7 +203,14 @@ export class DeliveryScheduler {
     const { held: heldBefore, tenantCap: cap } = plan;
     const taken = new TenantCounts();
     const excess: ClaimedDelivery[] = [];
+    // Deliveries of webhooks retired while the claim was on its way, read active maybe before that.
+    const retired = this.#underWay.get(plan);
+    const dropped: ClaimedDelivery[] = [];
     for (const delivery of claimed) {
+      if (retired?.has(delivery.webhookId) && delivery.webhookActive) {
+        dropped.push(delivery);
+        continue;
+      }
       if (this.#held.get(delivery.tenantId) >= cap) {
         excess.push(delivery);
         continue;
@@ -169,6 +226,7 @@ export class DeliveryScheduler {
       for (const { tenantId } of excess) this.#atCap.add(tenantId);
     }
     if (excess.length > 0) this.#options.giveBack(excess);
+    if (dropped.length > 0) this.#options.giveBack(dropped);
     this.#startQueued();
     // Those whose attempts ended while the claim was on its way.
     for (const tenantId of this.#atCap) this.#claimAgainIfFreed(tenantId);
@@ -187,6 +245,7 @@ export class DeliveryScheduler {
     for (const delivery of this.#queue.splice(0)) this.#release(delivery);
     this.#atCap.clear();
     await Promise.all(this.#inFlight);
+    await this.#lookUp;
   }
 
   /**
@@ -205,6 +264,68 @@ export class DeliveryScheduler {
   #slotRoom(): number {
     const taken = this.#inFlight.size + this.#queue.length + this.#reserved;
     return this.#options.config.concurrency + this.#prefetch - taken;
+  }
+
+  /** Gives back the queued deliveries `drop` picks (of active webhooks: the others are cancellations). */
+  #dropQueued(drop: (delivery: ClaimedDelivery) => boolean): void {
+    const dropped: ClaimedDelivery[] = [];
+    const kept: ClaimedDelivery[] = [];
+    for (const delivery of this.#queue)
+      (delivery.webhookActive && drop(delivery) ? dropped : kept).push(delivery);
+    if (dropped.length === 0) return;
+    this.#queue = kept;
+    for (const delivery of dropped) this.#release(delivery);
+    this.#options.giveBack(dropped);
+    // Room to claim again.
+    this.#options.wake();
+  }
+
+  /**
+   * Whether the webhook of a queued delivery was read active (at its claim: the claim's lease is
+   * `leaseMs` from a time taken before its statement; or by a look-up) more than STATUS_RECHECK_MS ago.
+   */
+  #readTooLongAgo(delivery: ClaimedDelivery, lockedUntilMs: number, nowMs: number): boolean {
+    if (nowMs - (lockedUntilMs - this.#options.config.leaseMs) <= STATUS_RECHECK_MS) return false;
+    const foundAt = this.#foundActiveAt.get(delivery.webhookId);
+    return foundAt === undefined || nowMs - foundAt > STATUS_RECHECK_MS;
+  }
+
+  /**
+   * Looks up the webhooks of queued deliveries read active too long ago (see STATUS_RECHECK_MS), one
+   * statement for all of them, one look-up at a time: those deleted or disabled are retired (their queued
+   * deliveries dropped), the others are fresh again. If the look-up fails, the deliveries that waited for
+   * it are given back: claimed again, their webhook is read afresh.
+   */
+  #lookUpWebhooks(): void {
+    if (this.#lookUp !== undefined || this.#toLookUp.size === 0) return;
+    const webhookIds = [...this.#toLookUp];
+    this.#toLookUp.clear();
+    const { clock } = this.#options;
+    const atMs = clock.now().getTime();
+    this.#lookUp = this.#options
+      .inactiveWebhooks(webhookIds)
+      .then(
+        (inactive) => {
+          for (const [webhookId, foundAt] of this.#foundActiveAt)
+            if (atMs - foundAt > STATUS_RECHECK_MS) this.#foundActiveAt.delete(webhookId);
+          for (const webhookId of webhookIds)
+            if (!inactive.has(webhookId)) this.#foundActiveAt.set(webhookId, atMs);
+          if (inactive.size > 0) this.retire([...inactive]);
+        },
+        () => {
+          const looked = new Set(webhookIds);
+          const nowMs = clock.now().getTime();
+          this.#dropQueued(
+            (delivery) =>
+              looked.has(delivery.webhookId) &&
+              this.#readTooLongAgo(delivery, Date.parse(delivery.lockedUntil), nowMs),
+          );
+        },
+      )
+      .finally(() => {
+        this.#lookUp = undefined;
+        this.#startQueued();
+      });
   }
 
   /** The worker no longer holds `delivery` (its attempt ended, or it was left to its lease). */
@@ -267,7 +388,8 @@ export class DeliveryScheduler {
    * have given it its share, and shares shrink as tenants arrive: the rest waits for its own attempts, not
    * beside them), those of a tenant with an attempt in flight when only the reserved slots are free, and
    * those whose endpoint is throttled (they wait) or cut off (they are given back, due when its circuit
-   * half-opens).
+   * half-opens). One whose webhook was read active too long ago waits for it to be looked up again (see
+   * STATUS_RECHECK_MS).
    */
   #startQueued(): void {
     const { config, clock } = this.#options;
@@ -280,9 +402,10 @@ export class DeliveryScheduler {
     for (; next < this.#queue.length && this.#inFlight.size < config.concurrency; next++) {
       const delivery = this.#queue[next] as ClaimedDelivery;
       const tenantInFlight = this.#inFlightByTenant.get(delivery.tenantId);
+      const lockedUntilMs = Date.parse(delivery.lockedUntil);
       // Never attempt on a lease that could expire during the attempt: another worker may take it over.
       // Left leased, it is claimed again once the lease expires (slots stuck far longer than a timeout).
-      if (this.#prefetch > 0 && Date.parse(delivery.lockedUntil) - nowMs < config.timeoutMs) {
+      if (this.#prefetch > 0 && lockedUntilMs - nowMs < config.timeoutMs) {
         this.#release(delivery);
         continue;
       }
@@ -290,6 +413,11 @@ export class DeliveryScheduler {
         tenantInFlight >= share ||
         (tenantInFlight > 0 && this.#inFlight.size >= config.concurrency - this.#reservedSlots)
       ) {
+        waiting.push(delivery);
+        continue;
+      }
+      if (delivery.webhookActive && this.#readTooLongAgo(delivery, lockedUntilMs, nowMs)) {
+        this.#toLookUp.add(delivery.webhookId);
         waiting.push(delivery);
         continue;
       }
@@ -318,6 +446,7 @@ export class DeliveryScheduler {
       for (const delivery of deliveries) this.#release(delivery);
       this.#options.defer(deliveries, untilMs, parked);
     }
+    this.#lookUpWebhooks();
   }
 
   /** Starts the attempt of `delivery`; when it ends, its slot starts the next and may wake the loop. */

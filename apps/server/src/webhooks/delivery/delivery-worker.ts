@@ -10,7 +10,7 @@ import type { Storage } from '../../storage/storage.js';
 import type { BackgroundWorker } from '../../workers/background-worker.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 import type { WebhookConfig } from '../webhook-config.js';
-import { batchByBatch } from '../webhook-registry.js';
+import { batchByBatch, inactiveWebhooks, type RetiredWebhookSignal } from '../webhook-registry.js';
 import { attemptDelivery, cancellation } from './delivery-attempt.js';
 import {
   type ClaimedDelivery,
@@ -42,6 +42,13 @@ export interface DeliveryWorkerOptions {
   storage: Storage;
   /** Wakes the worker when this instance commits events (or queues a manual attempt). */
   outbox: Pick<OutboxSignal, 'subscribe'>;
+  /**
+   * This instance's deletions and disablings of webhooks: the worker drops at once the deliveries of them it
+   * claimed and has not started, and tells it of those its recorder disables (so this instance's other
+   * workers drop theirs). Without it, the worker drops only those its own recorder disables, and any other
+   * within STATUS_RECHECK_MS (see DeliveryScheduler), as for another instance's.
+   */
+  retired?: Pick<RetiredWebhookSignal, 'subscribe' | 'notify'>;
   config: WebhookConfig;
   secretBox: SecretBox;
   logger: Logger;
@@ -79,6 +86,7 @@ export class DeliveryWorker implements BackgroundWorker {
   #fanOut: Promise<void> | undefined;
   #loop: Promise<void> | undefined;
   #unsubscribe: (() => void) | undefined;
+  #unsubscribeRetired: (() => void) | undefined;
   #wake: (() => void) | undefined;
   /** Events may wait for their fan-out: on start, after a commit here, a full batch, or a poll interval. */
   #dispatchDue = true;
@@ -86,6 +94,10 @@ export class DeliveryWorker implements BackgroundWorker {
   #signalled = false;
   /** The start time (Unix ms) reserved for a claimed delivery to a capped webhook, by delivery id. */
   readonly #slots = new Map<string, number>();
+  /** The attempts waiting for their reserved start time: their webhook, by delivery id. */
+  readonly #waitingForSlot = new Map<string, string>();
+  /** Those of them whose webhook was retired while they waited: given back instead of attempted. */
+  readonly #withdrawn = new Set<string>();
 
   constructor(options: DeliveryWorkerOptions) {
     this.#options = options;
@@ -99,6 +111,14 @@ export class DeliveryWorker implements BackgroundWorker {
       resume: (webhookIds) => this.#resume(webhookIds),
       wake: () => this.#signal(),
       unrecorded: () => this.#recorder.queued,
+      inactiveWebhooks: (webhookIds) =>
+        inactiveWebhooks(options.storage.db, webhookIds).catch((error: unknown) => {
+          options.logger.error(
+            'could not look up whether webhooks are still active; their queued deliveries are given back',
+            { count: webhookIds.length, error: describeError(error) },
+          );
+          throw error;
+        }),
     });
     this.#agent = createDeliveryAgent(options.config.timeoutMs, options.connect);
     this.#send = createDeliverySender({ timeoutMs: options.config.timeoutMs, dispatcher: this.#agent });
@@ -112,6 +132,9 @@ export class DeliveryWorker implements BackgroundWorker {
             workerId: this.workerId,
             now: options.clock.now(),
             disableAfterFailingMs: options.config.disableAfterFailingMs,
+            onDisabled: (webhookIds) =>
+              options.retired ? options.retired.notify(webhookIds) : this.#retire(webhookIds),
+            logger: options.logger,
           },
           options.logger,
         ),
@@ -132,6 +155,7 @@ export class DeliveryWorker implements BackgroundWorker {
       this.#startFanOut();
       this.#signal();
     });
+    this.#unsubscribeRetired = this.#options.retired?.subscribe((webhookIds) => this.#retire(webhookIds));
     this.#loop = this.#run();
   }
 
@@ -144,6 +168,7 @@ export class DeliveryWorker implements BackgroundWorker {
     this.#running = false;
     this.#scheduler.halt();
     this.#unsubscribe?.();
+    this.#unsubscribeRetired?.();
     this.#signal();
     await this.#loop;
     await this.#scheduler.drain();
@@ -273,10 +298,23 @@ export class DeliveryWorker implements BackgroundWorker {
     return admission.start.map(({ delivery }) => delivery);
   }
 
+  /**
+   * These webhooks were deleted or disabled (committed): the deliveries of them claimed and not started
+   * are dropped, those queued and those waiting for their rate slot (see DeliveryScheduler.retire).
+   */
+  #retire(webhookIds: readonly string[]): void {
+    this.#scheduler.retire(webhookIds);
+    if (this.#waitingForSlot.size === 0) return;
+    const retired = new Set(webhookIds);
+    for (const [deliveryId, webhookId] of this.#waitingForSlot)
+      if (retired.has(webhookId)) this.#withdrawn.add(deliveryId);
+  }
+
   /** Gives claims back at once (if that fails, their leases expire and they are claimed again then). */
   #giveBack(deliveries: readonly ClaimedDelivery[]): void {
     const { storage, logger } = this.#options;
     const ids = deliveries.map((delivery) => delivery.id);
+    for (const id of ids) this.#slots.delete(id);
     releaseClaims(storage, this.workerId, ids).catch((error: unknown) => {
       logger.error(
         'could not give back webhook delivery claims; they are claimed again when their lease expires',
@@ -327,9 +365,16 @@ export class DeliveryWorker implements BackgroundWorker {
     const slot = this.#slots.get(delivery.id);
     if (slot !== undefined) {
       this.#slots.delete(delivery.id);
+      this.#waitingForSlot.set(delivery.id, delivery.webhookId);
       // A timer may fire a millisecond early: never start before the slot.
       for (let waitMs = slot - clock.now().getTime(); waitMs > 0; waitMs = slot - clock.now().getTime())
         await new Promise((resolve) => setTimeout(resolve, waitMs));
+      this.#waitingForSlot.delete(delivery.id);
+      // Its webhook was deleted or disabled meanwhile: no attempt (the database cancelled the delivery).
+      if (this.#withdrawn.delete(delivery.id)) {
+        this.#giveBack([delivery]);
+        return 'neutral';
+      }
     }
     const { write, outcome } = delivery.webhookActive
       ? await attemptDelivery(delivery, { send: this.#send, clock, config, metrics })

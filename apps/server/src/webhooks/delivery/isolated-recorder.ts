@@ -1,8 +1,6 @@
 import { describeError, type Logger } from '../../request-logging/logger.js';
 import type { Storage } from '../../storage/storage.js';
-import { type DeliveryWrite, recordDeliveryWrites } from './delivery-recorder.js';
-
-type RecordOptions = Parameters<typeof recordDeliveryWrites>[2];
+import { type DeliveryWrite, type RecordOptions, recordDeliveryWrites } from './delivery-recorder.js';
 
 /** What the stored attempt says when the receiver's answer itself could not be stored. */
 export const UNSTORABLE_OUTCOME_ERROR = 'the outcome of this attempt could not be stored as received';

@@ -172,6 +172,7 @@ forEachDatabase('disabling webhooks and manual attempts', ({ storage }) => {
     const deps = {
       storage: storage(),
       outbox: testFeatures(storage()).outbox,
+      retired: testFeatures(storage()).retiredWebhooks,
       policy: testWebhookConfig(),
       secretBox,
       keyedHash: new TenantKeyedHash(randomBytes(32)),

@@ -183,6 +183,7 @@ forEachDatabase('webhook refusals', ({ storage }) => {
       const deps = {
         storage: storage(),
         outbox: testFeatures(storage()).outbox,
+        retired: testFeatures(storage()).retiredWebhooks,
         policy: STRICT.webhooks,
         secretBox: new SecretBox(randomBytes(32)),
         keyedHash: new TenantKeyedHash(randomBytes(32)),
