@@ -150,9 +150,10 @@ forEachDatabase('the bounds on one tenant’s NDJSON runs', ({ storage }) => {
 
   it('when an upload trickles a line now and then, then it is answered 408 once the upload time is up', async () => {
     const sent = openUpload('trickle', `${JSON.stringify(item('trickle', 0))}\n`, idleServer);
-    // A line every 150 ms: never idle for the 300 ms idle time, but not done within the 1 s upload time.
+    // A line every 50 ms: never idle for the 300 ms idle time (a sixth of it, so a loaded machine's late
+    // timers do not make it idle), but not done within the 1 s upload time.
     let i = 1;
-    const trickle = setInterval(() => sent.write(`${JSON.stringify(item('trickle', i++))}\n`), 150);
+    const trickle = setInterval(() => sent.write(`${JSON.stringify(item('trickle', i++))}\n`), 50);
     try {
       const { status, body } = await sent.answer;
       expect(status).toBe(408);
