@@ -1,20 +1,26 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type DocBlock, docBlocks, README, SNIPPET_CONTEXT, WEBHOOK_GUIDE } from './doc-snippets.js';
+import {
+  type DocBlock,
+  docBlocks,
+  keyOf,
+  README,
+  ROOT,
+  SNIPPET_CONTEXT,
+  typescriptExamples,
+} from './doc-snippets.js';
 
 /**
- * Every TypeScript example of the README and the webhook guide's receiver compile against the built
- * client (dist/, as the package exports it), with the repository's TypeScript and the README's tsconfig:
- * an example that drifts from the client's types fails here. (test/pack.test.ts compiles them against
- * the packed tarball with TypeScript 5.x and 7.x.)
+ * Every TypeScript example of the documentation (README.md, the client's README, docs/*.md and
+ * openapi/guides/*.md) compiles against the built client (dist/, as the package exports it), with the
+ * repository's TypeScript and the client README's tsconfig: an example that drifts from the client's types
+ * fails here. (test/pack.test.ts compiles them against the packed tarball with TypeScript 5.x and 7.x.)
  */
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
 let workDir = '';
@@ -22,22 +28,33 @@ afterAll(async () => {
   if (workDir) await rm(workDir, { recursive: true, force: true });
 });
 
-const keyOf = (block: DocBlock) => `${block.heading}#${block.index}`;
+const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, '-');
 const fileOf = (block: DocBlock) =>
-  `${basename(block.file, '.md')}-${block.heading.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${block.index}.ts`;
+  `${slug(block.doc.replace(/\.md$/, ''))}-${slug(block.heading)}-${block.index}.ts`;
 
 describe('the documentation examples', () => {
   it('type-check against the built client with the README tsconfig', { timeout: 120_000 }, async () => {
     if (!existsSync(join(ROOT, 'packages/client/dist/index.d.ts'))) {
       throw new Error('dist/ is missing: run `npm run build -w @scenario-scoring/client` first');
     }
-    const readme = await docBlocks(README, 'ts');
-    const guide = await docBlocks(WEBHOOK_GUIDE, 'ts');
-    // The guide's TypeScript receiver is there, and each context still names an example.
-    expect(guide.map(keyOf)).toEqual(['Verifying the signature#0']);
-    const blocks = [...readme, ...guide];
+    const blocks = await typescriptExamples();
+    // The examples of each place are found (a fence that stopped matching would drop them silently), and
+    // each context still names an example.
+    const docs = new Set(blocks.map((block) => block.doc));
+    for (const doc of [
+      'README.md',
+      'packages/client/README.md',
+      'docs/using-the-api.md',
+      'docs/verifying-the-log.md',
+      'docs/mock.md',
+      'openapi/guides/batch-scoring.md',
+      'openapi/guides/webhooks.md',
+    ]) {
+      expect(docs, doc).toContain(doc);
+    }
+    expect(blocks.length).toBeGreaterThanOrEqual(23);
     expect(Object.keys(SNIPPET_CONTEXT).filter((key) => !blocks.some((b) => keyOf(b) === key))).toEqual([]);
-    expect(readme.length).toBeGreaterThanOrEqual(11);
+    expect(new Set(blocks.map(fileOf)).size).toBe(blocks.length);
 
     // Under the workspace's node_modules, so that '@scenario-scoring/client' resolves to this package's
     // exports (dist/) and 'express' and @types/node to the workspace's, as in a consumer's project.
@@ -74,7 +91,7 @@ describe('the documentation examples', () => {
         if (!found) return line;
         const { block, contextLines } = found;
         const markdownLine = block.line + Number(at[2]) - contextLines;
-        return `${basename(block.file)}:${markdownLine} (${block.heading}): ${line}`;
+        return `${block.doc}:${markdownLine} (${block.heading}): ${line}`;
       });
     expect(errors).toEqual([]);
   });

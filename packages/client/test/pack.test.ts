@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { docBlocks, README, SNIPPET_CONTEXT, WEBHOOK_GUIDE } from './doc-snippets.js';
+import { keyOf, SNIPPET_CONTEXT, typescriptExamples } from './doc-snippets.js';
 
 /**
  * The published shape: `npm pack` the built package (with Node 22's npm run, as a consumer's older Node
@@ -269,7 +269,7 @@ describe('the packed package with each TypeScript the README names', () => {
     if (tsDir) await rm(tsDir, { recursive: true, force: true });
   });
 
-  it("compiles the README's examples, the webhook guide's receiver and a consumer of every export with TypeScript 5.x and 7.x, with the README's tsconfig", {
+  it("compiles the documentation's TypeScript examples (READMEs, docs/, guides) and a consumer of every export with TypeScript 5.x and 7.x, with the README's tsconfig", {
     timeout: 240_000,
   }, async () => {
     if (!existsSync(join(PACKAGE_DIR, 'dist/index.js'))) {
@@ -309,16 +309,16 @@ describe('the packed package with each TypeScript the README names', () => {
     });
     await writeFile(join(project, 'example.ts'), await readmeBlock('Create a client and score', 'ts'));
     await writeFile(join(project, 'index.ts'), CONSUMER);
-    // The other examples (test/doc-snippets.test.ts compiles them against dist/ too), each with its context.
+    // Every other example of the documentation (test/doc-snippets.test.ts compiles them against dist/ too),
+    // each with its context.
     const snippets: string[] = [];
-    const examples = [...(await docBlocks(README, 'ts')), ...(await docBlocks(WEBHOOK_GUIDE, 'ts'))];
-    for (const [n, block] of examples.entries()) {
-      if (n === 0) continue; // example.ts
-      const key = `${block.heading}#${block.index}`;
+    for (const [n, block] of (await typescriptExamples()).entries()) {
+      const key = keyOf(block);
+      if (key === 'packages/client/README.md: Create a client and score#0') continue; // example.ts
       snippets.push(`snippet-${n}.ts`);
       await writeFile(
         join(project, `snippet-${n}.ts`),
-        `// ${block.file}:${block.line}\n${SNIPPET_CONTEXT[key] ?? ''}\n${block.code}\nexport {};\n`,
+        `// ${block.doc}:${block.line}\n${SNIPPET_CONTEXT[key] ?? ''}\n${block.code}\nexport {};\n`,
       );
     }
     const readmeConfig = JSON.parse(await readmeBlock('TypeScript', 'json')) as {
@@ -346,14 +346,19 @@ describe('the packed package with each TypeScript the README names', () => {
       expect((await tsc(version, ['--version'])).output).toMatch(
         new RegExp(`^Version ${version.replace('.', '\\.')}\\.`),
       );
-      for (const [name, config] of Object.entries(configs)) {
-        await writeFile(join(project, name), JSON.stringify(config));
-        expect(await tsc(version, ['-p', name]), `TypeScript ${version}, ${name}`).toEqual({
-          exitCode: 0,
-          output: '',
-        });
+    }
+    for (const [name, config] of Object.entries(configs))
+      await writeFile(join(project, name), JSON.stringify(config));
+    // Every TypeScript with every tsconfig, one after the other, and every failure reported (not only the first).
+    const compiled: Record<string, { exitCode: number; output: string }> = {};
+    const clean: Record<string, { exitCode: number; output: string }> = {};
+    for (const version of Object.keys(TYPESCRIPTS)) {
+      for (const name of Object.keys(configs)) {
+        compiled[`TypeScript ${version}, ${name}`] = await tsc(version, ['-p', name]);
+        clean[`TypeScript ${version}, ${name}`] = { exitCode: 0, output: '' };
       }
     }
+    expect(compiled).toEqual(clean);
     // What the README warns of: without "types": ["node"], TypeScript 7 does not know process.
     const { types: _types, ...withoutTypes } = readmeConfig.compilerOptions;
     await writeFile(

@@ -214,7 +214,11 @@ describe('the express-openapi-validator patch', () => {
         res.json({ params: req.params, query: req.query });
       });
       app.get('/tags', (req, res) => {
-        res.json({ mode: req.headers['x-mode'] ?? null, tags: req.headers['x-tags'] ?? null, query: req.query });
+        res.json({
+          mode: req.headers['x-mode'] ?? null,
+          tags: req.headers['x-tags'] ?? null,
+          query: req.query,
+        });
       });
       app.use(((error, _req, res, _next) => {
         res.status(error.status ?? 500).json({ status: error.status, message: error.message });
