@@ -123,10 +123,10 @@ export async function startBenchServer(
 }
 
 /**
- * Starts the built server on an existing `database` (already holding `apiKey`), on a free port, with
- * `extraEnv` on top of the load environment, and waits until /readyz answers 200. `stop()` stops the
- * server and leaves the database in place. `keepChars`: how much of its output `process.output()` keeps
- * (16,000 characters by default; more to read its request lines).
+ * Starts the built server on an existing `database` (already holding `apiKey`), on a free port (or
+ * `extraEnv.PORT`), with `extraEnv` on top of the load environment, and waits until /readyz answers 200.
+ * `stop()` stops the server and leaves the database in place. `keepChars`: how much of its output
+ * `process.output()` keeps (16,000 characters by default; more to read its request lines).
  */
 export async function startServerOn(
   database: BenchDatabase,
@@ -136,7 +136,7 @@ export async function startServerOn(
   keepChars?: number,
 ): Promise<BenchServer> {
   const env = { ...loadEnv(database), ...extraEnv };
-  const port = await freePort();
+  const port = extraEnv.PORT === undefined ? await freePort() : Number(extraEnv.PORT);
   const server = await startProcess([main], {
     env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
     url: `http://127.0.0.1:${port}`,
