@@ -63,6 +63,7 @@ export function createWorkers({
       clock,
       metrics,
       connect: connector,
+      pacer: features.backgroundPacer,
     }),
     new RunWorker({
       store: createRunStore(storage, { subjectKey: features.subjectKey, outbox: features.outbox }),

@@ -14,7 +14,7 @@ import { type EventType, insertEvents, newEvent } from '../../src/events/event-o
 import { silentLogger } from '../../src/request-logging/logger.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { insertNewWebhook, rotateSecretRows } from '../../src/webhooks/api/webhook-store.js';
-import { DeliveryWorker } from '../../src/webhooks/delivery/delivery-worker.js';
+import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/webhooks/delivery/delivery-worker.js';
 import type { SecretBox } from '../../src/webhooks/outbound/secret-box.js';
 import { generateWebhookSecret } from '../../src/webhooks/outbound/webhook-signature.js';
 import type { WebhookConfig } from '../../src/webhooks/webhook-config.js';
@@ -147,7 +147,12 @@ export function testWebhookConfig(overrides: Partial<WebhookConfig> = {}): Webho
 export function startTestWorker(
   storage: Storage,
   secretBox: SecretBox,
-  options: { config?: Partial<WebhookConfig>; clock?: Clock; retired?: RetiredWebhookSignal } = {},
+  options: {
+    config?: Partial<WebhookConfig>;
+    clock?: Clock;
+    retired?: RetiredWebhookSignal;
+    pacer?: DeliveryWorkerOptions['pacer'];
+  } = {},
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
     storage,
@@ -157,6 +162,7 @@ export function startTestWorker(
     config: testWebhookConfig(options.config),
     logger: silentLogger,
     clock: options.clock ?? systemClock,
+    ...(options.pacer && { pacer: options.pacer }),
   });
   worker.start();
   return worker;

@@ -7,6 +7,7 @@ import type { Metrics } from '../../metrics/metrics.js';
 import { describeError, type Logger } from '../../request-logging/logger.js';
 import { GroupCommitter } from '../../storage/group-committer.js';
 import type { Storage } from '../../storage/storage.js';
+import type { BackgroundPacer } from '../../workers/background-pacer.js';
 import type { BackgroundWorker } from '../../workers/background-worker.js';
 import type { SecretBox } from '../outbound/secret-box.js';
 import type { WebhookConfig } from '../webhook-config.js';
@@ -24,7 +25,7 @@ import type { DeliveryWrite } from './delivery-recorder.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import { createDeliveryAgent, createDeliverySender, type DeliverySender } from './delivery-sender.js';
 import type { EndpointOutcome } from './endpoint-throttle.js';
-import { DISPATCH_BATCH, dispatchEvents } from './event-dispatcher.js';
+import { dispatchEvents } from './event-dispatcher.js';
 import { recordIsolated } from './isolated-recorder.js';
 import { reserveRateSlots } from './rate-cap.js';
 
@@ -60,6 +61,13 @@ export interface DeliveryWorkerOptions {
    * (`checkedConnector`), so every address is checked at connect time and the socket pinned to it.
    */
   connect?: Agent.Options['connect'];
+  /**
+   * Each fan-out transaction runs through it, as a run's batch commits do (RunWorker), giving way to
+   * requests clients wait on (none: at once). On SQLite the fan-out holds the one connection every
+   * tenant's scoring needs; paced, a backlog of events to many webhooks is a train of short transactions
+   * with pauses between them, not a queue of long ones back to back.
+   */
+  pacer?: Pick<BackgroundPacer, 'run'>;
 }
 
 /**
@@ -88,8 +96,10 @@ export class DeliveryWorker implements BackgroundWorker {
   #unsubscribe: (() => void) | undefined;
   #unsubscribeRetired: (() => void) | undefined;
   #wake: (() => void) | undefined;
-  /** Events may wait for their fan-out: on start, after a commit here, a full batch, or a poll interval. */
+  /** Events may wait for their fan-out: on start, a commit here, a fan-out that left some, or a poll. */
   #dispatchDue = true;
+  /** The tenant the last fan-out served last: the next one starts after it (see dispatchEvents). */
+  #fanOutAfter: string | undefined;
   /** Something woke the loop while it was busy: it looks again before sleeping. */
   #signalled = false;
   /** The start time (Unix ms) reserved for a claimed delivery to a capped webhook, by delivery id. */
@@ -184,11 +194,11 @@ export class DeliveryWorker implements BackgroundWorker {
   }
 
   /**
-   * The loop: start a fan-out of events when this process committed some, after a full batch, or once per
-   * poll interval; claim as many due deliveries as the scheduler has room for; then sleep until room frees
-   * up, events are committed, a fan-out ends, or the poll interval passes.
-   * A fan-out runs beside the claims, not before them: it is a transaction of six statements (500 events,
-   * their deliveries inserted), which the slots would otherwise wait through.
+   * The loop: start a fan-out of events when this process committed some, after one that left some, or
+   * once per poll interval; claim as many due deliveries as the scheduler has room for; then sleep until
+   * room frees up, events are committed, a fan-out ends, or the poll interval passes.
+   * A fan-out runs beside the claims, not before them: it is a transaction of several statements (up to
+   * 500 events and 1,000 deliveries inserted), which the slots would otherwise wait through.
    */
   async #run(): Promise<void> {
     const { config, storage, clock, secretBox, logger } = this.#options;
@@ -230,8 +240,8 @@ export class DeliveryWorker implements BackgroundWorker {
 
   /**
    * Starts a fan-out if one is due and none is under way; the next starts as soon as it ends if more are
-   * due (a full batch, or events committed meanwhile). Called on every commit, not only from the loop: a
-   * commit's deliveries do not wait for a claim under way to end.
+   * due (events it left, or events committed meanwhile), through the pacer if there is one. Called on every
+   * commit, not only from the loop: a commit's deliveries do not wait for a claim under way to end.
    */
   #startFanOut(): void {
     if (!this.#running || !this.#dispatchDue || this.#fanOut !== undefined) return;
@@ -244,28 +254,35 @@ export class DeliveryWorker implements BackgroundWorker {
   }
 
   /**
-   * Fans out up to a batch of events, claiming from the new deliveries what the scheduler's fan-out plan
-   * allows (saving a round of claims; the loop's claims take the rest).
+   * Fans out a transaction's worth of events (see dispatchEvents), through the pacer if there is one,
+   * claiming from the new deliveries what the scheduler's fan-out plan allows (saving a round of claims;
+   * the loop's claims take the rest).
    */
   async #dispatch(): Promise<void> {
-    const { config, storage, clock, secretBox, logger } = this.#options;
+    const { config, storage, clock, secretBox, logger, pacer } = this.#options;
     const plan = this.#scheduler.planFanOut();
     try {
-      const now = clock.now();
-      const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
-      const fanOut = await dispatchEvents(storage, now, {
-        claim: {
-          workerId: this.workerId,
-          lockedUntil,
-          max: plan.limit,
-          tenantCap: plan.tenantCap,
-          held: plan.held,
-        },
-        maxPerEvent: config.maxDeliveriesPerEvent,
-      });
-      // A full batch means more may wait; a commit meanwhile has set the flag again by itself.
-      if (fanOut.dispatched === DISPATCH_BATCH) this.#dispatchDue = true;
-      const claimed = await withSigningSecrets(storage, secretBox, fanOut.claimed, now);
+      // The time and the lease as of the transaction, not of the wait for the pacer's turn.
+      const step = () => {
+        const now = clock.now();
+        const lockedUntil = new Date(now.getTime() + config.leaseMs).toISOString();
+        return dispatchEvents(storage, now, {
+          ...(this.#fanOutAfter !== undefined && { after: this.#fanOutAfter }),
+          claim: {
+            workerId: this.workerId,
+            lockedUntil,
+            max: plan.limit,
+            tenantCap: plan.tenantCap,
+            held: plan.held,
+          },
+          maxPerEvent: config.maxDeliveriesPerEvent,
+        });
+      };
+      const fanOut = await (pacer ? pacer.run(step) : step());
+      if (fanOut.after !== undefined) this.#fanOutAfter = fanOut.after;
+      // Events left for the next fan-out; a commit meanwhile has set the flag again by itself.
+      if (fanOut.more) this.#dispatchDue = true;
+      const claimed = await withSigningSecrets(storage, secretBox, fanOut.claimed, clock.now());
       this.#scheduler.accept(await this.#underRateCaps(claimed), plan);
       this.#dispatchHealthy = true;
     } catch (error) {
