@@ -23,6 +23,7 @@ import * as packedLogRecords from './0022-packed-log-records.js';
 import * as leafIndexFromTiles from './0023-leaf-index-from-tiles.js';
 import * as subjectIndexOfScorings from './0024-subject-index-of-scorings.js';
 import * as parkedDeliveriesIndex from './0025-parked-deliveries-index.js';
+import * as erasureFairnessIndexes from './0026-erasure-fairness-indexes.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -54,4 +55,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0023-leaf-index-from-tiles': leafIndexFromTiles,
   '0024-subject-index-of-scorings': subjectIndexOfScorings,
   '0025-parked-deliveries-index': parkedDeliveriesIndex,
+  '0026-erasure-fairness-indexes': erasureFairnessIndexes,
 };
