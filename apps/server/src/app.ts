@@ -197,6 +197,7 @@ export async function createApp(options: AppOptions): Promise<Express> {
         subjectKey: features.subjectKey,
         keyedHash: features.keyedHash,
         erasureQueue: features.erasureQueue,
+        maxPendingPerTenant: config.erasure.maxPendingPerTenant,
       },
       clock,
     ),

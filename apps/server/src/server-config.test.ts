@@ -19,6 +19,8 @@ describe('loadConfig', () => {
         batchSize: 500,
         leaseMs: 60_000,
         settleMs: 30_000,
+        compactIntervalMs: 5000,
+        maxPendingPerTenant: 100,
         pollIntervalMs: 1000,
         retentionCheckIntervalMs: 3_600_000,
       },

@@ -33,7 +33,7 @@ describe('compact (sqlite)', () => {
     reader.exec('begin');
     reader.prepare('select count(*) from compact_probe').all();
     await sql`delete from compact_probe`.execute(storage.db);
-    expect(await compact(storage, 1)).toBe(false);
+    expect(await compact(storage, undefined, 1)).toBe(false);
     reader.exec('commit');
     reader.close();
 

@@ -25,6 +25,17 @@ export interface ErasureConfig {
    * record of the subject stamped before the erasure is stored by the time it is looked for.
    */
   settleMs: number;
+  /**
+   * `ERASURE_COMPACT_INTERVAL` (5s): the freed space of completed erasures is compacted (PostgreSQL: VACUUM
+   * of the tables they changed; SQLite: a WAL checkpoint) at most once per this interval, for every erasure
+   * completed since the last time: after the worker's round when it has passed, else in the next round.
+   */
+  compactIntervalMs: number;
+  /**
+   * `ERASURE_MAX_PENDING` (100): erasures by subject a tenant may have pending at once; past it
+   * `POST /v1/erasures` answers 429 `rate_limited`. 0 for no bound.
+   */
+  maxPendingPerTenant: number;
 }
 
 const RETENTION_PATTERN = /^([1-9][0-9]{0,5})(h|d|mo|y)$/;
@@ -58,7 +69,8 @@ export function retentionCutoff(retention: Retention, now: Date): Date {
 
 /**
  * Reads `LOG_RETENTION` (off), `ERASURE_POLL_INTERVAL` (1s), `LOG_RETENTION_CHECK_INTERVAL` (1h),
- * `ERASURE_BATCH_SIZE` (500), `ERASURE_LEASE` (60s), `ERASURE_SETTLE` (30s; below SCORE_LOG_MAX_COMMIT_AGE_MS, 15 s, a scoring in flight could escape an erasure).
+ * `ERASURE_BATCH_SIZE` (500), `ERASURE_LEASE` (60s), `ERASURE_SETTLE` (30s; below SCORE_LOG_MAX_COMMIT_AGE_MS, 15 s, a scoring in flight could escape an erasure),
+ * `ERASURE_COMPACT_INTERVAL` (5s), `ERASURE_MAX_PENDING` (100 per tenant; 0: no bound).
  */
 export function readErasureConfig(reader: EnvReader): ErasureConfig {
   const raw = reader.raw('LOG_RETENTION');
@@ -78,5 +90,7 @@ export function readErasureConfig(reader: EnvReader): ErasureConfig {
     batchSize: reader.integer('ERASURE_BATCH_SIZE', 500, 1, 10_000),
     leaseMs: reader.durationMs('ERASURE_LEASE', 60_000, 100),
     settleMs: reader.durationMs('ERASURE_SETTLE', 30_000, 0),
+    compactIntervalMs: reader.durationMs('ERASURE_COMPACT_INTERVAL', 5000, 0),
+    maxPendingPerTenant: reader.integer('ERASURE_MAX_PENDING', 100, 0, 1_000_000),
   };
 }

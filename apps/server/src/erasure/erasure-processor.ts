@@ -16,7 +16,9 @@ import {
   eraseEvents,
   eraseLogRecords,
   eraseRunItems,
+  failedRunsWithRest,
   holdErasure,
+  runsOfErasedItems,
   updateHeldErasure,
 } from './erasure-store.js';
 
@@ -24,6 +26,12 @@ import {
 export const ERASURE_BATCH = 500;
 /** CIDs per `erasure-log/1` record: a longer erasure is logged in several records. */
 export const ERASURE_LOG_CHUNK = 1000;
+/** Runs whose submitted items one batch of the `inputs` phase reads (each up to a megabyte of JSON). */
+const INPUT_RUNS_PER_BATCH = 20;
+/** Queued or running runs the `wait` phase has the database look through per statement. */
+const WAIT_RUNS_PER_QUERY = 16;
+/** Lines of an NDJSON run waiting to be scored the `wait` phase has the database look through per statement. */
+const WAIT_LINES_PER_QUERY = 20_000;
 
 /** What processing an erasure needs. */
 export interface ErasureContext {
@@ -34,8 +42,12 @@ export interface ErasureContext {
   batchSize?: number;
   /** The worker's claim, renewed by every batch so a long erasure is not taken over while it progresses. */
   lease?: { workerId: string; ms: number };
-  /** Called when the erased bytes could not yet be compacted off the disk: the worker tries again later. */
-  compactionPending?: () => void;
+  /**
+   * Called once the erasure completed, with its counts: the worker compacts the tables it changed
+   * (erasedTables) with those of the other erasures completed meanwhile, at most once per
+   * ErasureConfig's `compactIntervalMs` (compact()).
+   */
+  completed?: (counts: ErasureCounts) => void;
   /** True once the worker is stopping: the erasure is left where it is, to resume. */
   stopping?: () => boolean;
   /**
@@ -86,10 +98,7 @@ export async function processErasure(erasure: ErasureRow, context: ErasureContex
       throw error;
     }
     if (next === 'waiting') return 'waiting';
-    if (next === 'completed') {
-      if (!(await compact(context.storage))) context.compactionPending?.();
-      return 'completed';
-    }
+    if (next === 'completed') return 'completed';
     row = { ...row, progress: next };
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -154,14 +163,10 @@ async function step(
       if (bySubject && context.now().getTime() < Date.parse(began) + (context.settleMs ?? 0))
         return 'waiting';
       if (bySubject) {
-        const open = await db
-          .selectFrom('runs')
-          .select(['id', 'items'])
-          .where('tenant_id', '=', tenantId)
-          .where('created_at', '<=', began)
-          .where('status', 'in', ['queued', 'running'])
-          .execute();
-        if (open.some((run) => holdsSubject(run.items, subject))) return 'waiting';
+        // The tenant's queued and running runs, a few at a time: the database looks for the subject's text in
+        // their items and sends back only the items of those that hold it (before, every run's items were
+        // read into the server at each look: 300 queued 1,000-item runs held an erasure 48 s each time).
+        if (await openRunHolds(context, tenantId, began, subject)) return 'waiting';
         // An NDJSON upload still coming may hold the subject in lines not yet written (a batch in memory, or
         // not yet sent): waited for whatever its lines so far hold, until it is queued (then its lines are
         // in run_inputs, below), refused, or swept once its server is gone (run-upload-sweep.ts).
@@ -174,18 +179,8 @@ async function step(
           .limit(1)
           .executeTakeFirst();
         if (uploading) return 'waiting';
-        // An NDJSON run keeps its lines not yet scored in run_inputs.
-        const pendingLine = await db
-          .selectFrom('run_inputs')
-          .innerJoin('runs', 'runs.id', 'run_inputs.run_id')
-          .select('run_inputs.run_id')
-          .where('runs.tenant_id', '=', tenantId)
-          .where('runs.created_at', '<=', began)
-          .where('runs.status', 'in', ['queued', 'running'])
-          .where('run_inputs.subject', '=', subject)
-          .limit(1)
-          .executeTakeFirst();
-        if (pendingLine) return 'waiting';
+        // An NDJSON run keeps its lines not yet scored in run_inputs: read a range of lines at a time.
+        if (await pendingLineHolds(context, tenantId, began, subject)) return 'waiting';
       }
       return move(bySubject ? 'records' : 'records:', async () => ({}));
     }
@@ -303,46 +298,36 @@ async function step(
       });
     }
     case 'inputs': {
-      // The submitted items of finished runs created up to the start: a scan of the tenant's runs by id
-      // (the database filters on the subject's JSON text), each holding one rewritten.
-      const needle = `"subject":${JSON.stringify(subject)}`;
-      const contains =
-        context.storage.kind === 'postgres'
-          ? sql<boolean>`strpos(items, ${needle}) > 0`
-          : sql<boolean>`instr(items, ${needle}) > 0`;
-      const runs = await db
-        .selectFrom('runs')
-        .select(['id', 'items'])
-        .where('tenant_id', '=', tenantId)
-        .where('created_at', '<=', began)
-        .where('status', 'in', ['completed', 'failed'])
-        .where('id', '>', cursor)
-        .where(contains)
-        .orderBy('id')
-        .limit(20)
-        .execute();
-      const last = runs.at(-1);
-      return move(runs.length < 20 || !last ? nextPhase(phase) : `inputs:${last.id}`, async (trx) => {
-        let inputs = 0;
-        for (const run of runs) {
-          const items = JSON.parse(run.items) as { subject?: string }[];
-          let changed = false;
-          const kept = items.map((item) => {
-            if (item?.subject !== subject) return item;
-            changed = true;
-            inputs += 1;
-            return { erasure_id: erasure.id };
-          });
-          if (changed) {
-            await trx
-              .updateTable('runs')
-              .set({ items: JSON.stringify(kept) })
-              .where('id', '=', run.id)
-              .execute();
-          }
-        }
-        return { run_inputs: inputs };
-      });
+      // The submitted items of the finished runs created up to the start that hold the subject. Every item of
+      // a completed run, and every attempted item of a failed one, has a run item: those of the subject were
+      // erased by this erasure (the `items` phase), so their runs are found through `run_items_erasure_idx`
+      // (migration 0027), a few at a time by run id. Then the failed inline runs with items never attempted
+      // (`runs_failed_rest_idx`): those items have no run item. Nothing reads the tenant's other runs.
+      // (Runs from before migration 0010, whose items have no subject key, are rewritten with their items in
+      // the `unkeyed` phase.) The cursor: a run id, then `failed|` and a run id.
+      const failed = cursor.startsWith('failed|');
+      const from = failed ? cursor.slice('failed|'.length) : cursor;
+      const ids = await (failed
+        ? failedRunsWithRest(db, tenantId, from, INPUT_RUNS_PER_BATCH)
+        : runsOfErasedItems(db, erasure.id, from, INPUT_RUNS_PER_BATCH)
+      ).execute();
+      const last = ids.at(-1)?.id;
+      const runs = await finishedRunsHolding(
+        context,
+        tenantId,
+        began,
+        subject,
+        ids.map((row) => row.id),
+      );
+      const progress =
+        ids.length < INPUT_RUNS_PER_BATCH || last === undefined
+          ? failed
+            ? nextPhase(phase)
+            : 'inputs:failed|'
+          : `inputs:${failed ? 'failed|' : ''}${last}`;
+      return move(progress, async (trx) => ({
+        run_inputs: await eraseRunInputs(trx, runs, subject, erasure.id),
+      }));
     }
     case 'unkeyed': {
       if (!bySubject) return move(nextPhase(phase), async () => ({}));
@@ -499,6 +484,9 @@ async function unkeyedStep(
   const last = rows.at(-1);
   const progress =
     rows.length < limit || !last ? nextPhase('unkeyed') : `unkeyed:items|${last.run_id}#${last.item_index}`;
+  const inputRuns = await finishedRunsHolding(context, tenantId, erasure.created_at, subject, [
+    ...new Set(rows.filter((row) => row.subject === subject).map((row) => row.run_id)),
+  ]);
   await db.transaction().execute(async (trx) => {
     await hold(trx, erasure, context);
     const doomed = rows.filter((row) => row.subject === subject);
@@ -514,7 +502,13 @@ async function unkeyedStep(
     const cids = doomed.flatMap((row) => (row.log_cid === null ? [] : [row.log_cid]));
     const records = await eraseLogRecords(trx, tenantId, cids, erasure.id, context.now());
     const items = await eraseRunItems(trx, doomed, erasure.id);
-    await advanceErasure(trx, erasure.id, progress, { log_records: records, run_items: items });
+    // Their runs' submitted items too: the `inputs` phase, before this one, found runs by their erased items.
+    const inputs = await eraseRunInputs(trx, inputRuns, subject, erasure.id);
+    await advanceErasure(trx, erasure.id, progress, {
+      log_records: records,
+      run_items: items,
+      run_inputs: inputs,
+    });
   });
   return progress;
 }
@@ -631,6 +625,7 @@ async function logErasure(
     return bySubject && (await lateRecords().limit(1).executeTakeFirst()) ? backForLateRecords() : 'waiting';
   }
   context.outbox.notify();
+  context.completed?.(erasureCounts(counts));
   return 'completed';
 }
 
@@ -642,7 +637,10 @@ export function erasureLogBytes(erasureId: string, erasedAt: string, cids: reado
 }
 
 /** An erasure's counts as the API shows them. */
-export function erasureCounts(row: ErasureRow) {
+export type ErasureCounts = Record<ErasureCountColumn, number>;
+
+/** An erasure's counts as the API shows them. */
+export function erasureCounts(row: ErasureRow): ErasureCounts {
   return {
     log_records: Number(row.log_records),
     run_items: Number(row.run_items),
@@ -653,6 +651,171 @@ export function erasureCounts(row: ErasureRow) {
   };
 }
 
+/** The database's test that `column` contains `needle` (plain text, no pattern). */
+function containsText(kind: Storage['kind'], column: string, needle: string) {
+  return kind === 'postgres'
+    ? sql<boolean>`strpos(${sql.ref(column)}, ${needle}) > 0`
+    : sql<boolean>`instr(${sql.ref(column)}, ${needle}) > 0`;
+}
+
+/**
+ * Whether a queued or running run of the tenant created up to `began` holds the subject in its submitted
+ * items. Read WAIT_RUNS_PER_QUERY runs at a time through `runs_tenant_unfinished_idx`, the database looking
+ * for the subject's JSON text in each run's items and sending back only the items of those that have it
+ * (checked whole here); the event loop is let through between statements.
+ */
+async function openRunHolds(
+  context: ErasureContext,
+  tenantId: string,
+  began: string,
+  subject: string,
+): Promise<boolean> {
+  const { db, kind } = context.storage;
+  const found = containsText(kind, 'items', JSON.stringify(subject));
+  let after = '';
+  for (;;) {
+    const rows = await db
+      .selectFrom('runs')
+      .select(['id', sql<string | null>`case when ${found} then items end`.as('holding')])
+      .where('tenant_id', '=', tenantId)
+      // Literal, as runs_tenant_unfinished_idx's condition is.
+      .where(sql<boolean>`status in ('queued', 'running')`)
+      .where('id', '>', after)
+      .where('created_at', '<=', began)
+      .orderBy('id')
+      .limit(WAIT_RUNS_PER_QUERY)
+      .execute();
+    if (rows.some((row) => row.holding !== null && holdsSubject(row.holding, subject))) return true;
+    const last = rows.at(-1);
+    if (rows.length < WAIT_RUNS_PER_QUERY || !last) return false;
+    after = last.id;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Whether a queued or running NDJSON run of the tenant created up to `began` has a line of the subject not
+ * scored yet (in `run_inputs`, which has no index of the subject): each run's waiting lines are read
+ * WAIT_LINES_PER_QUERY at a time by their primary key, the event loop let through between statements.
+ */
+async function pendingLineHolds(
+  context: ErasureContext,
+  tenantId: string,
+  began: string,
+  subject: string,
+): Promise<boolean> {
+  const { db } = context.storage;
+  const runs = await db
+    .selectFrom('runs')
+    .select(['id', 'next_index', 'item_count'])
+    .where('tenant_id', '=', tenantId)
+    .where(sql<boolean>`status in ('queued', 'running')`)
+    .where('input', '=', 'ndjson')
+    .where('created_at', '<=', began)
+    .execute();
+  for (const run of runs) {
+    for (let from = Number(run.next_index); from < Number(run.item_count); from += WAIT_LINES_PER_QUERY) {
+      const line = await db
+        .selectFrom('run_inputs')
+        .select('item_index')
+        .where('run_id', '=', run.id)
+        .where('item_index', '>=', from)
+        .where('item_index', '<', from + WAIT_LINES_PER_QUERY)
+        .where('subject', '=', subject)
+        .limit(1)
+        .executeTakeFirst();
+      if (line) return true;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  return false;
+}
+
+/**
+ * Of the runs `ids`, the tenant's finished ones created up to `began` whose submitted items hold the
+ * subject's text (the database filters; each is checked whole when rewritten), with their items.
+ */
+async function finishedRunsHolding(
+  context: ErasureContext,
+  tenantId: string,
+  began: string,
+  subject: string,
+  ids: readonly string[],
+): Promise<{ id: string; items: string }[]> {
+  if (ids.length === 0) return [];
+  const { db, kind } = context.storage;
+  return db
+    .selectFrom('runs')
+    .select(['id', 'items'])
+    .where('id', 'in', ids)
+    .where('tenant_id', '=', tenantId)
+    .where('created_at', '<=', began)
+    .where('status', 'in', ['completed', 'failed'])
+    .where(containsText(kind, 'items', `"subject":${JSON.stringify(subject)}`))
+    .orderBy('id')
+    .execute();
+}
+
+/** Replaces the subject's submitted items in `runs` by `{"erasure_id"}`; returns how many it replaced. */
+async function eraseRunInputs(
+  trx: Transaction<Database>,
+  runs: readonly { id: string; items: string }[],
+  subject: string,
+  erasureId: string,
+): Promise<number> {
+  let inputs = 0;
+  for (const run of runs) {
+    const items = JSON.parse(run.items) as { subject?: string }[];
+    let changed = false;
+    const kept = items.map((item) => {
+      if (item?.subject !== subject) return item;
+      changed = true;
+      inputs += 1;
+      return { erasure_id: erasureId };
+    });
+    if (changed) {
+      await trx
+        .updateTable('runs')
+        .set({ items: JSON.stringify(kept) })
+        .where('id', '=', run.id)
+        .execute();
+    }
+  }
+  return inputs;
+}
+
+/**
+ * The tables whose rows an erasure with these counts changed, that compact() vacuums on PostgreSQL: always
+ * `erasures` (its row held the subject until it completed); the records' (`log_records`); the run items'
+ * and, with them, `run_inputs` (an NDJSON run's lines, deleted as they were scored, held the subject) and
+ * the items' records; the runs' submitted items (`runs`); the events' payloads, the receivers' answers
+ * (`delivery_attempts`) and the stored idempotent answers.
+ */
+export function erasedTables(counts: ErasureCounts): CompactedTable[] {
+  const tables = new Set<CompactedTable>(['erasures']);
+  if (counts.log_records > 0) tables.add('log_records');
+  if (counts.run_items > 0)
+    for (const table of ['run_items', 'run_inputs', 'log_records'] as const) tables.add(table);
+  if (counts.run_inputs > 0) tables.add('runs');
+  if (counts.events > 0) tables.add('events');
+  if (counts.delivery_attempts > 0) tables.add('delivery_attempts');
+  if (counts.idempotency_answers > 0) tables.add('idempotency_keys');
+  return [...tables];
+}
+
+/** The tables an erasure may leave dead row versions of the subject in (erasedTables). */
+export const COMPACTED_TABLES = [
+  'log_records',
+  'run_items',
+  'run_inputs',
+  'runs',
+  'events',
+  'delivery_attempts',
+  'idempotency_keys',
+  'erasures',
+] as const;
+export type CompactedTable = (typeof COMPACTED_TABLES)[number];
+
 /** True when a run's submitted items (JSON) hold the subject. */
 function holdsSubject(items: string, subject: string): boolean {
   if (!items.includes(JSON.stringify(subject))) return false;
@@ -661,8 +824,10 @@ function holdsSubject(items: string, subject: string): boolean {
 
 /**
  * The erased bytes leave the disk: SQLite overwrites freed content (`secure_delete`, set on its connection)
- * and its WAL is checkpointed into the main file and truncated; PostgreSQL's dead row versions are vacuumed
- * (outside a transaction). What WAL archives and backups keep is said in docs/personal-data.md.
+ * and its WAL is checkpointed into the main file and truncated; on PostgreSQL `tables` (erasedTables of the
+ * erasures completed since the last time) are vacuumed, in one statement outside a transaction: their dead
+ * row versions are freed for reuse, not overwritten (docs/personal-data.md says what stays on disk, and what
+ * WAL archives and backups keep).
  *
  * On SQLite the zeroed pages reach the main file only when the checkpoint completes: one that reports
  * itself busy (a reader on an older snapshot, the checkpointer thread's own PASSIVE round) has copied only
@@ -671,11 +836,15 @@ function holdsSubject(items: string, subject: string): boolean {
  * the connection's busy timeout for readers); resolves with whether it completed (the worker tries again on
  * its next round when it did not).
  */
-export async function compact(storage: Pick<Storage, 'db' | 'kind'>, attempts = 4): Promise<boolean> {
+export async function compact(
+  storage: Pick<Storage, 'db' | 'kind'>,
+  tables: readonly CompactedTable[] = COMPACTED_TABLES,
+  attempts = 4,
+): Promise<boolean> {
   if (storage.kind !== 'sqlite') {
-    await sql`vacuum log_records, run_items, runs, events, delivery_attempts, idempotency_keys, erasures`.execute(
-      storage.db,
-    );
+    // Only names from COMPACTED_TABLES, in its order.
+    const named = COMPACTED_TABLES.filter((table) => tables.includes(table));
+    if (named.length > 0) await sql.raw(`vacuum ${named.join(', ')}`).execute(storage.db);
     return true;
   }
   for (let attempt = 1; ; attempt += 1) {

@@ -8,7 +8,13 @@ import type { TenantKeyedHash } from '../keys/tenant-keyed-hash.js';
 import type { SubjectKey } from '../score-log/score-log-store.js';
 import { encodeCursor } from '../storage/paging.js';
 import type { Storage } from '../storage/storage.js';
-import { erasedCids, findErasure, insertErasure, readSubjectRecordsPage } from './erasure-store.js';
+import {
+  erasedCids,
+  findErasure,
+  insertErasure,
+  openErasures,
+  readSubjectRecordsPage,
+} from './erasure-store.js';
 import { erasureView, subjectRecordView } from './erasure-views.js';
 
 /** What the erasure and access use cases need. */
@@ -19,7 +25,15 @@ export interface ErasureServiceDeps {
   keyedHash: TenantKeyedHash;
   /** Notified after an erasure is accepted, so this instance's erasure worker takes it at once. */
   erasureQueue: Pick<OutboxSignal, 'notify'>;
+  /**
+   * Erasures by subject a tenant may have pending at once (ErasureConfig's `maxPendingPerTenant`); past it
+   * a new one is refused 429 `rate_limited`. No bound when absent or 0.
+   */
+  maxPendingPerTenant?: number;
 }
+
+/** The Retry-After (seconds) of an erasure refused because its tenant has as many pending as it may. */
+export const ERASURES_FULL_RETRY_AFTER_S = 30;
 
 /** Who asks, with the Idempotency-Key it sent (if any). */
 export interface ErasureCaller {
@@ -30,7 +44,10 @@ export interface ErasureCaller {
 
 /**
  * Accepts an erasure of the subject (`pending`, with its Idempotency-Key record, in one transaction); the
- * erasure worker completes it. The answer never holds the subject.
+ * erasure worker completes it. The answer never holds the subject. A tenant with `maxPendingPerTenant`
+ * erasures pending already is refused 429 `rate_limited` (a retry of an accepted one with its
+ * Idempotency-Key is still answered by its replay): each erasure costs the worker, which all tenants share,
+ * and stores an event and its deliveries, even over the tenant's storage quota.
  */
 export async function createErasure(
   deps: ErasureServiceDeps,
@@ -47,6 +64,13 @@ export async function createErasure(
     body,
   };
   const outcome = await idempotentCreate(deps.storage.db, scope, now, async (trx): Promise<Erasure> => {
+    const max = deps.maxPendingPerTenant ?? 0;
+    if (max > 0 && (await openErasures(trx, caller.tenantId, max)) >= max) {
+      throw new AppError('rate_limited', {
+        detail: `This tenant has ${max} erasures pending, the most it may have at once; retry once some have completed.`,
+        headers: { 'Retry-After': String(ERASURES_FULL_RETRY_AFTER_S) },
+      });
+    }
     const erasure = await insertErasure(trx, {
       id: newId('era'),
       tenantId: caller.tenantId,

@@ -245,39 +245,140 @@ export function erasedCidsPage(db: Db, tenantId: string, erasureId: string, afte
     .limit(limit);
 }
 
+/** How a claim chooses among the open erasures (see claimErasure). */
+export interface ErasureClaimOptions {
+  /**
+   * Erasures not to claim (those the worker found waiting for a run this round, so that a claim of theirs
+   * lapsing during a long round does not hand them back before the ones behind them).
+   */
+  passOver?: readonly string[];
+  /** The tenant the worker last took an erasure of: the claim goes on with the next tenant after it. */
+  after?: string;
+  /**
+   * Erasures by subject accepted after this time are still settling (ErasureConfig's `settleMs`): they
+   * would only wait, so they are not claimed at all.
+   */
+  settledBy?: Date;
+}
+
+/** Candidates read per claim; those a rival takes first are passed over, and the claim looks again. */
+const CLAIM_CANDIDATES = 5;
+const CLAIM_ATTEMPTS = 3;
+
 /**
- * Claims the oldest open erasure nobody holds, for `leaseMs`: the lease keeps two instances from working
- * on one erasure at once; an erasure whose worker died is taken over when its lease ends.
- * `passOver`: erasures not to claim (those the worker found waiting for a run this round, so that a claim of
- * theirs lapsing during a long round does not hand them back before the ones behind them).
+ * Claims an open erasure nobody holds, for `leaseMs`, taking tenants in turn: the next tenant after
+ * `after` (in id order, wrapping around) that has an erasure to claim, and that tenant's oldest. So one
+ * tenant's thousands of queued erasures do not keep another's waiting behind them: with one worker, each
+ * other tenant's erasure waits for at most one erasure of each tenant ahead of it in the turn. A tenant is
+ * found by `erasures_tenant_open_idx` (migration 0027), which holds only open erasures; the lease keeps two
+ * instances from working on one erasure at once; an erasure whose worker died is taken over when its lease
+ * ends.
  */
 export async function claimErasure(
   db: Kysely<Database>,
   workerId: string,
   now: Date,
   leaseMs: number,
-  passOver: readonly string[] = [],
+  options: ErasureClaimOptions = {},
 ): Promise<ErasureRow | undefined> {
   const at = now.toISOString();
-  let query = db
-    .selectFrom('erasures')
-    .select('id')
-    .where('status', '<>', 'completed')
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]));
-  if (passOver.length > 0) query = query.where('id', 'not in', passOver);
-  const candidates = await query.orderBy('created_at').limit(5).execute();
-  for (const { id } of candidates) {
-    const claimed = await db
-      .updateTable('erasures')
-      .set({ locked_by: workerId, locked_until: new Date(now.getTime() + leaseMs).toISOString() })
-      .where('id', '=', id)
-      .where('status', '<>', 'completed')
-      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
-      .returningAll()
-      .executeTakeFirst();
-    if (claimed) return claimed;
+  const skip = [...(options.passOver ?? [])];
+  const settled = options.settledBy?.toISOString();
+  const claimable = () => {
+    let query = db
+      .selectFrom('erasures')
+      // A literal, so that both databases match the partial index's condition.
+      .where(sql<boolean>`status <> 'completed'`)
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]));
+    if (settled !== undefined)
+      query = query.where((eb) => eb.or([eb('kind', '<>', 'subject'), eb('created_at', '<=', settled)]));
+    if (skip.length > 0) query = query.where('id', 'not in', skip);
+    return query;
+  };
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    const nextTenant = async (after: string | undefined) =>
+      (
+        await claimable()
+          .select('tenant_id')
+          .$if(after !== undefined, (query) => query.where('tenant_id', '>', after ?? ''))
+          .orderBy('tenant_id')
+          .limit(1)
+          .executeTakeFirst()
+      )?.tenant_id;
+    const tenant =
+      (options.after === undefined ? undefined : await nextTenant(options.after)) ??
+      (await nextTenant(undefined));
+    if (tenant === undefined) return undefined;
+    const candidates = await claimable()
+      .select('id')
+      .where('tenant_id', '=', tenant)
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(CLAIM_CANDIDATES)
+      .execute();
+    for (const { id } of candidates) {
+      const claimed = await db
+        .updateTable('erasures')
+        .set({ locked_by: workerId, locked_until: new Date(now.getTime() + leaseMs).toISOString() })
+        .where('id', '=', id)
+        .where('status', '<>', 'completed')
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
+        .returningAll()
+        .executeTakeFirst();
+      if (claimed) return claimed;
+      // A rival instance took it first.
+      skip.push(id);
+    }
   }
   return undefined;
+}
+
+/**
+ * How many erasures by subject of the tenant are open (pending), counted up to `limit` (through
+ * `erasures_tenant_open_idx`: completed erasures are not read).
+ */
+export async function openErasures(db: Db, tenantId: string, limit: number): Promise<number> {
+  const rows = await db
+    .selectFrom('erasures')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where(sql<boolean>`status <> 'completed'`)
+    .where('kind', '=', 'subject')
+    .limit(limit)
+    .execute();
+  return rows.length;
+}
+
+/**
+ * The runs (`id`) of the run items the erasure erased, after the run id `after`, at most `limit`, in id
+ * order: a walk of `run_items_erasure_idx` (erasure_id, run_id; migration 0027), whatever the tenant's
+ * history.
+ */
+export function runsOfErasedItems(db: Db, erasureId: string, after: string, limit: number) {
+  return db
+    .selectFrom('run_items')
+    .select('run_id as id')
+    .distinct()
+    .where('erasure_id', '=', erasureId)
+    .where('run_id', '>', after)
+    .orderBy('run_id')
+    .limit(limit);
+}
+
+/**
+ * The tenant's failed inline runs with items never attempted (which have no run item), after the run id
+ * `after`, at most `limit`, in id order: a walk of `runs_failed_rest_idx` (migration 0027), whose condition
+ * is stated literally here so that both databases match it.
+ */
+export function failedRunsWithRest(db: Db, tenantId: string, after: string, limit: number) {
+  return db
+    .selectFrom('runs')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where(sql<boolean>`status = 'failed' and input = 'inline' and next_index < item_count`)
+    .where('id', '>', after)
+    .orderBy('id')
+    .limit(limit);
 }
 
 /** Gives an erasure's claim up (it waits for runs, or the worker stops). */

@@ -8,7 +8,7 @@ import type { Storage } from '../storage/storage.js';
 import type { BackgroundWorker } from '../workers/background-worker.js';
 import type { ErasureConfig } from './erasure-config.js';
 import { retentionCutoff } from './erasure-config.js';
-import { compact, processErasure } from './erasure-processor.js';
+import { type CompactedTable, compact, erasedTables, processErasure } from './erasure-processor.js';
 import { claimErasure, insertErasure, releaseErasure } from './erasure-store.js';
 
 export interface ErasureWorkerOptions {
@@ -21,13 +21,16 @@ export interface ErasureWorkerOptions {
   outbox: OutboxSignal;
   clock: Clock;
   logger: Logger;
+  /** Compacts the erased bytes off the disk (erasure-processor.ts compact(); tests count its calls). */
+  compact?: (storage: Pick<Storage, 'db' | 'kind'>, tables: readonly CompactedTable[]) => Promise<boolean>;
 }
 
 /**
- * Completes erasures in the background: takes the oldest open one (the `erasures` row is the durable to-do,
- * so an erasure accepted before a crash is resumed by whichever instance takes it next), processes it in
- * bounded batches (erasure-processor.ts), and with `LOG_RETENTION` set, accepts a `retention` erasure for
- * each tenant whose records have expired. Woken by `erasureQueue`, else polls.
+ * Completes erasures in the background: takes open ones a tenant at a time, in turn (claimErasure: the
+ * `erasures` row is the durable to-do, so an erasure accepted before a crash is resumed by whichever
+ * instance takes it next), processes each in bounded batches (erasure-processor.ts), compacts what the
+ * completed ones freed at most once per `compactIntervalMs`, and with `LOG_RETENTION` set, accepts a
+ * `retention` erasure for each tenant whose records have expired. Woken by `erasureQueue`, else polls.
  */
 export class ErasureWorker implements BackgroundWorker {
   readonly name = 'erasure';
@@ -39,8 +42,12 @@ export class ErasureWorker implements BackgroundWorker {
   #loop: Promise<void> | undefined;
   #unsubscribe: (() => void) | undefined;
   #lastRetentionCheck = 0;
-  /** An erasure completed but its bytes are not yet compacted off the disk (see compact()). */
-  #compactionPending = false;
+  /** The tenant whose erasure the worker last took: the next claim starts after it. */
+  #lastTenant: string | undefined;
+  /** Tables changed by erasures completed since the last compaction (see compact()): not yet compacted. */
+  readonly #uncompacted = new Set<CompactedTable>();
+  /** When the last compaction started (ms), or -Infinity. */
+  #lastCompaction = Number.NEGATIVE_INFINITY;
 
   constructor(options: ErasureWorkerOptions) {
     this.#options = options;
@@ -67,10 +74,6 @@ export class ErasureWorker implements BackgroundWorker {
   async runOnce(): Promise<number> {
     const { storage, clock, config } = this.#options;
     await this.#checkRetention();
-    if (this.#compactionPending) {
-      this.#compactionPending = false;
-      if (!(await compact(storage))) this.#markCompactionPending();
-    }
     let completed = 0;
     // Erasures that wait for a run stay claimed until the round ends, so the next claim reaches the ones
     // behind them (one tenant's erasure waiting for its hour-long upload held back every other tenant's).
@@ -78,9 +81,17 @@ export class ErasureWorker implements BackgroundWorker {
     try {
       for (;;) {
         if (!this.#running && this.#loop !== undefined) break;
-        // Not those found waiting this round, even should their claim lapse during a long one.
-        const erasure = await claimErasure(storage.db, this.#workerId, clock.now(), config.leaseMs, waiting);
+        await this.#compactIfDue();
+        const now = clock.now();
+        // Not those found waiting this round, even should their claim lapse during a long one; tenants in
+        // turn; not those still settling (they would only wait).
+        const erasure = await claimErasure(storage.db, this.#workerId, now, config.leaseMs, {
+          passOver: waiting,
+          ...(this.#lastTenant !== undefined && { after: this.#lastTenant }),
+          settledBy: new Date(now.getTime() - config.settleMs),
+        });
         if (!erasure) break;
+        this.#lastTenant = erasure.tenant_id;
         const outcome = await processErasure(erasure, {
           storage,
           subjectKey: this.#options.subjectKey,
@@ -89,7 +100,9 @@ export class ErasureWorker implements BackgroundWorker {
           batchSize: config.batchSize,
           lease: { workerId: this.#workerId, ms: config.leaseMs },
           stopping: () => this.#stopping.signal.aborted,
-          compactionPending: () => this.#markCompactionPending(),
+          completed: (counts) => {
+            for (const table of erasedTables(counts)) this.#uncompacted.add(table);
+          },
           settleMs: config.settleMs,
         });
         if (outcome === 'completed') completed += 1;
@@ -102,14 +115,33 @@ export class ErasureWorker implements BackgroundWorker {
     } finally {
       for (const id of waiting) await releaseErasure(storage.db, id, this.#workerId);
     }
+    await this.#compactIfDue();
     return completed;
   }
 
-  #markCompactionPending(): void {
-    this.#compactionPending = true;
-    this.#options.logger.error(
-      'erased bytes not yet compacted off the disk (WAL checkpoint busy); retrying next round',
-    );
+  /**
+   * Compacts the tables the erasures completed since the last compaction changed, once
+   * `compactIntervalMs` has passed since the last one (else a later call does it: within the round, after
+   * it, or in the next round, at most a poll interval later).
+   */
+  async #compactIfDue(force = false): Promise<void> {
+    const { storage, clock, config, logger } = this.#options;
+    if (this.#uncompacted.size === 0) return;
+    const now = clock.now().getTime();
+    if (!force && now - this.#lastCompaction < config.compactIntervalMs) return;
+    this.#lastCompaction = now;
+    const tables = [...this.#uncompacted];
+    this.#uncompacted.clear();
+    let done = false;
+    try {
+      done = await (this.#options.compact ?? compact)(storage, tables);
+    } catch (error) {
+      logger.error('compacting erased bytes failed', describeError(error));
+    }
+    if (!done) {
+      for (const table of tables) this.#uncompacted.add(table);
+      logger.error('erased bytes not yet compacted off the disk; retrying next round');
+    }
   }
 
   /**
@@ -186,5 +218,7 @@ export class ErasureWorker implements BackgroundWorker {
         // Woken, or stopping.
       }
     }
+    // What the last erasures freed, before the server stops.
+    await this.#compactIfDue(true);
   }
 }

@@ -7,8 +7,8 @@ import type { Storage } from '../../src/storage/storage.js';
 import { testFeatures } from './test-features.js';
 
 /**
- * An erasure worker for tests, run by hand (`runOnce`): no retention, batches of 500, no settling wait, the
- * test features' subject key and outbox; `config` and the rest override.
+ * An erasure worker for tests, run by hand (`runOnce`): no retention, batches of 500, no settling wait, no
+ * compaction interval, the test features' subject key and outbox; `config` and the rest override.
  */
 export function testErasureWorker(
   storage: Storage,
@@ -33,6 +33,9 @@ export function testErasureWorker(
       batchSize: 500,
       leaseMs: 60_000,
       settleMs: 0,
+      // Compacted after every round (and after every erasure within one).
+      compactIntervalMs: 0,
+      maxPendingPerTenant: 100,
       ...config,
     },
   });

@@ -543,6 +543,13 @@ export type paths = {
          *     done, an `erasure-log/1` record naming the erased CIDs (not the subject) is appended to your log and a
          *     `subject.erased` event is sent. A subject with no records completes with zero counts.
          *
+         *     Erasures of all tenants share the server's erasure worker, which takes the tenants in turn. A tenant
+         *     may have `ERASURE_MAX_PENDING` erasures pending at once (100 by default): past them a new one is
+         *     refused with 429 `rate_limited` and `Retry-After: 30`, and nothing is stored (a retry with the
+         *     `Idempotency-Key` of an accepted one is still answered with it). Erasure is possible over the storage
+         *     quota, so that a tenant can free space; its `subject.erased` event and the event's deliveries count in
+         *     the quota all the same.
+         *
          *     Send an `Idempotency-Key` to make the request safe to retry.
          */
         post: operations["createErasure"];
@@ -3609,7 +3616,23 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
-            429: components["responses"]["TooManyRequests"];
+            /**
+             * @description Too many requests for this API key; or the tenant has `ERASURE_MAX_PENDING` erasures pending
+             *     already (100 by default): retry after `Retry-After` seconds, once some have completed. Nothing was
+             *     stored.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["StorageUnavailable"];
         };

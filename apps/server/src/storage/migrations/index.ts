@@ -24,6 +24,7 @@ import * as leafIndexFromTiles from './0023-leaf-index-from-tiles.js';
 import * as subjectIndexOfScorings from './0024-subject-index-of-scorings.js';
 import * as parkedDeliveriesIndex from './0025-parked-deliveries-index.js';
 import * as tenantUndispatchedEventsIndex from './0026-tenant-undispatched-events-index.js';
+import * as erasureFairnessIndexes from './0027-erasure-fairness-indexes.js';
 
 /**
  * Every migration, in order, keyed by name. Defined in code (not read from a folder at run time) so the
@@ -56,4 +57,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0024-subject-index-of-scorings': subjectIndexOfScorings,
   '0025-parked-deliveries-index': parkedDeliveriesIndex,
   '0026-tenant-undispatched-events-index': tenantUndispatchedEventsIndex,
+  '0027-erasure-fairness-indexes': erasureFairnessIndexes,
 };
