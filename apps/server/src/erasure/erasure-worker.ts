@@ -141,7 +141,9 @@ export class ErasureWorker implements BackgroundWorker {
     }
     if (!done) {
       for (const table of tables) this.#uncompacted.add(table);
-      logger.error('erased bytes not yet compacted off the disk; trying again after ERASURE_COMPACT_INTERVAL');
+      logger.error(
+        'erased bytes not yet compacted off the disk; trying again after ERASURE_COMPACT_INTERVAL',
+      );
     }
   }
 
