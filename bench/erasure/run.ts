@@ -114,6 +114,9 @@ for (const kind of kinds) {
         batchSize: 500,
         leaseMs: 60_000,
         settleMs: 0,
+        // Compacted at the end of the round, as the erasure's time has always included.
+        compactIntervalMs: 0,
+        maxPendingPerTenant: 0,
       },
       subjectKey,
       erasureQueue: new OutboxSignal(),

@@ -122,7 +122,8 @@ export class ErasureWorker implements BackgroundWorker {
   /**
    * Compacts the tables the erasures completed since the last compaction changed, once
    * `compactIntervalMs` has passed since the last one (else a later call does it: within the round, after
-   * it, or in the next round, at most a poll interval later).
+   * it, or in the next round, at most a poll interval later). One that fails or finds the WAL busy is tried
+   * again after the interval.
    */
   async #compactIfDue(force = false): Promise<void> {
     const { storage, clock, config, logger } = this.#options;
@@ -140,7 +141,9 @@ export class ErasureWorker implements BackgroundWorker {
     }
     if (!done) {
       for (const table of tables) this.#uncompacted.add(table);
-      logger.error('erased bytes not yet compacted off the disk; retrying next round');
+      logger.error(
+        'erased bytes not yet compacted off the disk; trying again after ERASURE_COMPACT_INTERVAL',
+      );
     }
   }
 
