@@ -72,6 +72,8 @@ export class FuzzTarget {
       ANONYMOUS_RATE_LIMIT_PER_SECOND: '0',
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
       WEBHOOK_MAX_PER_TENANT: '10000',
+      // Every valid createErasure is accepted: the fuzzing sends hundreds, faster than they complete.
+      ERASURE_MAX_PENDING: '0',
       WEBHOOK_RETRY_SCHEDULE: '1s',
       // Records reach a signed checkpoint within 100 ms, so the log's operations have trees to prove.
       LOG_CHECKPOINT_INTERVAL: '100ms',
