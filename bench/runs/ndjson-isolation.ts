@@ -13,6 +13,7 @@
 import { gzipSync } from 'node:zlib';
 import { benchArgs } from '../lib/bench-args.ts';
 import { type BenchServer, createApiKey, freshBenchDatabase, startServerOn } from '../lib/bench-server.ts';
+import { fixedRateVictim, victimSummary } from '../lib/victim.ts';
 
 const { values: args } = benchArgs(import.meta.url, {
   options: {
@@ -34,51 +35,12 @@ const RATE = Number(args.rate);
 const line = `${JSON.stringify({ subject: 'flood', context: { jurisdiction: 'DE', on_time_ratio: 0.9, utilization: 0.3, history_months: 60, debt_to_income: 0.3 } })}\n`;
 const body = gzipSync(Buffer.from(line.repeat(LINES)), { level: 9 });
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
 function summary(name: string, latencies: number[], failures: number): string {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const f = (n: number) => `${n.toFixed(1)} ms`;
-  return `${name.padEnd(8)} ${String(sorted.length).padStart(6)} answers  p50 ${f(percentile(sorted, 50))}  p90 ${f(percentile(sorted, 90))}  p99 ${f(percentile(sorted, 99))}  max ${f(sorted.at(-1) ?? Number.NaN)}  failed ${failures}`;
+  return victimSummary(name, latencies, failures, 8);
 }
 
-async function victim(server: BenchServer, key: string, until: () => boolean) {
-  const latencies: number[] = [];
-  /** [seconds since the start, latency] of each answer, for the windows printed with --windows. */
-  const timeline: [number, number][] = [];
-  let failures = 0;
-  const inflight = new Set<Promise<void>>();
-  let n = 0;
-  const started = performance.now();
-  while (!until()) {
-    const due = started + (n * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    n++;
-    const sent = performance.now();
-    const request = fetch(`${server.url}/v1/scoring/score`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ subject: `victim-${n}`, context: { jurisdiction: 'US' } }),
-    })
-      .then(async (answer) => {
-        await answer.arrayBuffer();
-        if (answer.status === 200) {
-          latencies.push(performance.now() - sent);
-          timeline.push([(sent - started) / 1000, performance.now() - sent]);
-        } else failures++;
-      })
-      .catch(() => {
-        failures++;
-      })
-      .finally(() => inflight.delete(request));
-    inflight.add(request);
-  }
-  await Promise.all(inflight);
-  return { latencies, failures, timeline };
+function victim(server: BenchServer, key: string, until: () => boolean) {
+  return fixedRateVictim(server, key, RATE, until);
 }
 
 async function bench(db: string) {

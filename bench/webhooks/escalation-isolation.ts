@@ -22,6 +22,7 @@ import { freePort } from '@scenario-scoring/testkit';
 import pg from 'pg';
 import { benchArgs } from '../lib/bench-args.ts';
 import { type BenchServer, createApiKey, freshBenchDatabase, startServerOn } from '../lib/bench-server.ts';
+import { fixedRateVictim, victimSummary } from '../lib/victim.ts';
 
 const { values: args } = benchArgs(import.meta.url, {
   options: {
@@ -52,15 +53,8 @@ const port = async (n: number) => (FIRST_PORT === undefined ? freePort() : FIRST
 const CALM = { jurisdiction: 'DE', on_time_ratio: 0.9, utilization: 0.3, history_months: 60 };
 const ESCALATING = { jurisdiction: 'DE', on_time_ratio: 0.3, utilization: 0.99 };
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
 function summary(name: string, latencies: number[], failures: number): string {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const f = (n: number) => `${n.toFixed(1)} ms`;
-  return `${name.padEnd(11)} ${String(sorted.length).padStart(6)} answers  p50 ${f(percentile(sorted, 50))}  p90 ${f(percentile(sorted, 90))}  p99 ${f(percentile(sorted, 99))}  max ${f(sorted.at(-1) ?? Number.NaN)}  failed ${failures}`;
+  return victimSummary(name, latencies, failures, 11);
 }
 
 /** Receivers that accept every connection and never answer (their sockets destroyed on close). */
@@ -89,39 +83,8 @@ async function silentReceivers(count: number): Promise<{ urls: string[]; close: 
   };
 }
 
-async function victim(server: BenchServer, key: string, until: () => boolean) {
-  const latencies: number[] = [];
-  const timeline: [number, number][] = [];
-  let failures = 0;
-  const inflight = new Set<Promise<void>>();
-  let n = 0;
-  const started = performance.now();
-  while (!until()) {
-    const due = started + (n * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    n++;
-    const sent = performance.now();
-    const request = fetch(`${server.url}/v1/scoring/score`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ subject: `victim-${n}`, context: { jurisdiction: 'US' } }),
-    })
-      .then(async (answer) => {
-        await answer.arrayBuffer();
-        if (answer.status === 200) {
-          latencies.push(performance.now() - sent);
-          timeline.push([(sent - started) / 1000, performance.now() - sent]);
-        } else failures++;
-      })
-      .catch(() => {
-        failures++;
-      })
-      .finally(() => inflight.delete(request));
-    inflight.add(request);
-  }
-  await Promise.all(inflight);
-  return { latencies, failures, timeline };
+function victim(server: BenchServer, key: string, until: () => boolean) {
+  return fixedRateVictim(server, key, RATE, until);
 }
 
 /**
