@@ -70,4 +70,27 @@ export class BackgroundPacer {
       else done();
     }
   }
+
+  /**
+   * Background work already done outside a step, `spentMs` of it (an NDJSON upload's reading of its body:
+   * inflating, hashing, finding its lines): at once while the foreground is quiet; otherwise it waits for
+   * the steps (and pauses) before it, then pauses as a step of that length would, and resolves after its
+   * pause, so that the caller does no more of that work until then. `charge(0)` waits only for the steps
+   * and pauses before it: background work done outside steps does not go on during another's pause.
+   */
+  async charge(spentMs: number): Promise<void> {
+    if (!this.foregroundBusy) return;
+    const before = this.#turn;
+    let done!: () => void;
+    this.#turn = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    try {
+      await before;
+      const pause = this.foregroundBusy ? (spentMs * (1 - this.share)) / this.share : 0;
+      if (pause > 0) await this.#sleep(Math.min(pause, 1000));
+    } finally {
+      done();
+    }
+  }
 }
