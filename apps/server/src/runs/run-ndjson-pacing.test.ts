@@ -19,9 +19,10 @@ function inflatingBody(mib: number): Buffer {
   return Buffer.concat(Array.from({ length: mib / 16 }, () => member));
 }
 
-// What an upload’s reading costs other tenants: a body inflating to a hundred MB and more of one overlong line
-// (which writes no batch of lines, the only step that was paced) is charged to the background pacer as it
-// is read, in short steps, and the bytes the line's bound throws away still count for the Idempotency-Key.
+// What an upload’s reading costs other tenants: a body inflating to a hundred MB and more of one overlong
+// line (which writes no batch of lines, the only step that was paced) is charged to the background pacer
+// as it is read, in short steps, and the bytes the line's bound throws away still count for the
+// Idempotency-Key.
 forEachDatabase('the pacing of an NDJSON upload’s reading', ({ storage }) => {
   let server: TestServer;
   let key: string;

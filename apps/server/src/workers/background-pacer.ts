@@ -1,11 +1,12 @@
 /**
- * Background work (a run's batch commits, an NDJSON upload's line writes) gives way to requests a client
- * is waiting on. While no such request was seen for `quietMs`, background steps run as they come, at full
- * speed. While there are, background steps of the whole instance run one at a time, each followed by a
- * pause that keeps background work to `share` of the time (a step that took 20 ms with a share of 0.5
- * is followed by 20 ms in which no background step starts): a tenant's million-line run cannot take the
- * event loop or the database's writer from another tenant's scoring, and still progresses at no less
- * than `share` of its speed.
+ * Background work (a run's batch commits, an NDJSON upload's reading and line writes) gives way to
+ * requests a client is waiting on. While no such request was seen for `quietMs`, background steps run as
+ * they come, at full speed. While there are, background steps of the whole instance run one at a time,
+ * each followed by a pause that keeps background work to `share` of the time (a step that took 20 ms with
+ * a share of 0.5 is followed by 20 ms in which no background step starts): a tenant's million-line run
+ * cannot take the event loop or the database's writer from another tenant's scoring, and still progresses
+ * at no less than `share` of its speed. Work done outside a step (an upload's reading: the thread pool's
+ * inflating included) is charged after it (`charge`), and sits out its own pause and the others'.
  */
 export class BackgroundPacer {
   readonly share: number;
