@@ -37,7 +37,7 @@ export interface Features {
   readonly logCheckpoints: CheckpointSignal;
   /**
    * Told of every request a client waits on (the `/v1` middleware); runs' batch commits and NDJSON uploads'
-   * writes go through it, so they give way to those requests.
+   * reading and writes go through it, so they give way to those requests.
    */
   readonly backgroundPacer: BackgroundPacer;
   /** Flushes the log's pending appends. Call it before `storage.close()`. */

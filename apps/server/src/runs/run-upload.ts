@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, type Gunzip } from 'node:zlib';
 import type { Run } from '@scenario-scoring/api-types';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { CompiledQuery } from 'kysely';
@@ -41,6 +41,24 @@ const BUSY_BATCH_BYTES = 500_000;
 
 /** The most event-loop time reading lines takes in a row before other requests get a turn. */
 const LINES_TURN_MS = 10;
+/**
+ * The most time reading the body (inflating it in the thread pool, hashing it, finding its lines, reading
+ * them) takes, while clients wait on requests, before it pauses for its share (the pacer's `charge`): an
+ * upload that inflates to a GiB with few lines or none writes almost no batch, which would pace it.
+ */
+const READ_STEP_MS = 10;
+/**
+ * The most of one wait for the next inflated chunk counted as inflating: a longer wait is the client's (a
+ * few compressed bytes that inflate to nothing, then silence), not work. A chunk inflates in 0.1 ms or less.
+ */
+const MAX_INFLATE_WAIT_MS = 10;
+/**
+ * The inflated chunk: each costs the event loop a callback, a newline search (and a hash update), and is
+ * a new buffer. Inflating a GiB of one line in a server-sized heap took 2.9 s of CPU in chunks of 32 KiB,
+ * 3.8 s in zlib's default 16 KiB (twice the callbacks) and 4.3 s in 64 KiB (twice V8's full collections:
+ * buffers that size, all garbage, pile up as external memory between them).
+ */
+const INFLATE_CHUNK_BYTES = 32 * 1024;
 /** Rows per INSERT: 5 parameters a row, well below both dialects' bound-parameter limits. */
 const ROWS_PER_STATEMENT = 1000;
 
@@ -63,8 +81,11 @@ export interface RunUploadOptions {
   limits: RunUploadLimits;
   /** Reads a line into its `run_inputs` row (run-lines.ts `lineReader`). */
   readLine: (bytes: Buffer, line: number, overlong?: number) => RunLine;
-  /** Each batch of lines is written through it, giving way to requests clients wait on (none: at once). */
-  pacer?: Pick<BackgroundPacer, 'run' | 'foregroundBusy'>;
+  /**
+   * Each batch of lines is written through it, and the reading of the body is charged to it, giving way to
+   * requests clients wait on (none: at once).
+   */
+  pacer?: Pick<BackgroundPacer, 'run' | 'charge' | 'foregroundBusy'>;
   /** The uploads in progress on this instance, shared with the JSON run route (a new one when absent). */
   uploads?: UploadsInProgress;
   /**
@@ -242,8 +263,10 @@ async function uploadRun(
   lease.unref();
   let added = 0;
   try {
+    const key = req.get('Idempotency-Key');
     const { lines, sha256 } = await storeLines(req, gzip, runId, options, {
       tenantId,
+      hashed: key !== undefined,
       // Before each batch is written: the tenant's runs created (or finished) since, on any instance.
       async beforeBatch() {
         if (deps.maxPendingItems !== undefined) upload.waiting = await pendingRunItems(storage.db, tenantId);
@@ -262,7 +285,7 @@ async function uploadRun(
         errors,
       });
     }
-    const created = await queueRun(deps, { tenantId, keyId, key: req.get('Idempotency-Key') }, runId, {
+    const created = await queueRun(deps, { tenantId, keyId, key }, runId, {
       lines,
       sha256,
       now: clock.now(),
@@ -305,32 +328,59 @@ function tooLarge(limits: RunUploadLimits, what: 'bytes' | 'lines'): AppError {
 /**
  * Splits the body into lines as it comes and writes them in batches: each batch is one transaction, and
  * the next chunk is read only once it committed (so memory holds one batch and one line, whatever the
- * body's size). Resolves with the count of lines, the body's bytes (decompressed) and their SHA-256.
+ * body's size). Resolves with the count of lines, the body's bytes (decompressed) and, when `hashed` (the
+ * request has an Idempotency-Key, whose record is of the body), their SHA-256.
+ *
+ * Reading is background work like the writes: while clients wait on requests, every `READ_STEP_MS` of it
+ * (the thread pool's inflating included) is charged to the pacer, which pauses it for its share, and it
+ * does not go on during other background work's pauses. An inflated chunk is read only once the one
+ * before it was (backpressure), so a paused upload inflates nothing: a gzip body inflating to a GiB of one
+ * overlong line costs the event loop and the thread pool their share, not all of both.
  */
 async function storeLines(
   req: Request,
   gzip: boolean,
   runId: string,
   options: RunUploadOptions,
-  hooks: { tenantId: string; line(): void; beforeBatch(): Promise<void> },
-): Promise<{ lines: number; bytes: number; sha256: string }> {
-  const { limits, readLine } = options;
-  const source: Readable = gzip ? req.pipe(createGunzip()) : req;
-  const hash = createHash('sha256');
+  hooks: { tenantId: string; hashed: boolean; line(): void; beforeBatch(): Promise<void> },
+): Promise<{ lines: number; bytes: number; sha256: string | undefined }> {
+  const { limits, readLine, pacer } = options;
+  const inflater: Gunzip | undefined = gzip ? createGunzip({ chunkSize: INFLATE_CHUNK_BYTES }) : undefined;
+  const source: Readable = inflater ? req.pipe(inflater) : req;
+  const hash = hooks.hashed ? createHash('sha256') : undefined;
   let rows: RunInputsTable[] = [];
   // The characters of their items and problems: a batch of long lines is written sooner.
   let rowsBytes = 0;
   let lines = 0;
   let bytes = 0;
-  // The event loop's time spent reading lines since the last batch was written: charged to that batch's
-  // step by the pacer, so a body of costly lines (long, or failing validation) is paced by what it costs.
-  let parseMs = 0;
-  // The same time since other requests last had a turn of the event loop.
+  // The time spent reading the body (inflating, hashing, finding and reading lines) not charged to the
+  // pacer yet: charged every READ_STEP_MS, or to the next batch's step by the pacer.
+  let spent = 0;
+  // The event loop's time spent reading lines since other requests last had a turn of the event loop.
   let sinceTurn = 0;
-  const takeParseMs = () => {
-    const spent = parseMs;
-    parseMs = 0;
-    return spent;
+  const work = (ms: number) => {
+    spent += ms;
+    sinceTurn += ms;
+  };
+  const takeSpent = () => {
+    const taken = spent;
+    spent = 0;
+    return taken;
+  };
+  // Gives way to other requests and background work: while the foreground is busy, charges the reading
+  // once it took READ_STEP_MS (and waits for other background work's pauses at each chunk, `chunkEnd`);
+  // otherwise lets other requests in every LINES_TURN_MS.
+  const pace = async (chunkEnd: boolean) => {
+    if (pacer?.foregroundBusy) {
+      if (spent >= READ_STEP_MS || chunkEnd) {
+        await pacer.charge(spent >= READ_STEP_MS ? takeSpent() : 0);
+      }
+    } else spent = 0;
+    if (sinceTurn > LINES_TURN_MS) {
+      // The lines of one chunk are read in a row, and an `await` alone lets in no other request.
+      sinceTurn = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   };
   // The line being read: its chunks, their length, and whether it is longer than allowed.
   let parts: Buffer[] = [];
@@ -345,33 +395,28 @@ async function storeLines(
       const last = parts.at(-1) as Buffer;
       if (last[last.length - 1] !== 0x0d) overlong = true;
     }
-    const text = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partLength);
     const parseStarted = performance.now();
+    const text = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, partLength);
     const line = readLine(text, lines, overlong ? limits.maxLineBytes : undefined);
-    const spent = performance.now() - parseStarted;
-    parseMs += spent;
-    sinceTurn += spent;
+    work(performance.now() - parseStarted);
     rows.push({ run_id: runId, item_index: lines - 1, ...line });
     rowsBytes += (line.item?.length ?? 0) + (line.error?.length ?? 0);
     parts = [];
     partLength = 0;
     overlong = false;
-    const busy = options.pacer?.foregroundBusy === true;
+    const busy = pacer?.foregroundBusy === true;
     if (
       rows.length >= (busy ? BUSY_LINES_PER_BATCH : LINES_PER_BATCH) ||
       rowsBytes >= (busy ? BUSY_BATCH_BYTES : BATCH_BYTES)
     ) {
       await hooks.beforeBatch();
-      await writeLines(options, hooks.tenantId, rows, takeParseMs());
+      await writeLines(options, hooks.tenantId, rows, takeSpent());
       rows = [];
       rowsBytes = 0;
       sinceTurn = 0;
-    } else if (sinceTurn > LINES_TURN_MS) {
-      // The lines of one chunk are read in a row, and an `await` alone lets in no other request.
-      sinceTurn = 0;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    } else await pace(false);
   };
+  // The bytes of a line past its bound are neither kept nor copied: only their newline is looked for.
   const take = (piece: Buffer) => {
     if (overlong || piece.length === 0) return;
     if (partLength + piece.length > limits.maxLineBytes + 1) {
@@ -414,16 +459,26 @@ async function storeLines(
   // (RFC 8259 §8.1 lets a parser ignore it): the first bytes are held until they show whether one is there.
   let head: Buffer | undefined = Buffer.alloc(0);
   try {
-    for (let next = await nextChunk(); !next.done; next = await nextChunk()) {
+    for (;;) {
+      // A wait while the inflater holds compressed bytes is the thread pool inflating them: work, charged
+      // as reading (it ends when the chunk is out: zlib inflates the next only once this one is read).
+      const inflating = inflater !== undefined && inflater.writableLength > 0;
+      const waitStarted = performance.now();
+      const next = await nextChunk();
+      if (inflating) work(Math.min(performance.now() - waitStarted, MAX_INFLATE_WAIT_MS));
+      if (next.done) break;
+      let started = performance.now();
       let chunk = next.value;
       bytes += chunk.length;
       if (bytes > limits.maxBytes) throw tooLarge(limits, 'bytes');
-      // The hash is of the bytes sent, the mark included: a repeat with the same Idempotency-Key must match them.
-      hash.update(chunk);
+      // The hash is of the bytes sent, the mark included: a repeat with the same Idempotency-Key must match
+      // them (an overlong line's bytes too: two bodies differing only there are different requests).
+      hash?.update(chunk);
       if (head !== undefined) {
         chunk = Buffer.concat([head, chunk]);
         if (chunk.length < UTF8_BOM.length && UTF8_BOM.subarray(0, chunk.length).equals(chunk)) {
           head = chunk;
+          work(performance.now() - started);
           continue;
         }
         head = undefined;
@@ -433,9 +488,13 @@ async function storeLines(
       for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
         take(chunk.subarray(start, end));
         start = end + 1;
+        work(performance.now() - started);
         await endLine();
+        started = performance.now();
       }
       take(chunk.subarray(start));
+      work(performance.now() - started);
+      await pace(true);
     }
   } finally {
     clearTimeout(idle);
@@ -445,9 +504,9 @@ async function storeLines(
   if (partLength > 0 || overlong) await endLine();
   if (rows.length > 0) {
     await hooks.beforeBatch();
-    await writeLines(options, hooks.tenantId, rows, takeParseMs());
+    await writeLines(options, hooks.tenantId, rows, takeSpent());
   }
-  return { lines, bytes, sha256: hash.digest('hex') };
+  return { lines, bytes, sha256: hash?.digest('hex') };
 }
 
 /**
@@ -482,7 +541,7 @@ async function queueRun(
   deps: RunServiceDeps,
   caller: { tenantId: string; keyId: string; key: string | undefined },
   runId: string,
-  upload: { lines: number; sha256: string; now: Date },
+  upload: { lines: number; sha256: string | undefined; now: Date },
 ) {
   const scope = {
     apiKeyId: caller.keyId,

@@ -78,6 +78,38 @@ describe('the background pacer', () => {
     endPauses();
   });
 
+  it('when work done outside a step is charged, then the caller waits for the steps before it and its own pause, and the next step waits for that pause too', async () => {
+    const { pacer, pauses, advance, endPauses } = pacerOnClock(0.5);
+    // While the foreground is quiet: at once, no pause.
+    await pacer.charge(40);
+    expect(pauses).toEqual([]);
+    pacer.noteForeground();
+    const order: string[] = [];
+    const writing = pacer.run(async () => {
+      order.push('write');
+      advance(4);
+    });
+    const charged = pacer.charge(12).then(() => order.push('charged'));
+    const next = pacer.run(async () => {
+      order.push('next');
+    });
+    await writing;
+    // 4 ms of the write, then the charge's turn: its 12 ms of reading earn 12 ms of pause, which the
+    // caller sits out before reading on.
+    expect(pauses).toEqual([4]);
+    endPauses();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(pauses).toEqual([4, 12]);
+    expect(order).toEqual(['write']);
+    endPauses();
+    await charged;
+    await next;
+    expect(order.slice(1).sort()).toEqual(['charged', 'next']);
+    // Charging nothing waits only for what is before it.
+    await pacer.charge(0);
+    expect(pauses).toEqual([4, 12]);
+  });
+
   it('when a step fails, then its error is the caller’s and the next step still runs', async () => {
     const { pacer, advance, endPauses } = pacerOnClock(0.5);
     pacer.noteForeground();

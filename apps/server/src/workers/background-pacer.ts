@@ -1,11 +1,12 @@
 /**
- * Background work (a run's batch commits, an NDJSON upload's line writes) gives way to requests a client
- * is waiting on. While no such request was seen for `quietMs`, background steps run as they come, at full
- * speed. While there are, background steps of the whole instance run one at a time, each followed by a
- * pause that keeps background work to `share` of the time (a step that took 20 ms with a share of 0.5
- * is followed by 20 ms in which no background step starts): a tenant's million-line run cannot take the
- * event loop or the database's writer from another tenant's scoring, and still progresses at no less
- * than `share` of its speed.
+ * Background work (a run's batch commits, an NDJSON upload's reading and line writes) gives way to
+ * requests a client is waiting on. While no such request was seen for `quietMs`, background steps run as
+ * they come, at full speed. While there are, background steps of the whole instance run one at a time,
+ * each followed by a pause that keeps background work to `share` of the time (a step that took 20 ms with
+ * a share of 0.5 is followed by 20 ms in which no background step starts): a tenant's million-line run
+ * cannot take the event loop or the database's writer from another tenant's scoring, and still progresses
+ * at no less than `share` of its speed. Work done outside a step (an upload's reading: the thread pool's
+ * inflating included) is charged after it (`charge`), and sits out its own pause and the others'.
  */
 export class BackgroundPacer {
   readonly share: number;
@@ -68,6 +69,29 @@ export class BackgroundPacer {
       const pause = this.foregroundBusy ? (took * (1 - this.share)) / this.share : 0;
       if (pause > 0) this.#sleep(Math.min(pause, 1000)).then(done, done);
       else done();
+    }
+  }
+
+  /**
+   * Background work already done outside a step, `spentMs` of it (an NDJSON upload's reading of its body:
+   * inflating, hashing, finding its lines): at once while the foreground is quiet; otherwise it waits for
+   * the steps (and pauses) before it, then pauses as a step of that length would, and resolves after its
+   * pause, so that the caller does no more of that work until then. `charge(0)` waits only for the steps
+   * and pauses before it: background work done outside steps does not go on during another's pause.
+   */
+  async charge(spentMs: number): Promise<void> {
+    if (!this.foregroundBusy) return;
+    const before = this.#turn;
+    let done!: () => void;
+    this.#turn = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    try {
+      await before;
+      const pause = this.foregroundBusy ? (spentMs * (1 - this.share)) / this.share : 0;
+      if (pause > 0) await this.#sleep(Math.min(pause, 1000));
+    } finally {
+      done();
     }
   }
 }
