@@ -1,6 +1,7 @@
 import type { RunCounts, ScoreRequest } from '@scenario-scoring/api-types';
-import { type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import { leaseWrite, type Storage } from '../storage/storage.js';
+import { tenantTurns } from '../storage/tenant-turns.js';
 import { fairShare } from '../workers/fair-share.js';
 
 /**
@@ -132,31 +133,7 @@ export function claimStatement(
     sql`${sql.raw(`${alias}.status in ('queued', 'running') and (${alias}.locked_until is null or ${alias}.locked_until <`)} ${nowIso})`;
   const unfinished = freeRun('u');
   const free = freeRun('x');
-  const next = (from: RawBuilder<unknown>) =>
-    postgres
-      ? sql`(select u.tenant_id from runs as u where ${unfinished} and u.tenant_id > ${from} order by u.tenant_id limit 1)`
-      : sql`(select min(u.tenant_id) from runs as u where ${unfinished} and u.tenant_id > ${from})`;
-  const first = postgres
-    ? sql`(select u.tenant_id from runs as u where ${unfinished} order by u.tenant_id limit 1)`
-    : sql`(select min(u.tenant_id) from runs as u where ${unfinished})`;
-  const walked = sql`
-    after_cursor(tenant_id, n) as (
-      select ${next(sql`${cursor}`)}, 1
-      union all
-      select ${next(sql`w.tenant_id`)}, w.n + 1 from after_cursor as w
-      where w.tenant_id is not null and w.n < ${walk}
-    ),
-    from_start(tenant_id, n) as (
-      select ${first}, 1
-      union all
-      select ${next(sql`w.tenant_id`)}, w.n + 1 from from_start as w
-      where w.tenant_id is not null and w.tenant_id < ${cursor} and w.n < ${walk}
-    ),
-    walked(tenant_id, turn) as (
-      select tenant_id, n from after_cursor where tenant_id is not null
-      union all
-      select tenant_id, ${walk} + n from from_start where tenant_id is not null and tenant_id <= ${cursor}
-    )`;
+  const walked = tenantTurns({ table: 'runs', having: unfinished, cursor, walk, postgres });
   const ranked = postgres
     ? sql`ranked as (
         select c.id, w.turn,

@@ -1,9 +1,10 @@
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import { newId } from '../../common/ids.js';
 import { DELIVERY_ROW_BYTES, UsageTally } from '../../quota/tenant-usage.js';
 import { chunks } from '../../storage/chunks.js';
 import { type RowInsert, rowInsertQuery } from '../../storage/row-insert.js';
 import type { Storage } from '../../storage/storage.js';
+import { tenantTurns } from '../../storage/tenant-turns.js';
 import { fairShare } from '../../workers/fair-share.js';
 import { webhookWants } from '../event-filter.js';
 import { DEFAULT_MAX_DELIVERIES_PER_EVENT } from '../webhook-config.js';
@@ -271,33 +272,15 @@ export async function dispatchEvents(
  * `events_tenant_undispatched_idx` (migration 0026) each, as run claims walk tenants (run-claims.ts).
  */
 async function tenantsWaiting(storage: Pick<Storage, 'db' | 'kind'>, after: string): Promise<string[]> {
-  const next = (from: RawBuilder<unknown>) =>
-    storage.kind === 'postgres'
-      ? sql`(select u.tenant_id from events as u where u.dispatched_at is null and u.tenant_id > ${from} order by u.tenant_id limit 1)`
-      : sql`(select min(u.tenant_id) from events as u where u.dispatched_at is null and u.tenant_id > ${from})`;
-  const first =
-    storage.kind === 'postgres'
-      ? sql`(select u.tenant_id from events as u where u.dispatched_at is null order by u.tenant_id limit 1)`
-      : sql`(select min(u.tenant_id) from events as u where u.dispatched_at is null)`;
+  const turns = tenantTurns({
+    table: 'events',
+    having: sql`u.dispatched_at is null`,
+    cursor: after,
+    walk: DISPATCH_TENANTS,
+    postgres: storage.kind === 'postgres',
+  });
   const { rows } = await sql<{ tenant_id: string }>`
-    with recursive
-    after_cursor(tenant_id, n) as (
-      select ${next(sql`${after}`)}, 1
-      union all
-      select ${next(sql`w.tenant_id`)}, w.n + 1 from after_cursor as w
-      where w.tenant_id is not null and w.n < ${DISPATCH_TENANTS}
-    ),
-    from_start(tenant_id, n) as (
-      select ${first}, 1
-      union all
-      select ${next(sql`w.tenant_id`)}, w.n + 1 from from_start as w
-      where w.tenant_id is not null and w.tenant_id < ${after} and w.n < ${DISPATCH_TENANTS}
-    ),
-    walked(tenant_id, turn) as (
-      select tenant_id, n from after_cursor where tenant_id is not null
-      union all
-      select tenant_id, ${DISPATCH_TENANTS} + n from from_start where tenant_id is not null and tenant_id <= ${after}
-    )
+    with recursive ${turns}
     select tenant_id from walked order by turn`.execute(storage.db);
   return rows.map((row) => row.tenant_id);
 }
