@@ -1,13 +1,13 @@
 import type { Erasure, ErasureLogCidList, Problem } from '@scenario-scoring/api-types';
-import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { countingLogWrites, erasureLogsOf, logSubjectRecords } from '../../test/support/erasure-records.js';
+import { queryPlan } from '../../test/support/query-plan.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testErasureWorker } from '../../test/support/test-erasure-worker.js';
 import { testFeatures } from '../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../test/support/test-server.js';
 import { OutboxSignal } from '../events/event-outbox.js';
-import type { Database } from '../storage/database.js';
 import { down, up } from '../storage/migrations/0021-erased-cids-index.js';
 import { ERASURE_LOG_CHUNK, processErasure } from './erasure-processor.js';
 import { erasedCidsPage } from './erasure-store.js';
@@ -154,7 +154,7 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
   it("reads a page through log_records_erasure_idx in CID order: no sort of all the erasure's records", async () => {
     const db = storage().db;
     const query = erasedCidsPage(db, tenant, erasure.id, cids[10] as string, 1001).compile();
-    const lines = await plan(db, kind, query);
+    const lines = await queryPlan(db, kind, query);
     expect(
       lines.some((line) => line.includes('log_records_erasure_idx')),
       lines.join('\n'),
@@ -188,21 +188,3 @@ forEachDatabase("an erasure's erased CIDs, paged", ({ storage, kind }) => {
     expect(await columns()).toEqual(['tenant_id', 'erasure_id', 'cid']);
   });
 });
-
-/** The plan's lines: SQLite's `explain query plan` details, PostgreSQL's `explain` with scans made dear. */
-async function plan(db: Kysely<Database>, kind: string, query: CompiledQuery): Promise<string[]> {
-  if (kind === 'sqlite') {
-    const rows = await db.executeQuery<{ detail: string }>(
-      CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
-    );
-    return rows.rows.map((row) => row.detail);
-  }
-  return db.connection().execute(async (connection) => {
-    await sql`set enable_seqscan = off`.execute(connection);
-    const rows = await connection.executeQuery<{ 'QUERY PLAN': string }>(
-      CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
-    );
-    await sql`reset enable_seqscan`.execute(connection);
-    return rows.rows.map((row) => row['QUERY PLAN']);
-  });
-}

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Erasure, Problem, Run } from '@scenario-scoring/api-types';
-import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { queryPlan } from '../../test/support/query-plan.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import { testErasureWorker } from '../../test/support/test-erasure-worker.js';
 import { testFeatures } from '../../test/support/test-features.js';
@@ -317,7 +318,7 @@ forEachDatabase('erasures shared among tenants', ({ storage, kind }) => {
       [runsOfErasedItems(db, id, '', 20).compile(), 'run_items_erasure_idx'],
       [failedRunsWithRest(db, tenant, '', 20).compile(), 'runs_failed_rest_idx'],
     ] as const) {
-      const lines = await plan(db, kind, query);
+      const lines = await queryPlan(db, kind, query);
       expect(
         lines.some((line) => line.includes(index)),
         lines.join('\n'),
@@ -398,23 +399,5 @@ async function vacuumCounts(db: Kysely<Database>, kind: string): Promise<Record<
     for (const row of rows)
       if (row.relname in counts) counts[row.relname as CompactedTable] = Number(row.vacuum_count);
     return counts;
-  });
-}
-
-/** The plan's lines: SQLite's `explain query plan` details, PostgreSQL's `explain` with scans made dear. */
-async function plan(db: Kysely<Database>, kind: string, query: CompiledQuery): Promise<string[]> {
-  if (kind === 'sqlite') {
-    const rows = await db.executeQuery<{ detail: string }>(
-      CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
-    );
-    return rows.rows.map((row) => row.detail);
-  }
-  return db.connection().execute(async (connection) => {
-    await sql`set enable_seqscan = off`.execute(connection);
-    const rows = await connection.executeQuery<{ 'QUERY PLAN': string }>(
-      CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
-    );
-    await sql`reset enable_seqscan`.execute(connection);
-    return rows.rows.map((row) => row['QUERY PLAN']);
   });
 }

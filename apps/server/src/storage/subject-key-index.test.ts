@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import { expect, it } from 'vitest';
+import { queryPlan } from '../../test/support/query-plan.js';
 import { forEachDatabase } from '../../test/support/test-databases.js';
 import {
   readSubjectRecordsPage,
@@ -9,7 +10,6 @@ import {
   subjectRecordsGroup,
   subjectRecordsPage,
 } from '../erasure/erasure-store.js';
-import type { Database } from './database.js';
 import { down, up } from './migrations/0020-subject-key-prefix-indexes.js';
 import { down as down0024, up as up0024 } from './migrations/0024-subject-index-of-scorings.js';
 import { CID_PREFIX_LENGTH, SUBJECT_KEY_PREFIX_LENGTH, subjectKeyIs } from './subject-key-index.js';
@@ -22,26 +22,7 @@ const TWIN = `${PREFIX}${'b'.repeat(64 - SUBJECT_KEY_PREFIX_LENGTH)}`;
 forEachDatabase('the subject indexes (migrations 0020 and 0024)', ({ storage, kind }) => {
   const db = () => storage().db;
 
-  /** The plan's lines: SQLite's `explain query plan` details, PostgreSQL's `explain` with scans made dear. */
-  async function plan(query: CompiledQuery): Promise<string[]> {
-    if (kind === 'sqlite') {
-      const rows = await db().executeQuery<{ detail: string }>(
-        CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
-      );
-      return rows.rows.map((row) => row.detail);
-    }
-    // An empty table is cheaper to scan than to probe: forbid scans, so only a usable index is chosen.
-    return db()
-      .connection()
-      .execute(async (connection: Kysely<Database>) => {
-        await sql`set enable_seqscan = off`.execute(connection);
-        const rows = await connection.executeQuery<{ 'QUERY PLAN': string }>(
-          CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
-        );
-        await sql`reset enable_seqscan`.execute(connection);
-        return rows.rows.map((row) => row['QUERY PLAN']);
-      });
-  }
+  const plan = (query: CompiledQuery) => queryPlan(db(), kind, query);
 
   it("a subject's log records are found through log_records_subject_idx, not by reading the table", async () => {
     // The page the API lists (listSubjectRecords), for a subject with many records, before any ANALYZE (so
