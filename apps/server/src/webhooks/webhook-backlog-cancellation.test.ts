@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { waitUntil } from '@scenario-scoring/testkit';
 import { expect, it } from 'vitest';
 import { forEachDatabase } from '../../test/support/test-databases.js';
-import { commitTestEvents, createTestWebhook, testWebhookConfig } from '../../test/support/test-webhooks.js';
+import {
+  commitTestEvents,
+  createTestWebhook,
+  deliveryStatuses,
+  testWebhookConfig,
+} from '../../test/support/test-webhooks.js';
 import { systemClock } from '../common/clock.js';
 import type { Storage } from '../storage/storage.js';
 import { deleteWebhook, updateWebhook, type WebhookServiceDeps } from './api/webhook-service.js';
@@ -44,15 +49,7 @@ forEachDatabase('cancelling a deleted or disabled webhook’s backlog', ({ stora
     while ((await dispatchEvents(storage(), new Date())).dispatched > 0);
     return webhook;
   };
-  const statuses = async (webhookId: string) => {
-    const rows = await storage()
-      .db.selectFrom('deliveries')
-      .select(['status', (eb) => eb.fn.countAll<number | string>().as('count')])
-      .where('webhook_id', '=', webhookId)
-      .groupBy('status')
-      .execute();
-    return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
-  };
+  const statuses = (webhookId: string) => deliveryStatuses(storage(), webhookId);
 
   it('cancels at most a batch per statement, and only while the webhook is deleted or disabled', async () => {
     const webhook = await withBacklog('backlog-batch');

@@ -232,3 +232,17 @@ export function settledDelivery(
     `the delivery of ${eventId}`,
   );
 }
+
+/** A webhook's deliveries counted by status (`{ pending: 3, cancelled: 2 }`). */
+export async function deliveryStatuses(
+  storage: Pick<Storage, 'db'>,
+  webhookId: string,
+): Promise<Record<string, number>> {
+  const rows = await storage.db
+    .selectFrom('deliveries')
+    .select(['status', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('webhook_id', '=', webhookId)
+    .groupBy('status')
+    .execute();
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+}

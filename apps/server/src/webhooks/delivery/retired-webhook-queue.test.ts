@@ -6,7 +6,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase } from '../../../test/support/test-databases.js';
 import { testFeatures } from '../../../test/support/test-features.js';
 import { startTestServer, type TestServer } from '../../../test/support/test-server.js';
-import { commitTestEvents, useDeliveryFixtures } from '../../../test/support/test-webhooks.js';
+import {
+  commitTestEvents,
+  deliveryStatuses,
+  useDeliveryFixtures,
+} from '../../../test/support/test-webhooks.js';
 import { SecretBox } from '../outbound/secret-box.js';
 import { RetiredWebhookSignal } from '../webhook-registry.js';
 import { STATUS_RECHECK_MS } from './delivery-scheduler.js';
@@ -86,16 +90,7 @@ forEachDatabase('deliveries queued in a worker when their webhook is deleted or 
       ).count,
     );
 
-  /** The webhook's deliveries by status. */
-  const statuses = async (webhookId: string) => {
-    const rows = await storage()
-      .db.selectFrom('deliveries')
-      .select(['status', (eb) => eb.fn.countAll<number | string>().as('count')])
-      .where('webhook_id', '=', webhookId)
-      .groupBy('status')
-      .execute();
-    return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
-  };
+  const statuses = (webhookId: string) => deliveryStatuses(storage(), webhookId);
 
   /**
    * A webhook to a holding receiver with a backlog of 10 deliveries, and a worker (of this instance, or
